@@ -1,0 +1,116 @@
+import Joi from 'joi';
+
+/**
+ * The one description of the configuration: every key, its environment variable, its meaning. Defaults live in
+ * `config/default.json` (data only); `config/<NODE_ENV>.json` overrides them; environment variables override both.
+ * The README's configuration table is generated from this schema and default.json.
+ */
+function setting<T extends Joi.Schema>(schema: T, env: string, description: string): T {
+  return schema.description(description).meta({ env }) as T;
+}
+
+const positiveInt = () => Joi.number().integer().min(1);
+const nonNegativeInt = () => Joi.number().integer().min(0);
+
+const rateLimitBucket = (env: string, what: string) =>
+  setting(positiveInt(), env, `Requests per key per window admitted on ${what}.`);
+
+export const configSchema = Joi.object({
+  environment: setting(
+    Joi.string().valid('sandbox', 'production'),
+    'GATEWAY_ENVIRONMENT',
+    'Which environment this process serves: sandbox accepts only sk_test_ keys, production only sk_live_ keys.',
+  ),
+  mode: setting(
+    Joi.string().valid('embedded', 'server'),
+    'GATEWAY_MODE',
+    'embedded: PGlite in DATA_DIR, in-process transport and simulator. server: PostgreSQL or MongoDB, NATS JetStream.',
+  ),
+  version: setting(Joi.string(), 'GATEWAY_VERSION', 'Version reported by GET /health.'),
+  http: Joi.object({
+    host: setting(Joi.string(), 'HOST', 'Interface the merchant API listens on.'),
+    port: setting(Joi.number().port(), 'PORT', 'Port of the merchant API (0 picks a free port).'),
+    bodyLimitBytes: setting(positiveInt(), 'HTTP_BODY_LIMIT_BYTES', 'Largest accepted request body; larger bodies get 413/1110.'),
+  }),
+  metrics: Joi.object({
+    port: setting(Joi.number().port(), 'METRICS_PORT', 'Operator port serving /metrics (0 picks a free port).'),
+  }),
+  log: Joi.object({
+    level: setting(
+      Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
+      'LOG_LEVEL',
+      'Minimum level of the JSON logs.',
+    ),
+  }),
+  database: Joi.object({
+    dataDir: setting(Joi.string(), 'DATA_DIR', 'Embedded mode: directory of the PGlite database.'),
+    url: setting(Joi.string().allow(''), 'DATABASE_URL', 'Server mode: PostgreSQL connection string.'),
+    mongoUrl: setting(Joi.string().allow(''), 'MONGO_URL', 'Server mode: MongoDB connection string (used when DATABASE_URL is empty).'),
+    poolSize: setting(positiveInt(), 'DATABASE_POOL_SIZE', 'Connections in the PostgreSQL pool.'),
+  }),
+  nats: Joi.object({
+    url: setting(Joi.string().allow(''), 'NATS_URL', 'Server mode: NATS server(s), comma separated.'),
+  }),
+  actors: Joi.object({
+    askTimeoutMs: setting(positiveInt(), 'ACTOR_ASK_TIMEOUT_MS', 'How long a caller waits for an actor reply.'),
+    snapshotEvery: setting(positiveInt(), 'ACTOR_SNAPSHOT_EVERY', 'Persistent actors snapshot their state every N events.'),
+    idleShutdownMs: setting(positiveInt(), 'ACTOR_IDLE_SHUTDOWN_MS', 'Idle actors passivate after this long.'),
+  }),
+  merchantDefaults: Joi.object({
+    timezone: setting(Joi.string(), 'MERCHANT_DEFAULT_TIMEZONE', 'IANA time zone of merchants created without one.'),
+    country: setting(Joi.string().length(2).uppercase(), 'MERCHANT_DEFAULT_COUNTRY', 'ISO 3166 country for national-format numbers.'),
+    currency: setting(Joi.string().length(3).uppercase(), 'MERCHANT_DEFAULT_CURRENCY', 'ISO 4217 wallet currency of new merchants.'),
+    locale: setting(Joi.string(), 'MERCHANT_DEFAULT_LOCALE', 'Locale giving the currency_symbol of /calculate.'),
+    unitPrice: setting(
+      Joi.string().pattern(/^\d+(\.\d{1,4})?$/),
+      'DEFAULT_UNIT_PRICE',
+      'Per-segment price of destinations without a pricing row, when the merchant sets none.',
+    ),
+  }),
+  rateLimits: Joi.object({
+    windowMs: setting(positiveInt(), 'RATE_LIMIT_WINDOW_MS', 'Length of the sliding rate-limit window.'),
+    send: rateLimitBucket('RATE_LIMIT_SEND', 'POST /send'),
+    status: rateLimitBucket('RATE_LIMIT_STATUS', 'GET /status/{message_id}'),
+    balance: rateLimitBucket('RATE_LIMIT_BALANCE', 'GET /balance'),
+    calculate: rateLimitBucket('RATE_LIMIT_CALCULATE', 'POST /calculate'),
+    management: rateLimitBucket('RATE_LIMIT_MANAGEMENT', 'cancel, pause and resume together'),
+    suspendAfterRejections: setting(
+      positiveInt(),
+      'SUSPEND_AFTER_REJECTIONS',
+      'Rate-limit rejections within one window that suspend a key (1302).',
+    ),
+    suspensionMs: setting(positiveInt(), 'SUSPENSION_MS', 'How long a 1302 suspension lasts.'),
+  }),
+  scheduling: Joi.object({
+    openEndedHorizonDays: setting(
+      positiveInt(),
+      'RECURRING_HORIZON_DAYS',
+      'Recurring schedules without end_date are pre-computed over this many days.',
+    ),
+    maxScheduledSms: setting(positiveInt(), 'MAX_SCHEDULED_SMS', 'Cap on total_messages of a recurring schedule.'),
+    receiptTimeoutMs: setting(positiveInt(), 'RECEIPT_TIMEOUT_MS', 'A recipient with no final receipt after this long fails with 1503.'),
+  }),
+  webhooks: Joi.object({
+    timeoutMs: setting(positiveInt(), 'WEBHOOK_TIMEOUT_MS', 'A merchant endpoint slower than this counts as failed.'),
+    retryDelaysMs: setting(
+      Joi.array().items(positiveInt()).min(1),
+      'WEBHOOK_RETRY_DELAYS_MS',
+      'Delays before each retry after a failed delivery (comma separated); the contract: 30 s, 2 min, 10 min, 1 h.',
+    ),
+    concurrencyPerMerchant: setting(positiveInt(), 'WEBHOOK_CONCURRENCY_PER_MERCHANT', 'Deliveries in flight per merchant.'),
+  }),
+  cluster: Joi.object({
+    nodeId: setting(Joi.string().allow(''), 'NODE_ID', 'Name of this node (random when empty).'),
+    shards: setting(positiveInt(), 'CLUSTER_SHARDS', 'Number of shards actors are spread over; fixed per deployment.'),
+    leaseTtlMs: setting(positiveInt(), 'CLUSTER_LEASE_TTL_MS', 'A shard lease not renewed for this long expires.'),
+  }),
+  outbox: Joi.object({
+    pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),
+  }),
+  demo: Joi.object({
+    seedMerchant: setting(Joi.boolean(), 'SEED_DEMO_MERCHANT', 'Create a funded demo merchant and print its key on first start.'),
+  }),
+  idempotency: Joi.object({
+    ttlMs: setting(nonNegativeInt(), 'IDEMPOTENCY_TTL_MS', 'How long an Idempotency-Key is remembered.'),
+  }),
+}).options({ presence: 'required' });

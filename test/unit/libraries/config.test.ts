@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { ConfigError, describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
+
+describe('configuration', () => {
+  it('when nothing is set, then the defaults of config/default.json apply', () => {
+    const config = loadConfig({ env: {} });
+    expect(config.environment).to.equal('sandbox');
+    expect(config.mode).to.equal('embedded');
+    expect(config.http.port).to.equal(3000);
+    expect(config.rateLimits).to.include({ send: 60, status: 120, balance: 30, calculate: 60, management: 60 });
+    expect(config.webhooks.retryDelaysMs).to.deep.equal([30_000, 120_000, 600_000, 3_600_000]);
+    expect(config.merchantDefaults.timezone).to.equal('Africa/Kinshasa');
+  });
+
+  it('when NODE_ENV names a profile, then its file overrides the defaults', () => {
+    const config = loadConfig({ env: { NODE_ENV: 'production' } });
+    expect(config.environment).to.equal('production');
+    expect(config.mode).to.equal('server');
+    expect(config.http.port).to.equal(3000);
+  });
+
+  it('when environment variables are set, then they win over files and are converted to their types', () => {
+    const config = loadConfig({ env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' } });
+    expect(config.http.port).to.equal(8080);
+    expect(config.webhooks.retryDelaysMs).to.deep.equal([30, 120, 600]);
+    expect(config.demo.seedMerchant).to.equal(true);
+  });
+
+  it('when a value is invalid, then loading fails naming the key and its environment variable', () => {
+    expect(() => loadConfig({ env: { PORT: 'eighty' } }))
+      .to.throw(ConfigError, /http\.port.*PORT/)
+      .with.property('key', 'http.port');
+    expect(() => loadConfig({ env: { GATEWAY_ENVIRONMENT: 'staging' } })).to.throw(ConfigError, /environment.*GATEWAY_ENVIRONMENT/);
+    expect(() => loadConfig({ env: { DEFAULT_UNIT_PRICE: '0.00001' } })).to.throw(ConfigError, /merchantDefaults\.unitPrice/);
+  });
+
+  it('when loaded, then the result is frozen all the way down', () => {
+    const config = loadConfig({ env: {} });
+    expect(Object.isFrozen(config)).to.equal(true);
+    expect(Object.isFrozen(config.http)).to.equal(true);
+    expect(Object.isFrozen(config.webhooks.retryDelaysMs)).to.equal(true);
+  });
+
+  it('when overrides are given, then they are merged last', () => {
+    const config = loadConfig({ env: { PORT: '1' }, overrides: { http: { port: 2 } } });
+    expect(config.http.port).to.equal(2);
+    expect(config.http.host).to.equal('0.0.0.0');
+  });
+
+  it('documents every setting with a distinct environment variable and a description', () => {
+    const settings = describeSettings();
+    const envs = settings.map((s) => s.env);
+    expect(new Set(envs).size).to.equal(envs.length);
+    for (const s of settings) expect(s.description, s.key).to.not.equal('');
+    expect(settings.find((s) => s.key === 'http.port')?.env).to.equal('PORT');
+  });
+});
