@@ -33,7 +33,10 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
 export function hashesEqual(a: string, b: string): boolean {
+  if (!SHA256_HEX.test(a) || !SHA256_HEX.test(b)) return false;
   const left = Buffer.from(a, 'hex');
   const right = Buffer.from(b, 'hex');
   return left.length === right.length && timingSafeEqual(left, right);

@@ -54,5 +54,6 @@ export function decide(state: RateState, bucket: RateBucket, now: number, policy
     rejections: suspendedNow ? [] : rejections,
     suspendedUntil: suspendedNow ? now + policy.suspensionMs : base.suspendedUntil,
   };
-  return { outcome: 'limited', state: next, retryAfterSeconds, suspendedNow };
+  // the rejection that suspends the key already owes the whole suspension, not just the bucket's wait
+  return { outcome: 'limited', state: next, retryAfterSeconds: suspendedNow ? secondsUntil(now + policy.suspensionMs, now) : retryAfterSeconds, suspendedNow };
 }

@@ -122,6 +122,10 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
   const shaped = validateWith<SendBody>(sendBodySchema, body);
   const issues: FieldIssue[] = shaped.ok ? [] : [...shaped.issues];
   if (!shaped.ok && !isObject(body)) return { ok: false, issues };
+  // A field the schema found no fault in has its declared shape, so the clock rules below still run on it when
+  // another field is malformed: every issue is reported at once.
+  const malformed = new Set(issues.map((issue) => issue.field.split(/[.[]/)[0]));
+  const wellShaped = (field: keyof SendBody) => !malformed.has(field);
   const input = (shaped.ok ? shaped.value : body) as Partial<SendBody>;
   const has = (field: keyof SendBody) => input[field] !== undefined && input[field] !== null;
   const sendingType: SendingType = (SENDING_TYPES as readonly unknown[]).includes(input.sending_type) ? (input.sending_type as SendingType) : 'immediate';
@@ -163,12 +167,12 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
 
   let occurrences: readonly number[] = [];
   let recurrence: RecurrenceRule | null = null;
-  if (sendingType === 'scheduled' && shaped.ok && input.scheduled_dates) {
+  if (sendingType === 'scheduled' && wellShaped('scheduled_dates') && input.scheduled_dates) {
     const resolved = resolveScheduledDates(input.scheduled_dates, context.timezone, context.now);
     if (resolved.ok) occurrences = resolved.instants;
     else issues.push(...resolved.issues);
   }
-  if (sendingType === 'recurring' && shaped.ok && input.recurring_schedule) {
+  if (sendingType === 'recurring' && wellShaped('recurring_schedule') && input.recurring_schedule) {
     const schedule = input.recurring_schedule;
     recurrence = {
       startDate: schedule.start_date,
@@ -224,7 +228,12 @@ function required(field: string, sendingType: SendingType): FieldIssue {
   return { field, message: `is required when sending_type is "${sendingType}"`, type: 'any.required' };
 }
 
+const ABSOLUTE_HTTPS = /^https:\/\/[^\s/?#]+\S*$/i;
+const ABSOLUTE_HTTP = /^http:\/\/[^\s/?#]+\S*$/i;
+
 export function isAcceptableCallbackUrl(text: string, context: Pick<SendValidationContext, 'allowHttpLocalhostCallbacks'>): boolean {
+  // URL() forgives `https:host` and surrounding spaces; the contract wants an absolute https:// URL as written
+  if (!ABSOLUTE_HTTPS.test(text) && !(context.allowHttpLocalhostCallbacks && ABSOLUTE_HTTP.test(text))) return false;
   let url: URL;
   try {
     url = new URL(text);

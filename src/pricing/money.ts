@@ -12,7 +12,8 @@ export const ZERO = 0 as Money;
 
 const MONEY_TEXT = /^(\d{1,12})(?:\.(\d{1,4}))?$/;
 
-/** Parses a non-negative amount with at most 4 decimals ("12.5", 12.5); anything else is null. */
+/** Parses a non-negative amount with at most 4 decimals ("12.5", 12.5); anything else is null, as is an amount too
+ * large to be exact (beyond Number.MAX_SAFE_INTEGER units, i.e. 900 719 925 474.0991). */
 export function parseMoney(value: string | number): Money | null {
   const text = typeof value === 'number' ? numberToPlainString(value) : value.trim();
   if (text === null) return null;
@@ -20,7 +21,8 @@ export function parseMoney(value: string | number): Money | null {
   if (!match) return null;
   const whole = Number(match[1]);
   const fraction = Number((match[2] ?? '').padEnd(MONEY_DECIMALS, '0'));
-  return (whole * MONEY_SCALE + fraction) as Money;
+  const units = whole * MONEY_SCALE + fraction;
+  return Number.isSafeInteger(units) ? (units as Money) : null;
 }
 
 export function mustParseMoney(value: string | number): Money {

@@ -1,4 +1,4 @@
-import { isRetryable } from '../carriers/carrier-outcomes.js';
+import { failureMessage, isRetryable } from '../carriers/carrier-outcomes.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
 
 export const EVENT_TYPES = ['sms.queued', 'sms.processing', 'sms.sent', 'sms.delivered', 'sms.failed'] as const;
@@ -99,7 +99,7 @@ export function recipientEventData(facts: RecipientEventFacts): EventDataByType[
       return { ...base, delivered_at: at, segments: facts.segments };
     case 'sms.failed': {
       const code = facts.errorCode ?? '1501';
-      return { ...base, failed_at: at, error_code: code, error_message: facts.errorMessage ?? '', retryable: isRetryable(code) };
+      return { ...base, failed_at: at, error_code: code, error_message: facts.errorMessage ?? failureMessage(code), retryable: isRetryable(code) };
     }
   }
 }

@@ -1,0 +1,67 @@
+import type { OutboxEntry } from '../persistence/journal-port.js';
+
+/** What a behaviour may use besides its state and command: the time and fresh ids, supplied by the wrapper. */
+export interface BehaviourContext {
+  readonly now: number;
+  readonly newId: () => string;
+  /** Shard of this actor's key; outbox entries carry it. */
+  readonly shard: number;
+}
+
+/** An outbox entry before the wrapper stamps the shard on it. */
+export type Effect = Omit<OutboxEntry, 'shard'>;
+
+/**
+ * The result of handling one command. `events` are journaled, then folded into the state with `apply`;
+ * `effects` become outbox entries in the same append; `reply` goes to the caller once the append is durable.
+ * `state`, when given, is the next state before the events: only for what is deliberately not journaled
+ * (rate-limit windows).
+ */
+export interface Decision<S, E, R> {
+  readonly events: readonly E[];
+  readonly reply: R;
+  readonly effects?: readonly Effect[];
+  readonly state?: S;
+}
+
+export interface Command {
+  readonly type: string;
+}
+
+/** Reply type of each command type. */
+export type ReplyMap<C extends Command> = { readonly [K in C['type']]: unknown };
+
+export type CommandOf<C extends Command, K extends C['type']> = Extract<C, { type: K }>;
+
+export type Handlers<S, C extends Command, E, RM extends ReplyMap<C>> = {
+  readonly [K in C['type']]: (state: S, command: CommandOf<C, K>, context: BehaviourContext) => Decision<S, E, RM[K]>;
+};
+
+/**
+ * An actor's behaviour as pure functions, unit-tested without nact: a handler per command decides, `apply`
+ * folds an event. Recovery replays `apply` over the journal, so `apply` depends only on the state and the event.
+ */
+export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
+  /** Prefix of the persistence key: `wallet`, `apikey`, `message`. */
+  readonly kind: string;
+  initialState(id: string): S;
+  readonly handlers: Handlers<S, C, E, RM>;
+  apply(state: S, event: E): S;
+  /** What a snapshot stores; drop anything not derived from events. Defaults to the state itself. */
+  toSnapshot?(state: S): S;
+}
+
+export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {
+  return events.reduce(apply, state);
+}
+
+/** Runs one command through its handler: the pure core of what the actor wrapper does. */
+export function decide<S, C extends Command, E, RM extends ReplyMap<C>, K extends C['type']>(
+  behaviour: Behaviour<S, C, E, RM>,
+  state: S,
+  command: CommandOf<C, K>,
+  context: BehaviourContext,
+): Decision<S, E, RM[K]> {
+  const handler = behaviour.handlers[command.type];
+  return handler(state, command, context);
+}

@@ -1,0 +1,87 @@
+/**
+ * The journal half of the persistence port (ARCHITECTURE.md §4): events per key with strictly increasing
+ * sequence numbers, snapshots, and the outbox entries an append causes. Every adapter passes one contract suite.
+ */
+
+/** A durable side effect recorded in the same write as the state change that causes it. */
+export interface OutboxEntry {
+  /** Unique; consumers deduplicate on it (dispatch id, event id). */
+  readonly id: string;
+  /** What the relay does with it, e.g. `webhook.event`, `carrier.dispatch`, `message.create`. */
+  readonly topic: string;
+  readonly payload: unknown;
+  /** Shard of the key that wrote it; the relay of the shard's owner publishes it. */
+  readonly shard: number;
+}
+
+/** Lease a writer holds; an append under a lease that is no longer current is refused (split-brain fence). */
+export interface Fence {
+  readonly shard: number;
+  readonly owner: string;
+  readonly epoch: number;
+}
+
+export interface JournalAppend {
+  readonly key: string;
+  /** The sequence number this append takes: one more than the last one the writer saw. */
+  readonly seq: number;
+  readonly events: readonly unknown[];
+  readonly outbox: readonly OutboxEntry[];
+  readonly at: number;
+  readonly fence?: Fence;
+}
+
+export interface JournalRecord {
+  readonly key: string;
+  readonly seq: number;
+  readonly events: readonly unknown[];
+  readonly at: number;
+}
+
+export interface Snapshot {
+  readonly key: string;
+  readonly seq: number;
+  readonly state: unknown;
+  readonly at: number;
+}
+
+export interface PendingOutboxEntry extends OutboxEntry {
+  readonly key: string;
+  readonly seq: number;
+  readonly createdAt: number;
+}
+
+/** Another writer took this sequence number first, or the writer's lease is gone: it must stop. */
+export class JournalConflictError extends Error {
+  constructor(
+    readonly key: string,
+    readonly seq: number,
+    readonly reason: 'sequence_taken' | 'fenced',
+  ) {
+    super(reason === 'fenced' ? `lease lost: append to ${key}@${seq} refused` : `sequence ${seq} of ${key} already written`);
+    this.name = 'JournalConflictError';
+  }
+}
+
+export function isJournalConflict(error: unknown): error is JournalConflictError {
+  return error instanceof JournalConflictError;
+}
+
+export interface Journal {
+  /** Atomic: the record and its outbox entries are written together or not at all. */
+  append(append: JournalAppend): Promise<void>;
+  /** Records of a key with seq > afterSeq, in order. */
+  read(key: string, afterSeq: number): Promise<readonly JournalRecord[]>;
+  latestSnapshot(key: string): Promise<Snapshot | null>;
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+}
+
+export interface Outbox {
+  /** Entries not yet relayed, oldest first, optionally only of some shards. */
+  pending(options: { readonly limit: number; readonly shards?: readonly number[]; readonly olderThan?: number }): Promise<readonly PendingOutboxEntry[]>;
+  markDone(ids: readonly string[]): Promise<void>;
+  /** How many entries wait, for metrics and health. */
+  backlog(): Promise<number>;
+  /** Called after an append wrote outbox entries in this process, so the relay need not wait for its poll. */
+  onAppended(listener: () => void): () => void;
+}

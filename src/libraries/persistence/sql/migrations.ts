@@ -1,0 +1,105 @@
+import type { SqlExecutor } from './sql-executor.js';
+
+/**
+ * Versioned schema migrations, applied in order at start. A migration is never edited once released: add a new
+ * one. An advisory lock makes nodes that start together apply each migration once.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'journal, snapshots, outbox, directory, shard leases',
+    sql: `
+      CREATE TABLE journal (
+        key    text   NOT NULL,
+        seq    bigint NOT NULL,
+        events jsonb  NOT NULL,
+        at     bigint NOT NULL,
+        PRIMARY KEY (key, seq)
+      );
+      CREATE TABLE snapshots (
+        key   text PRIMARY KEY,
+        seq   bigint NOT NULL,
+        state jsonb  NOT NULL,
+        at    bigint NOT NULL
+      );
+      CREATE TABLE outbox (
+        id         text PRIMARY KEY,
+        key        text    NOT NULL,
+        seq        bigint  NOT NULL,
+        topic      text    NOT NULL,
+        payload    jsonb   NOT NULL,
+        shard      integer NOT NULL,
+        created_at bigint  NOT NULL
+      );
+      CREATE INDEX outbox_by_shard_and_age ON outbox (shard, created_at);
+      CREATE TABLE merchants (
+        id              text PRIMARY KEY,
+        name            text    NOT NULL,
+        timezone        text    NOT NULL,
+        default_country text    NOT NULL,
+        currency        text    NOT NULL,
+        locale          text    NOT NULL,
+        currency_symbol text,
+        unit_price      bigint,
+        prepaid_wallet  boolean NOT NULL DEFAULT false,
+        postpaid_wallet boolean NOT NULL DEFAULT false,
+        created_at      bigint  NOT NULL
+      );
+      CREATE TABLE pricing_rows (
+        merchant_id          text   NOT NULL REFERENCES merchants (id),
+        country_calling_code text   NOT NULL,
+        network_prefix       text   NOT NULL,
+        price                bigint NOT NULL CHECK (price > 0),
+        carrier              text   NOT NULL,
+        PRIMARY KEY (merchant_id, country_calling_code, network_prefix)
+      );
+      CREATE TABLE api_keys (
+        key_id      text PRIMARY KEY,
+        merchant_id text   NOT NULL REFERENCES merchants (id),
+        environment text   NOT NULL,
+        key_hash    text   NOT NULL UNIQUE,
+        display     text   NOT NULL,
+        created_at  bigint NOT NULL,
+        deleted_at  bigint
+      );
+      CREATE INDEX api_keys_by_merchant ON api_keys (merchant_id);
+      CREATE TABLE message_owners (
+        message_id  text PRIMARY KEY,
+        merchant_id text   NOT NULL,
+        created_at  bigint NOT NULL
+      );
+      CREATE TABLE shard_leases (
+        shard      integer PRIMARY KEY,
+        owner      text        NOT NULL,
+        epoch      bigint      NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+    `,
+  },
+];
+
+const MIGRATION_LOCK = 4_242_001;
+
+export async function migrate(db: SqlExecutor, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    const done: number[] = [];
+    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (applied.has(migration.version)) continue;
+      await tx.script(migration.sql);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      done.push(migration.version);
+    }
+    return done;
+  });
+}

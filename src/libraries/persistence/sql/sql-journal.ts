@@ -1,0 +1,204 @@
+import {
+  JournalConflictError,
+  type Journal,
+  type JournalAppend,
+  type JournalRecord,
+  type Outbox,
+  type PendingOutboxEntry,
+  type Snapshot,
+} from '../journal-port.js';
+import type { SqlExecutor } from './sql-executor.js';
+
+export interface SqlJournalOptions {
+  /** Batch concurrent appends into one statement (one round trip). */
+  readonly groupCommit: boolean;
+  readonly maxBatch: number;
+  /** Batches in flight at once; the rest wait and join the next batch. */
+  readonly maxConcurrentBatches: number;
+}
+
+export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };
+
+interface Pending {
+  readonly append: JournalAppend;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+// One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
+// taken, and writes the outbox entries of exactly the appends that went in.
+const APPEND_BATCH_SQL = `
+WITH input AS (
+  SELECT * FROM jsonb_to_recordset($1::jsonb)
+    AS i(key text, seq bigint, events jsonb, at bigint, fence_shard integer, fence_owner text, fence_epoch bigint)
+), allowed AS (
+  SELECT i.key, i.seq, i.events, i.at FROM input i
+  WHERE i.fence_shard IS NULL OR EXISTS (
+    SELECT 1 FROM shard_leases l
+    WHERE l.shard = i.fence_shard AND l.owner = i.fence_owner AND l.epoch = i.fence_epoch AND l.expires_at > now())
+), written AS (
+  INSERT INTO journal (key, seq, events, at) SELECT key, seq, events, at FROM allowed
+  ON CONFLICT (key, seq) DO NOTHING
+  RETURNING key, seq
+), queued AS (
+  INSERT INTO outbox (id, key, seq, topic, payload, shard, created_at)
+  SELECT o.id, o.key, o.seq, o.topic, o.payload, o.shard, o.created_at
+  FROM jsonb_to_recordset($2::jsonb)
+    AS o(id text, key text, seq bigint, topic text, payload jsonb, shard integer, created_at bigint)
+  JOIN written w ON w.key = o.key AND w.seq = o.seq
+  ON CONFLICT (id) DO NOTHING
+)
+SELECT key, seq::float8 AS seq FROM written`;
+
+export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
+  const queue: Pending[] = [];
+  let inFlight = 0;
+  const listeners = new Set<() => void>();
+
+  async function writeBatch(batch: readonly Pending[]): Promise<void> {
+    // two appends of one (key, seq) in a batch: the first competes, the others lost already
+    const seen = new Set<string>();
+    const contenders: Pending[] = [];
+    for (const pending of batch) {
+      const id = `${pending.append.key}\u0000${pending.append.seq}`;
+      if (seen.has(id)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+      else {
+        seen.add(id);
+        contenders.push(pending);
+      }
+    }
+    const appends = contenders.map((p) => p.append);
+    const journalRows = appends.map((a) => ({
+      key: a.key,
+      seq: a.seq,
+      events: a.events,
+      at: a.at,
+      fence_shard: a.fence?.shard ?? null,
+      fence_owner: a.fence?.owner ?? null,
+      fence_epoch: a.fence?.epoch ?? null,
+    }));
+    const outboxRows = appends.flatMap((a) =>
+      a.outbox.map((entry) => ({ id: entry.id, key: a.key, seq: a.seq, topic: entry.topic, payload: entry.payload, shard: entry.shard, created_at: a.at })),
+    );
+    let written: readonly { key: string; seq: number }[];
+    try {
+      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)]);
+    } catch (error) {
+      for (const pending of contenders) pending.reject(error);
+      return;
+    }
+    const ok = new Set(written.map((w) => `${w.key}\u0000${w.seq}`));
+    const refused = contenders.filter((p) => !ok.has(`${p.append.key}\u0000${p.append.seq}`));
+    const taken = refused.length > 0 ? await existing(refused.map((p) => p.append)) : new Set<string>();
+    for (const pending of contenders) {
+      const id = `${pending.append.key}\u0000${pending.append.seq}`;
+      if (ok.has(id)) pending.resolve();
+      else pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, taken.has(id) || !pending.append.fence ? 'sequence_taken' : 'fenced'));
+    }
+    if (outboxRows.length > 0) for (const listener of listeners) listener();
+  }
+
+  async function existing(appends: readonly JournalAppend[]): Promise<Set<string>> {
+    const rows = await db
+      .query<{ key: string; seq: number }>(
+        `SELECT j.key, j.seq::float8 AS seq FROM journal j
+         JOIN jsonb_to_recordset($1::jsonb) AS i(key text, seq bigint) ON i.key = j.key AND i.seq = j.seq`,
+        [JSON.stringify(appends.map((a) => ({ key: a.key, seq: a.seq })))],
+      )
+      .catch(() => []);
+    return new Set(rows.map((r) => `${r.key}\u0000${r.seq}`));
+  }
+
+  function pump(): void {
+    while (inFlight < options.maxConcurrentBatches && queue.length > 0) {
+      const batch = queue.splice(0, options.maxBatch);
+      inFlight++;
+      void writeBatch(batch).finally(() => {
+        inFlight--;
+        pump();
+      });
+    }
+  }
+
+  return {
+    append(append) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ append, resolve, reject });
+        if (options.groupCommit) pump();
+        else {
+          const single = queue.splice(0);
+          void Promise.all(single.map((p) => writeBatch([p])));
+        }
+      });
+    },
+
+    async read(key, afterSeq) {
+      const rows = await db.query<{ seq: number; events: unknown[]; at: number }>(
+        'SELECT seq::float8 AS seq, events, at::float8 AS at FROM journal WHERE key = $1 AND seq > $2 ORDER BY seq',
+        [key, afterSeq],
+      );
+      return rows.map((r): JournalRecord => ({ key, seq: r.seq, events: r.events, at: r.at }));
+    },
+
+    async latestSnapshot(key) {
+      const rows = await db.query<{ seq: number; state: unknown; at: number }>(
+        'SELECT seq::float8 AS seq, state, at::float8 AS at FROM snapshots WHERE key = $1',
+        [key],
+      );
+      const row = rows[0];
+      return row ? { key, seq: row.seq, state: row.state, at: row.at } : null;
+    },
+
+    async saveSnapshot(snapshot: Snapshot) {
+      await db.query(
+        `INSERT INTO snapshots (key, seq, state, at) VALUES ($1, $2, $3::jsonb, $4)
+         ON CONFLICT (key) DO UPDATE SET seq = EXCLUDED.seq, state = EXCLUDED.state, at = EXCLUDED.at
+         WHERE snapshots.seq < EXCLUDED.seq`,
+        [snapshot.key, snapshot.seq, JSON.stringify(snapshot.state), snapshot.at],
+      );
+    },
+
+    async pending({ limit, shards, olderThan }) {
+      const rows = await db.query<{
+        id: string;
+        key: string;
+        seq: number;
+        topic: string;
+        payload: unknown;
+        shard: number;
+        created_at: number;
+      }>(
+        `SELECT id, key, seq::float8 AS seq, topic, payload, shard, created_at::float8 AS created_at FROM outbox
+         WHERE ($2::integer[] IS NULL OR shard = ANY($2::integer[])) AND ($3::bigint IS NULL OR created_at < $3::bigint)
+         ORDER BY created_at, id LIMIT $1`,
+        [limit, shards ? [...shards] : null, olderThan ?? null],
+      );
+      return rows.map(
+        (r): PendingOutboxEntry => ({
+          id: r.id,
+          key: r.key,
+          seq: r.seq,
+          topic: r.topic,
+          payload: r.payload,
+          shard: r.shard,
+          createdAt: r.created_at,
+        }),
+      );
+    },
+
+    async markDone(ids) {
+      if (ids.length === 0) return;
+      await db.query('DELETE FROM outbox WHERE id = ANY($1::text[])', [[...ids]]);
+    },
+
+    async backlog() {
+      const rows = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM outbox');
+      return rows[0]?.n ?? 0;
+    },
+
+    onAppended(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

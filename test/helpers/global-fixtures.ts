@@ -1,0 +1,6 @@
+import { stopSharedPostgres } from './postgres.js';
+
+/** Mocha global teardown: stop the private servers the suites started. */
+export async function mochaGlobalTeardown(): Promise<void> {
+  await stopSharedPostgres();
+}

@@ -1,0 +1,77 @@
+import {
+  JournalConflictError,
+  type Journal,
+  type JournalAppend,
+  type JournalRecord,
+  type Outbox,
+  type PendingOutboxEntry,
+  type Snapshot,
+} from '../../src/libraries/persistence/journal-port.js';
+
+/** An in-memory journal for unit tests of the actor layer; the real adapters pass the same contract suite. */
+export function createMemoryJournal(): Journal &
+  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error): void; fence(shard: number, epoch: number): void } {
+  const byKey = new Map<string, JournalRecord[]>();
+  const snapshots = new Map<string, Snapshot>();
+  const outbox = new Map<string, PendingOutboxEntry>();
+  const currentEpoch = new Map<number, number>();
+  let nextFailure: Error | null = null;
+  const listeners = new Set<() => void>();
+
+  return {
+    async append(append: JournalAppend) {
+      await Promise.resolve();
+      if (nextFailure) {
+        const error = nextFailure;
+        nextFailure = null;
+        throw error;
+      }
+      if (append.fence && (currentEpoch.get(append.fence.shard) ?? append.fence.epoch) !== append.fence.epoch) {
+        throw new JournalConflictError(append.key, append.seq, 'fenced');
+      }
+      const records = byKey.get(append.key) ?? [];
+      if (records.some((r) => r.seq === append.seq)) throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
+      records.push({ key: append.key, seq: append.seq, events: append.events, at: append.at });
+      records.sort((a, b) => a.seq - b.seq);
+      byKey.set(append.key, records);
+      for (const entry of append.outbox) outbox.set(entry.id, { ...entry, key: append.key, seq: append.seq, createdAt: append.at });
+      if (append.outbox.length > 0) for (const listener of listeners) listener();
+    },
+    async read(key, afterSeq) {
+      await Promise.resolve();
+      return (byKey.get(key) ?? []).filter((r) => r.seq > afterSeq);
+    },
+    async latestSnapshot(key) {
+      await Promise.resolve();
+      return snapshots.get(key) ?? null;
+    },
+    async saveSnapshot(snapshot) {
+      await Promise.resolve();
+      const current = snapshots.get(snapshot.key);
+      if (!current || current.seq < snapshot.seq) snapshots.set(snapshot.key, snapshot);
+    },
+    async pending({ limit, shards }) {
+      await Promise.resolve();
+      return [...outbox.values()].filter((e) => !shards || shards.includes(e.shard)).slice(0, limit);
+    },
+    async markDone(ids) {
+      await Promise.resolve();
+      for (const id of ids) outbox.delete(id);
+    },
+    async backlog() {
+      await Promise.resolve();
+      return outbox.size;
+    },
+    onAppended(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    records: (key) => [...(byKey.get(key) ?? [])],
+    failNextAppend: (error) => {
+      nextFailure = error;
+    },
+    fence: (shard, epoch) => {
+      currentEpoch.set(shard, epoch);
+    },
+  };
+}

@@ -1,0 +1,141 @@
+import { expect } from 'chai';
+import { createActorRuntime, ActorFailureError, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
+import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
+import { JournalConflictError } from '../../../../src/libraries/persistence/journal-port.js';
+import { createMemoryJournal } from '../../../helpers/memory-journal.js';
+import { counterBehaviour } from './counter-behaviour.js';
+
+const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3, shardOf: () => 7 };
+
+describe('actor runtime', () => {
+  let runtime: ActorRuntime;
+  let journal: ReturnType<typeof createMemoryJournal>;
+  const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
+
+  beforeEach(() => {
+    journal = createMemoryJournal();
+    runtime = createActorRuntime({ journal, clock, newId: createSequentialIds('id') });
+  });
+  afterEach(() => {
+    runtime.stop();
+  });
+
+  it('when a command produces events, then they are journaled before the reply and folded into the state', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('c1');
+    expect(await counter.ask({ type: 'add', amount: 2 })).to.deep.equal({ total: 2 });
+    expect(await counter.ask({ type: 'add', amount: 3 })).to.deep.equal({ total: 5 });
+    expect(journal.records('counter:c1').map((r) => [r.seq, r.events])).to.deep.equal([
+      [1, [{ type: 'added', amount: 2 }]],
+      [2, [{ type: 'added', amount: 3 }]],
+    ]);
+    expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 2 });
+  });
+
+  it('when an actor is passivated, then it is reactivated from its journal with the same state', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    await counters.ref('c2').ask({ type: 'add', amount: 4 });
+    await counters.ref('c2').ask({ type: 'add', amount: 1 });
+    expect(counters.activeCount()).to.equal(1);
+    counters.passivate();
+    expect(counters.activeCount()).to.equal(0);
+    expect(await counters.ref('c2').ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 2 });
+  });
+
+  it('when idle for longer than idleShutdownMs, then the actor stops by itself', async () => {
+    const counters = runtime.host(counterBehaviour, { ...HOST, idleShutdownMs: 20 });
+    await counters.ref('idle').ask({ type: 'add', amount: 1 });
+    expect(counters.activeCount()).to.equal(1);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(counters.activeCount()).to.equal(0);
+    expect(await counters.ref('idle').ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+  });
+
+  it('when a snapshot exists, then recovery starts from it and replays only later records', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    for (const amount of [1, 2, 3, 4]) await counters.ref('snap').ask({ type: 'add', amount });
+    await new Promise((resolve) => setImmediate(resolve));
+    const snapshot = await journal.latestSnapshot('counter:snap');
+    expect(snapshot?.seq).to.equal(3);
+    expect(snapshot?.state).to.deep.equal({ total: 6, applied: 3 });
+    counters.passivate();
+    // the snapshot state and record 4 are all that recovery reads
+    expect(await counters.ref('snap').ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 4 });
+  });
+
+  it('when a handler throws, then the caller gets a prompt failure and the actor comes back from its journal', async () => {
+    const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 10_000 });
+    const counter = counters.ref('crash');
+    await counter.ask({ type: 'add', amount: 5 });
+    const started = Date.now();
+    const error = await counter.ask({ type: 'explode' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'crashed');
+    expect(Date.now() - started).to.be.below(1000);
+    expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 1 });
+  });
+
+  it('when commands are queued behind one that crashes, then each of them gets a prompt failure too', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('queue');
+    const results = await Promise.allSettled([
+      counter.ask({ type: 'explode' }),
+      counter.ask({ type: 'add', amount: 1 }),
+      counter.ask({ type: 'add', amount: 1 }),
+    ]);
+    expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+    expect(journal.records('counter:queue')).to.deep.equal([]);
+  });
+
+  it('when the journal refuses the append as taken, then the caller gets "fenced" and nothing is applied', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('fence');
+    await counter.ask({ type: 'add', amount: 1 });
+    journal.failNextAppend(new JournalConflictError('counter:fence', 2, 'sequence_taken'));
+    const error = await counter.ask({ type: 'add', amount: 100 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'fenced');
+    expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+  });
+
+  it('when the journal is unavailable, then the caller gets "unavailable" and the state is unchanged', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('down');
+    journal.failNextAppend(new Error('connection refused'));
+    const error = await counter.ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
+    expect(await counter.ask({ type: 'add', amount: 2 })).to.deep.equal({ total: 2 });
+    expect(journal.records('counter:down').map((r) => r.seq)).to.deep.equal([1]);
+  });
+
+  it('when a fence is configured and superseded, then the append is refused', async () => {
+    const counters = runtime.host(counterBehaviour, { ...HOST, fenceOf: (shard) => ({ shard, owner: 'node-a', epoch: 1 }) });
+    journal.fence(7, 1);
+    await counters.ref('epoch').ask({ type: 'add', amount: 1 });
+    journal.fence(7, 2);
+    const error = await counters.ref('epoch').ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'fenced');
+  });
+
+  it('when a command has effects, then they are written to the outbox with the shard, in the same append', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const reply = await counters.ref('fx').ask({ type: 'announce', topic: 'test.topic' });
+    const pending = await journal.pending({ limit: 10 });
+    expect(pending).to.have.length(1);
+    expect(pending[0]).to.include({ id: reply.id, topic: 'test.topic', shard: 7, key: 'counter:fx', seq: 1 });
+  });
+
+  it('when many commands race on one actor, then they are applied one at a time in order', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const replies = await Promise.all(Array.from({ length: 50 }, () => counters.ref('race').ask({ type: 'add', amount: 1 })));
+    expect(replies.map((r) => r.total).sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(journal.records('counter:race').map((r) => r.seq)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  it('refuses ids that are not safe actor names', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const error = await counters.ref('a:b').ask({ type: 'read' }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error).with.property('message').that.matches(/invalid actor id/);
+  });
+});

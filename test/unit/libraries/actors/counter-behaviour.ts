@@ -1,0 +1,36 @@
+import type { Behaviour } from '../../../../src/libraries/actors/behaviour.js';
+
+/** A tiny behaviour to exercise the actor runtime: a counter with a command that crashes on purpose. */
+export interface CounterState {
+  readonly total: number;
+  readonly applied: number;
+}
+export type CounterCommand =
+  | { readonly type: 'add'; readonly amount: number }
+  | { readonly type: 'read' }
+  | { readonly type: 'explode' }
+  | { readonly type: 'announce'; readonly topic: string };
+export type CounterEvent = { readonly type: 'added'; readonly amount: number };
+export interface CounterReplies {
+  readonly add: { readonly total: number };
+  readonly read: { readonly total: number; readonly applied: number };
+  readonly explode: never;
+  readonly announce: { readonly id: string };
+}
+
+export const counterBehaviour: Behaviour<CounterState, CounterCommand, CounterEvent, CounterReplies> = {
+  kind: 'counter',
+  initialState: () => ({ total: 0, applied: 0 }),
+  handlers: {
+    add: (state, command) => ({ events: [{ type: 'added', amount: command.amount }], reply: { total: state.total + command.amount } }),
+    read: (state) => ({ events: [], reply: { total: state.total, applied: state.applied } }),
+    explode: () => {
+      throw new Error('boom');
+    },
+    announce: (_state, command, context) => {
+      const id = context.newId();
+      return { events: [], reply: { id }, effects: [{ id, topic: command.topic, payload: { at: context.now } }] };
+    },
+  },
+  apply: (state, event) => ({ total: state.total + event.amount, applied: state.applied + 1 }),
+};
