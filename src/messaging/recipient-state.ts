@@ -64,7 +64,8 @@ export function isTerminal(status: RecipientStatus): status is 'delivered' | 'fa
  * The forward-only merge. Receipts overtake each other and repeat on the carrier side, so a recipient only moves
  * forward: terminal is final, and a report no further along than the last applied one changes nothing. A report
  * that skips states (delivered before accepted) emits the skipped states' events first, so any order and any
- * duplication of one dispatch's receipts yields the same state and the same event list as the in-order case.
+ * duplication of one dispatch's receipts yields the same status, carrier status, error and event list as the
+ * in-order case (timestamps are those of the receipts that arrived first).
  */
 export function applySignal(state: RecipientState, signal: RecipientSignal): RecipientTransition {
   if (isTerminal(state.status)) return { state, events: [], changed: false };

@@ -10,12 +10,13 @@ import {
 
 /** An in-memory journal for unit tests of the actor layer; the real adapters pass the same contract suite. */
 export function createMemoryJournal(): Journal &
-  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error): void; fence(shard: number, epoch: number): void } {
+  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error): void; failNextRead(error: Error): void; fence(shard: number, epoch: number): void } {
   const byKey = new Map<string, JournalRecord[]>();
   const snapshots = new Map<string, Snapshot>();
   const outbox = new Map<string, PendingOutboxEntry>();
   const currentEpoch = new Map<number, number>();
   let nextFailure: Error | null = null;
+  let nextReadFailure: Error | null = null;
   const listeners = new Set<() => void>();
 
   return {
@@ -39,6 +40,11 @@ export function createMemoryJournal(): Journal &
     },
     async read(key, afterSeq) {
       await Promise.resolve();
+      if (nextReadFailure) {
+        const error = nextReadFailure;
+        nextReadFailure = null;
+        throw error;
+      }
       return (byKey.get(key) ?? []).filter((r) => r.seq > afterSeq);
     },
     async latestSnapshot(key) {
@@ -50,9 +56,12 @@ export function createMemoryJournal(): Journal &
       const current = snapshots.get(snapshot.key);
       if (!current || current.seq < snapshot.seq) snapshots.set(snapshot.key, snapshot);
     },
-    async pending({ limit, shards }) {
+    async pending({ limit, shards, topics, olderThan }) {
       await Promise.resolve();
-      return [...outbox.values()].filter((e) => !shards || shards.includes(e.shard)).slice(0, limit);
+      return [...outbox.values()]
+        .filter((e) => (!shards || shards.includes(e.shard)) && (!topics || topics.includes(e.topic)) && (olderThan === undefined || e.createdAt < olderThan))
+        .sort((a, b) => a.createdAt - b.createdAt)
+        .slice(0, limit);
     },
     async markDone(ids) {
       await Promise.resolve();
@@ -69,6 +78,9 @@ export function createMemoryJournal(): Journal &
     records: (key) => [...(byKey.get(key) ?? [])],
     failNextAppend: (error) => {
       nextFailure = error;
+    },
+    failNextRead: (error) => {
+      nextReadFailure = error;
     },
     fence: (shard, epoch) => {
       currentEpoch.set(shard, epoch);

@@ -3,11 +3,9 @@ import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '.
 import { decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
 import {
   dispatchNact,
-  queryNact,
   spawnPersistentNact,
   startNact,
   stopNact,
-  STOPPED_ACTOR_MESSAGE,
   type NactPersistenceEngine,
   type NactPersistentContext,
   type NactRef,
@@ -46,14 +44,15 @@ export interface ActorHostOptions {
   readonly askTimeoutMs: number;
   readonly idleShutdownMs: number;
   readonly snapshotEvery: number;
-  /** Shard of an actor id; outbox entries and fences are per shard. */
-  readonly shardOf: (id: string) => number;
+  /** Commands handled together and journaled as one record (default 256). */
+  readonly maxBatch?: number;
   /** The lease under which this node writes a shard (cluster mode); absent in single-node mode. */
   readonly fenceOf?: (shard: number) => Fence | undefined;
 }
 
 export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
-  ref(id: string): ActorRef<C, RM>;
+  /** The actor of `id`, living in `shard` (outbox entries and fences are per shard). */
+  ref(id: string, shard: number): ActorRef<C, RM>;
   /** Actors currently in memory. */
   activeCount(): number;
   /** Stops the in-memory actors whose id matches (all when omitted); their journal stays. */
@@ -71,27 +70,27 @@ interface StoredRecord {
   readonly at: number;
 }
 
-interface Envelope {
+interface PendingAsk {
   readonly command: Command;
-  readonly replyTo: NactRef;
+  resolve(value: unknown): void;
+  reject(error: ActorFailureError): void;
 }
 
-type WireReply = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: ActorFailureReason; readonly detail: string };
-
-/** Thrown inside the actor to hand a storage failure to supervision with its reason. */
-class PersistFailure extends Error {
-  constructor(
-    readonly reason: ActorFailureReason,
-    cause: unknown,
-  ) {
-    super(reason, { cause });
-  }
+/** One activation: the nact actor and the commands waiting for it. */
+interface Activation {
+  readonly ref: NactRef;
+  readonly shard: number;
+  readonly queue: PendingAsk[];
+  drainScheduled: boolean;
 }
 
+const DRAIN = Symbol('drain');
 const ID_PATTERN = /^[A-Za-z0-9_-]+$/;
+const DEFAULT_MAX_BATCH = 256;
 
-function isEnvelope(message: unknown): message is Envelope {
-  return typeof message === 'object' && message !== null && 'replyTo' in message && 'command' in message;
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.cause instanceof Error ? error.cause.message : error.message;
+  return String(error);
 }
 
 /** nact's persistence engine over our Journal port. */
@@ -133,103 +132,177 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
   };
 }
 
+/**
+ * nact actors with persistence, supervision and passivation, plus one thing nact lacks: an actor takes every
+ * command waiting for it at once, decides them in order on its evolving state, and journals their events as one
+ * record before answering any of them. A hot wallet or a busy message then costs one append per batch, not one
+ * per command, with the same guarantees (events durable before the reply, all-or-nothing per record).
+ */
 export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const onIncident = options.onIncident ?? (() => undefined);
   const root = startNact(journalEngine(options.journal, onIncident));
   let stopped = false;
 
   function host<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, hostOptions: ActorHostOptions): ActorHost<C, RM> {
-    const live = new Map<string, NactRef>();
+    const live = new Map<string, Activation>();
+    const maxBatch = hostOptions.maxBatch ?? DEFAULT_MAX_BATCH;
 
-    function receiveFor(id: string) {
-      const shard = hostOptions.shardOf(id);
+    function scheduleDrain(activation: Activation): void {
+      if (activation.drainScheduled || activation.queue.length === 0) return;
+      activation.drainScheduled = true;
+      dispatchNact(activation.ref, DRAIN);
+    }
+
+    function receiveFor(id: string, key: string, activation: () => Activation) {
       return async function receive(this: NactPersistentContext, state: S, message: unknown, context: NactPersistentContext): Promise<S> {
         if (context.recovering) {
           const record = message as StoredRecord;
           return (record.events as E[]).reduce((acc, event) => behaviour.apply(acc, event), state);
         }
-        if (!isEnvelope(message)) return state;
+        if (message !== DRAIN) return state;
+        const self = activation();
+        self.drainScheduled = false;
+        const batch = self.queue.splice(0, maxBatch);
+        if (batch.length === 0) return state;
+
         const now = options.clock.now();
-        const decision = decide(behaviour, state, message.command as CommandOf<C, C['type']>, { now, newId: options.newId, shard });
-        const effects: readonly Effect[] = decision.effects ?? [];
-        if (decision.events.length > 0 || effects.length > 0) {
-          const record: StoredRecord = { events: decision.events, outbox: effects.map((effect) => ({ ...effect, shard })), at: now };
-          const fence = hostOptions.fenceOf?.(shard);
+        const context_ = { now, newId: options.newId, shard: self.shard };
+        let working = state;
+        const events: unknown[] = [];
+        const effects: Effect[] = [];
+        const decided: { ask: PendingAsk; reply: unknown }[] = [];
+        let crash: { ask: PendingAsk; error: unknown } | null = null;
+        for (const ask of batch) {
+          try {
+            const decision = decide(behaviour, working, ask.command as CommandOf<C, C['type']>, context_);
+            working = decision.events.reduce((acc, event) => behaviour.apply(acc, event), decision.state ?? working);
+            events.push(...decision.events);
+            effects.push(...(decision.effects ?? []));
+            decided.push({ ask, reply: decision.reply });
+          } catch (error) {
+            crash = { ask, error };
+            break;
+          }
+        }
+        // commands after a crashing one wait for the next activation
+        if (crash) self.queue.unshift(...batch.slice(decided.length + 1));
+
+        if (events.length > 0 || effects.length > 0) {
+          const record: StoredRecord = { events, outbox: effects.map((effect) => ({ ...effect, shard: self.shard })), at: now };
+          const fence = hostOptions.fenceOf?.(self.shard);
           try {
             await context.persist(record, [], ...(fence ? [fence] : []));
           } catch (error) {
-            throw new PersistFailure(isJournalConflict(error) ? 'fenced' : 'unavailable', error);
+            const reason: ActorFailureReason = isJournalConflict(error) ? 'fenced' : 'unavailable';
+            for (const { ask } of decided) ask.reject(new ActorFailureError(key, reason, describe(error)));
+            if (crash) crash.ask.reject(new ActorFailureError(key, reason, describe(error)));
+            // nact already counted the sequence number: stop, and recover the truth from the journal next time
+            throw error;
           }
         }
-        const next = decision.events.reduce((acc, event) => behaviour.apply(acc, event), decision.state ?? state);
-        const reply: WireReply = { ok: true, value: decision.reply };
-        dispatchNact(message.replyTo, reply);
-        return next;
+        for (const { ask, reply } of decided) ask.resolve(reply);
+        if (crash) {
+          crash.ask.reject(new ActorFailureError(key, 'crashed', describe(crash.error)));
+          onIncident({ key, what: 'actor_crashed', error: crash.error });
+          throw crash.error;
+        }
+        scheduleDrain(self);
+        return working;
       };
     }
 
-    function spawn(id: string): NactRef {
-      if (!ID_PATTERN.test(id)) throw new Error(`invalid actor id ${JSON.stringify(id)}`);
+    function spawn(id: string, shard: number): Activation {
+      if (!ID_PATTERN.test(id)) throw new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', `invalid actor id ${JSON.stringify(id)}`);
       const key = `${behaviour.kind}:${id}`;
-      const ref: NactRef = spawnPersistentNact<S>(root, receiveFor(id), key, `${behaviour.kind}.${id}`, {
+      let activation: Activation | null = null;
+      const current = (): Activation => {
+        if (!activation) throw new Error('activation used before spawn');
+        return activation;
+      };
+      const ref: NactRef = spawnPersistentNact<S>(root, receiveFor(id, key, current), key, `${behaviour.kind}.${id}`, {
         initialState: behaviour.initialState(id),
         snapshotEvery: hostOptions.snapshotEvery,
         shutdownAfter: hostOptions.idleShutdownMs,
         ...(behaviour.toSnapshot ? { snapshotEncoder: behaviour.toSnapshot.bind(behaviour) } : {}),
-        // A crash fails the command and everything queued behind it at once (no caller waits for a timeout),
-        // then stops the actor: the next command activates it again from its journal.
+        // Failed commands were answered inside the actor already. A failure while recovering (storage down)
+        // fails everything waiting, promptly; either way the actor stops and the next command reactivates it.
         onCrash: (message: unknown, error: unknown, supervision: NactSupervisionContext) => {
-          const reason: ActorFailureReason = error instanceof PersistFailure ? error.reason : 'crashed';
-          const detail = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-          const failure: WireReply = { ok: false, reason, detail };
-          for (const pending of [message, ...supervision.mailbox.map((m) => m.message)]) {
-            if (isEnvelope(pending)) dispatchNact(pending.replyTo, failure);
+          const self = current();
+          if (message === undefined) {
+            for (const ask of self.queue.splice(0)) ask.reject(new ActorFailureError(key, 'unavailable', describe(error)));
           }
-          if (reason === 'crashed') onIncident({ key, what: 'actor_crashed', error });
-          if (live.get(id) === ref) live.delete(id);
+          // nact stops the actor after this returns; afterStop then hands whatever waits to a fresh activation
           return supervision.stop;
         },
         afterStop: () => {
-          if (live.get(id) === ref) live.delete(id);
+          const self = current();
+          if (live.get(id) === self) live.delete(id);
+          // commands that arrived while it was stopping go to a fresh activation
+          const orphans = self.queue.splice(0);
+          if (orphans.length > 0) {
+            if (stopped) for (const ask of orphans) ask.reject(new ActorFailureError(key, 'unavailable', 'actor runtime stopped'));
+            else enqueue(id, self.shard, orphans);
+          }
         },
       });
-      live.set(id, ref);
-      return ref;
+      activation = { ref, shard, queue: [], drainScheduled: false };
+      live.set(id, activation);
+      return activation;
     }
 
-    async function ask(id: string, command: Command): Promise<unknown> {
-      const key = `${behaviour.kind}:${id}`;
-      for (let attempt = 0; ; attempt++) {
-        if (stopped) throw new ActorFailureError(key, 'unavailable', 'actor runtime stopped');
-        const ref = live.get(id) ?? spawn(id);
-        let reply: WireReply;
-        try {
-          reply = (await queryNact(ref, (replyTo) => ({ command, replyTo }), hostOptions.askTimeoutMs)) as WireReply;
-        } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
-          // passivated between lookup and query: activate it again, once
-          if (message.startsWith(STOPPED_ACTOR_MESSAGE) && attempt === 0) {
-            if (live.get(id) === ref) live.delete(id);
-            continue;
-          }
-          throw new ActorFailureError(key, 'timeout', message);
-        }
-        if (reply.ok) return reply.value;
-        throw new ActorFailureError(key, reply.reason, reply.detail);
+    function enqueue(id: string, shard: number, asks: readonly PendingAsk[]): void {
+      let activation: Activation;
+      try {
+        activation = live.get(id) ?? spawn(id, shard);
+      } catch (error) {
+        for (const ask of asks) ask.reject(error instanceof ActorFailureError ? error : new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', describe(error)));
+        return;
       }
+      activation.queue.push(...asks);
+      scheduleDrain(activation);
+    }
+
+    function ask(id: string, shard: number, command: Command): Promise<unknown> {
+      const key = `${behaviour.kind}:${id}`;
+      if (stopped) return Promise.reject(new ActorFailureError(key, 'unavailable', 'actor runtime stopped'));
+      return new Promise((resolve, reject) => {
+        let settled = false;
+        const pending: PendingAsk = {
+          command,
+          resolve: (value) => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            resolve(value);
+          },
+          reject: (error) => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            reject(error);
+          },
+        };
+        const timer = setTimeout(() => {
+          const queue = live.get(id)?.queue;
+          const index = queue?.indexOf(pending) ?? -1;
+          if (queue && index >= 0) queue.splice(index, 1);
+          pending.reject(new ActorFailureError(key, 'timeout', `no answer within ${hostOptions.askTimeoutMs} ms`));
+        }, hostOptions.askTimeoutMs);
+        enqueue(id, shard, [pending]);
+      });
     }
 
     return {
-      ref: (id) => ({
+      ref: (id, shard) => ({
         key: `${behaviour.kind}:${id}`,
-        ask: (command) => ask(id, command) as Promise<never>,
+        ask: (command) => ask(id, shard, command) as Promise<never>,
       }),
       activeCount: () => live.size,
       passivate: (filter) => {
-        for (const [id, ref] of [...live]) {
+        for (const [id, activation] of [...live]) {
           if (filter && !filter(id)) continue;
           live.delete(id);
-          stopNact(ref);
+          stopNact(activation.ref);
         }
       },
     };

@@ -63,7 +63,6 @@ interface NactModule {
   start(...extensions: unknown[]): NactRef;
   stop(ref: NactRef): void;
   dispatch(ref: NactRef, message: unknown, sender?: NactRef): void;
-  query(ref: NactRef, message: (temp: NactRef) => unknown, timeoutMs: number): Promise<unknown>;
   spawnPersistent<S>(parent: NactRef, fn: PersistentFn<S>, key: string, name: string, properties: NactPersistentProperties<S>): NactRef;
   configurePersistence(engine: NactPersistenceEngine): unknown;
 }
@@ -77,8 +76,6 @@ export const stopNact = (ref: NactRef): void => {
 export const dispatchNact = (ref: NactRef, message: unknown): void => {
   bound.dispatch(ref, message);
 };
-export const queryNact = (ref: NactRef, message: (temp: NactRef) => unknown, timeoutMs: number): Promise<unknown> =>
-  bound.query(ref, message, timeoutMs);
 export const spawnPersistentNact = <S>(
   parent: NactRef,
   fn: PersistentFn<S>,
@@ -86,6 +83,3 @@ export const spawnPersistentNact = <S>(
   name: string,
   properties: NactPersistentProperties<S>,
 ): NactRef => bound.spawnPersistent(parent, fn, key, name, properties);
-
-/** nact's message when a query targets an actor that has stopped. */
-export const STOPPED_ACTOR_MESSAGE = 'Actor stopped or never existed';

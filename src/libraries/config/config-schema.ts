@@ -104,6 +104,13 @@ export const configSchema = Joi.object({
     shards: setting(positiveInt(), 'CLUSTER_SHARDS', 'Number of shards actors are spread over; fixed per deployment.'),
     leaseTtlMs: setting(positiveInt(), 'CLUSTER_LEASE_TTL_MS', 'A shard lease not renewed for this long expires.'),
   }),
+  carriers: Joi.object({
+    defaultCarrier: setting(
+      Joi.string().pattern(/^[a-z0-9][a-z0-9_-]*$/),
+      'DEFAULT_CARRIER',
+      'Connector slug for destinations no pricing row names a carrier for (the sandbox always uses the simulator).',
+    ),
+  }),
   outbox: Joi.object({
     pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),
   }),

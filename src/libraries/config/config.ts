@@ -37,6 +37,7 @@ export interface Config {
   readonly scheduling: { readonly openEndedHorizonDays: number; readonly maxScheduledSms: number; readonly receiptTimeoutMs: number };
   readonly webhooks: { readonly timeoutMs: number; readonly retryDelaysMs: readonly number[]; readonly concurrencyPerMerchant: number };
   readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number };
+  readonly carriers: { readonly defaultCarrier: string };
   readonly outbox: { readonly pollIntervalMs: number };
   readonly demo: { readonly seedMerchant: boolean };
   readonly idempotency: { readonly ttlMs: number };

@@ -43,3 +43,9 @@ export class AppError extends Error {
 export function isAppError(value: unknown): value is AppError {
   return value instanceof AppError;
 }
+
+/** A use case's answer: a value, or the AppError a client gets. */
+export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: AppError };
+
+export const success = <T>(value: T): Result<T> => ({ ok: true, value });
+export const failure = <T = never>(error: AppError): Result<T> => ({ ok: false, error });

@@ -76,9 +76,17 @@ export interface Journal {
   saveSnapshot(snapshot: Snapshot): Promise<void>;
 }
 
+export interface PendingQuery {
+  readonly limit: number;
+  readonly shards?: readonly number[];
+  readonly topics?: readonly string[];
+  /** Only entries created before this instant. */
+  readonly olderThan?: number;
+}
+
 export interface Outbox {
   /** Entries not yet relayed, oldest first, optionally only of some shards. */
-  pending(options: { readonly limit: number; readonly shards?: readonly number[]; readonly olderThan?: number }): Promise<readonly PendingOutboxEntry[]>;
+  pending(options: PendingQuery): Promise<readonly PendingOutboxEntry[]>;
   markDone(ids: readonly string[]): Promise<void>;
   /** How many entries wait, for metrics and health. */
   backlog(): Promise<number>;

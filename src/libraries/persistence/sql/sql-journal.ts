@@ -158,7 +158,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       );
     },
 
-    async pending({ limit, shards, olderThan }) {
+    async pending({ limit, shards, topics, olderThan }) {
       const rows = await db.query<{
         id: string;
         key: string;
@@ -170,8 +170,9 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       }>(
         `SELECT id, key, seq::float8 AS seq, topic, payload, shard, created_at::float8 AS created_at FROM outbox
          WHERE ($2::integer[] IS NULL OR shard = ANY($2::integer[])) AND ($3::bigint IS NULL OR created_at < $3::bigint)
+           AND ($4::text[] IS NULL OR topic = ANY($4::text[]))
          ORDER BY created_at, id LIMIT $1`,
-        [limit, shards ? [...shards] : null, olderThan ?? null],
+        [limit, shards ? [...shards] : null, olderThan ?? null, topics ? [...topics] : null],
       );
       return rows.map(
         (r): PendingOutboxEntry => ({

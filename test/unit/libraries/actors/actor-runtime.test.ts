@@ -5,7 +5,7 @@ import { JournalConflictError } from '../../../../src/libraries/persistence/jour
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 import { counterBehaviour } from './counter-behaviour.js';
 
-const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3, shardOf: () => 7 };
+const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3 };
 
 describe('actor runtime', () => {
   let runtime: ActorRuntime;
@@ -22,7 +22,7 @@ describe('actor runtime', () => {
 
   it('when a command produces events, then they are journaled before the reply and folded into the state', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const counter = counters.ref('c1');
+    const counter = counters.ref('c1', 7);
     expect(await counter.ask({ type: 'add', amount: 2 })).to.deep.equal({ total: 2 });
     expect(await counter.ask({ type: 'add', amount: 3 })).to.deep.equal({ total: 5 });
     expect(journal.records('counter:c1').map((r) => [r.seq, r.events])).to.deep.equal([
@@ -34,38 +34,38 @@ describe('actor runtime', () => {
 
   it('when an actor is passivated, then it is reactivated from its journal with the same state', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    await counters.ref('c2').ask({ type: 'add', amount: 4 });
-    await counters.ref('c2').ask({ type: 'add', amount: 1 });
+    await counters.ref('c2', 7).ask({ type: 'add', amount: 4 });
+    await counters.ref('c2', 7).ask({ type: 'add', amount: 1 });
     expect(counters.activeCount()).to.equal(1);
     counters.passivate();
     expect(counters.activeCount()).to.equal(0);
-    expect(await counters.ref('c2').ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 2 });
+    expect(await counters.ref('c2', 7).ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 2 });
   });
 
   it('when idle for longer than idleShutdownMs, then the actor stops by itself', async () => {
     const counters = runtime.host(counterBehaviour, { ...HOST, idleShutdownMs: 20 });
-    await counters.ref('idle').ask({ type: 'add', amount: 1 });
+    await counters.ref('idle', 7).ask({ type: 'add', amount: 1 });
     expect(counters.activeCount()).to.equal(1);
     await new Promise((resolve) => setTimeout(resolve, 80));
     expect(counters.activeCount()).to.equal(0);
-    expect(await counters.ref('idle').ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+    expect(await counters.ref('idle', 7).ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
   });
 
   it('when a snapshot exists, then recovery starts from it and replays only later records', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    for (const amount of [1, 2, 3, 4]) await counters.ref('snap').ask({ type: 'add', amount });
+    for (const amount of [1, 2, 3, 4]) await counters.ref('snap', 7).ask({ type: 'add', amount });
     await new Promise((resolve) => setImmediate(resolve));
     const snapshot = await journal.latestSnapshot('counter:snap');
     expect(snapshot?.seq).to.equal(3);
     expect(snapshot?.state).to.deep.equal({ total: 6, applied: 3 });
     counters.passivate();
     // the snapshot state and record 4 are all that recovery reads
-    expect(await counters.ref('snap').ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 4 });
+    expect(await counters.ref('snap', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 4 });
   });
 
   it('when a handler throws, then the caller gets a prompt failure and the actor comes back from its journal', async () => {
     const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 10_000 });
-    const counter = counters.ref('crash');
+    const counter = counters.ref('crash', 7);
     await counter.ask({ type: 'add', amount: 5 });
     const started = Date.now();
     const error = await counter.ask({ type: 'explode' }).then(
@@ -77,21 +77,22 @@ describe('actor runtime', () => {
     expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 5, applied: 1 });
   });
 
-  it('when commands are queued behind one that crashes, then each of them gets a prompt failure too', async () => {
+  it('when commands are queued behind one that crashes, then only that one fails and the others are handled by the next activation', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const counter = counters.ref('queue');
+    const counter = counters.ref('queue', 7);
     const results = await Promise.allSettled([
+      counter.ask({ type: 'add', amount: 1 }),
       counter.ask({ type: 'explode' }),
-      counter.ask({ type: 'add', amount: 1 }),
-      counter.ask({ type: 'add', amount: 1 }),
+      counter.ask({ type: 'add', amount: 10 }),
+      counter.ask({ type: 'add', amount: 100 }),
     ]);
-    expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
-    expect(journal.records('counter:queue')).to.deep.equal([]);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 111, applied: 3 });
   });
 
   it('when the journal refuses the append as taken, then the caller gets "fenced" and nothing is applied', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const counter = counters.ref('fence');
+    const counter = counters.ref('fence', 7);
     await counter.ask({ type: 'add', amount: 1 });
     journal.failNextAppend(new JournalConflictError('counter:fence', 2, 'sequence_taken'));
     const error = await counter.ask({ type: 'add', amount: 100 }).catch((e: unknown) => e);
@@ -101,7 +102,7 @@ describe('actor runtime', () => {
 
   it('when the journal is unavailable, then the caller gets "unavailable" and the state is unchanged', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const counter = counters.ref('down');
+    const counter = counters.ref('down', 7);
     journal.failNextAppend(new Error('connection refused'));
     const error = await counter.ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
@@ -112,30 +113,56 @@ describe('actor runtime', () => {
   it('when a fence is configured and superseded, then the append is refused', async () => {
     const counters = runtime.host(counterBehaviour, { ...HOST, fenceOf: (shard) => ({ shard, owner: 'node-a', epoch: 1 }) });
     journal.fence(7, 1);
-    await counters.ref('epoch').ask({ type: 'add', amount: 1 });
+    await counters.ref('epoch', 7).ask({ type: 'add', amount: 1 });
     journal.fence(7, 2);
-    const error = await counters.ref('epoch').ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
+    const error = await counters.ref('epoch', 7).ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'fenced');
   });
 
   it('when a command has effects, then they are written to the outbox with the shard, in the same append', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const reply = await counters.ref('fx').ask({ type: 'announce', topic: 'test.topic' });
+    const reply = await counters.ref('fx', 7).ask({ type: 'announce', topic: 'test.topic' });
     const pending = await journal.pending({ limit: 10 });
     expect(pending).to.have.length(1);
     expect(pending[0]).to.include({ id: reply.id, topic: 'test.topic', shard: 7, key: 'counter:fx', seq: 1 });
   });
 
-  it('when many commands race on one actor, then they are applied one at a time in order', async () => {
+  it('when many commands race on one actor, then they are decided in order and journaled together in few records', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const replies = await Promise.all(Array.from({ length: 50 }, () => counters.ref('race').ask({ type: 'add', amount: 1 })));
-    expect(replies.map((r) => r.total).sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
-    expect(journal.records('counter:race').map((r) => r.seq)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+    const replies = await Promise.all(Array.from({ length: 50 }, () => counters.ref('race', 7).ask({ type: 'add', amount: 1 })));
+    expect(replies.map((r) => r.total)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+    const records = journal.records('counter:race');
+    expect(records.length).to.be.below(50);
+    expect(records.flatMap((r) => r.events)).to.have.length(50);
+    expect(records.map((r) => r.seq)).to.deep.equal(records.map((_, i) => i + 1));
+  });
+
+  it('when the append of a batch fails, then every command of the batch fails and none is applied', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('batchfail', 7);
+    await counter.ask({ type: 'add', amount: 1 });
+    journal.failNextAppend(new Error('disk full'));
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => counter.ask({ type: 'add', amount: 1 })));
+    const failed = results.filter((r) => r.status === 'rejected');
+    expect(failed.length).to.be.at.least(1);
+    const read = await counter.ask({ type: 'read' });
+    expect(read.total).to.equal(1 + results.filter((r) => r.status === 'fulfilled').length);
+    expect(read.total).to.equal(journal.records('counter:batchfail').flatMap((r) => r.events).length);
+  });
+
+  it('when recovery cannot read the journal, then waiting callers fail promptly with "unavailable"', async () => {
+    const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 10_000 });
+    journal.failNextRead(new Error('database is down'));
+    const started = Date.now();
+    const error = await counters.ref('norecovery', 7).ask({ type: 'read' }).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
+    expect(Date.now() - started).to.be.below(1000);
+    expect(await counters.ref('norecovery', 7).ask({ type: 'read' })).to.deep.equal({ total: 0, applied: 0 });
   });
 
   it('refuses ids that are not safe actor names', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const error = await counters.ref('a:b').ask({ type: 'read' }).catch((e: unknown) => e);
+    const error = await counters.ref('a:b', 7).ask({ type: 'read' }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(Error).with.property('message').that.matches(/invalid actor id/);
   });
 });

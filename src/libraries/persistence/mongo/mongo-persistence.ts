@@ -1,0 +1,643 @@
+import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db } from 'mongodb';
+import type { GatewayEnvironment } from '../../config/config.js';
+import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
+import {
+  JournalConflictError,
+  type Fence,
+  type Journal,
+  type JournalAppend,
+  type JournalRecord,
+  type Outbox,
+  type PendingOutboxEntry,
+  type Snapshot,
+} from '../journal-port.js';
+import type { Persistence } from '../persistence.js';
+
+/**
+ * The MongoDB adapter of the persistence port (ARCHITECTURE.md §4). It passes the same contract suite as the SQL
+ * adapter (test/integration/persistence/persistence-contract.ts, run when TEST_MONGO_URL is set).
+ *
+ * A standalone `mongod` has no multi-document transactions, so everything that must be atomic lives in one
+ * document: an append (its events and the outbox entries they cause) is one `journal` document, and a merchant's
+ * price list is an array inside the merchant document.
+ */
+
+export interface MongoJournalOptions {
+  /** Batch concurrent appends into one `insertMany` (one round trip). */
+  readonly groupCommit: boolean;
+  readonly maxBatch: number;
+  /** Batches in flight at once; the rest wait and join the next batch. */
+  readonly maxConcurrentBatches: number;
+}
+
+export const DEFAULT_MONGO_JOURNAL_OPTIONS: MongoJournalOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };
+
+export interface MongoPersistenceOptions {
+  readonly url: string;
+  /** Defaults to the database named in the connection string (the driver's default when it names none). */
+  readonly dbName?: string;
+  readonly journal?: MongoJournalOptions;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Documents
+
+interface OutboxDoc {
+  readonly id: string;
+  readonly topic: string;
+  readonly payload: unknown;
+  readonly shard: number;
+  readonly done: boolean;
+}
+
+interface JournalDoc {
+  /**
+   * `<key>#<seq>`: the always-present `_id` index is a second, undroppable fence on (key, seq). seq is a number,
+   * so what follows the last `#` is it: distinct pairs give distinct ids even when keys contain `#`.
+   */
+  readonly _id: string;
+  readonly key: string;
+  readonly seq: number;
+  readonly events: unknown[];
+  readonly at: number;
+  /**
+   * The append's outbox entries, in the same document so that they are written with it or not at all. Unlike the
+   * SQL outbox table (primary key on id, a repeated id dropped), a repeated id is kept: consumers deduplicate on it.
+   */
+  readonly outbox: OutboxDoc[];
+  /** True while an outbox entry of this document is not done; indexed with `at` for the relay's poll. */
+  readonly outboxPending: boolean;
+}
+
+interface SnapshotDoc {
+  readonly _id: string;
+  readonly seq: number;
+  readonly state: unknown;
+  readonly at: number;
+}
+
+interface LeaseDoc {
+  readonly _id: number;
+  readonly owner: unknown;
+  readonly epoch: unknown;
+  readonly expiresAt: unknown;
+}
+
+interface PricingDoc {
+  readonly countryCallingCode: string;
+  readonly networkPrefix: string;
+  readonly price: number;
+  readonly carrier: string;
+}
+
+interface MerchantDoc {
+  readonly _id: string;
+  readonly name: string;
+  readonly timezone: string;
+  readonly defaultCountry: string;
+  readonly currency: string;
+  readonly locale: string;
+  readonly currencySymbol: string | null;
+  readonly unitPrice: number | null;
+  readonly wallets: { readonly prepaid: boolean; readonly postpaid: boolean };
+  readonly createdAt: number;
+  /** The whole price list, so that replacing it is one single-document (atomic) update. */
+  readonly pricing: PricingDoc[];
+}
+
+interface KeyDoc {
+  readonly _id: string;
+  readonly merchantId: string;
+  readonly environment: GatewayEnvironment;
+  readonly hash: string;
+  readonly display: string;
+  readonly createdAt: number;
+  readonly deletedAt: number | null;
+}
+
+interface MessageOwnerDoc {
+  readonly _id: string;
+  readonly merchantId: string;
+  readonly createdAt: number;
+}
+
+interface Collections {
+  readonly journal: Collection<JournalDoc>;
+  readonly snapshots: Collection<SnapshotDoc>;
+  readonly shardLeases: Collection<LeaseDoc>;
+  readonly merchants: Collection<MerchantDoc>;
+  readonly apiKeys: Collection<KeyDoc>;
+  readonly messageOwners: Collection<MessageOwnerDoc>;
+}
+
+function collectionsOf(db: Db): Collections {
+  return {
+    journal: db.collection<JournalDoc>('journal'),
+    snapshots: db.collection<SnapshotDoc>('snapshots'),
+    shardLeases: db.collection<LeaseDoc>('shard_leases'),
+    merchants: db.collection<MerchantDoc>('merchants'),
+    apiKeys: db.collection<KeyDoc>('api_keys'),
+    messageOwners: db.collection<MessageOwnerDoc>('message_owners'),
+  };
+}
+
+/** `createIndex` is a no-op when an index with the same keys and options exists, so this runs at every open. */
+async function ensureIndexes(c: Collections): Promise<void> {
+  await Promise.all([
+    c.journal.createIndex({ key: 1, seq: 1 }, { unique: true, name: 'journal_key_seq_unique' }, {}),
+    c.journal.createIndex({ outboxPending: 1, at: 1 }, { name: 'journal_outbox_pending_at' }, {}),
+    c.merchants.createIndex({ createdAt: 1, _id: 1 }, { name: 'merchants_by_creation' }, {}),
+    c.apiKeys.createIndex({ hash: 1 }, { unique: true, name: 'api_keys_hash_unique' }, {}),
+    c.apiKeys.createIndex({ merchantId: 1, createdAt: 1, _id: 1 }, { name: 'api_keys_by_merchant' }, {}),
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+
+const DUPLICATE_KEY = 11000;
+
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+/**
+ * Events, payloads and snapshot states go through JSON, as they do in the SQL adapter (jsonb): what reads back is
+ * what JSON keeps (no `undefined` fields, dates as strings), whatever the store.
+ */
+function asJson(value: unknown): unknown {
+  const text = JSON.stringify(value) as string | undefined;
+  return text === undefined ? null : (JSON.parse(text) as unknown);
+}
+
+const journalId = (key: string, seq: number): string => `${key}#${seq}`;
+const pairOf = (append: JournalAppend): string => `${append.key}\u0000${append.seq}`;
+
+function leaseIsCurrent(lease: LeaseDoc | undefined, fence: Fence, now: number): boolean {
+  return (
+    lease !== undefined &&
+    lease.owner === fence.owner &&
+    lease.epoch === fence.epoch &&
+    lease.expiresAt instanceof Date &&
+    lease.expiresAt.getTime() > now
+  );
+}
+
+function isList<T>(value: T | readonly T[]): value is readonly T[] {
+  return Array.isArray(value);
+}
+
+/** `writeErrors` is typed one-or-more (the driver fills an array). */
+function listOf<T>(value: T | readonly T[]): readonly T[] {
+  return isList(value) ? value : [value];
+}
+
+interface BulkOutcome {
+  /** Index in the array sent → whether it failed on a duplicate key (else on another write error). */
+  readonly failed: ReadonlyMap<number, boolean>;
+  /** The documents without a write error are known to be written. */
+  readonly othersWritten: boolean;
+}
+
+/**
+ * What an unordered `insertMany` that threw tells about each document. `MongoBulkWriteError.writeErrors` carries
+ * one error per failed document with `index`, its position in the array sent; with `ordered: false` the server
+ * tries every document, so the others were inserted — which `result.insertedCount` must confirm. Anything else
+ * (a network error, a write concern error, counts that do not add up) leaves the documents' fate unknown.
+ */
+function outcomeOfBulkError(error: unknown, sent: number): BulkOutcome | null {
+  if (!(error instanceof MongoBulkWriteError)) return null;
+  const writeErrors = listOf(error.writeErrors);
+  if (writeErrors.length === 0) return null;
+  const failed = new Map<number, boolean>();
+  for (const writeError of writeErrors) failed.set(writeError.index, writeError.code === DUPLICATE_KEY);
+  const othersWritten = error.result.getWriteConcernError() === undefined && error.result.insertedCount + failed.size === sent;
+  return { failed, othersWritten };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Journal and outbox
+
+interface Pending {
+  readonly append: JournalAppend;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+export function createMongoJournal(c: Collections, options: MongoJournalOptions = DEFAULT_MONGO_JOURNAL_OPTIONS): Journal & Outbox {
+  const queue: Pending[] = [];
+  let inFlight = 0;
+  const listeners = new Set<() => void>();
+
+  function notify(): void {
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch {
+        // a listener's failure is not the append's: it is written
+      }
+    }
+  }
+
+  /**
+   * Best-effort fence. A standalone server cannot check the lease atomically with the insert (that would need a
+   * multi-document transaction), so the lease is read just before the insert: an append under a lease that is
+   * already gone, taken over (owner or epoch differ) or expired is refused as `fenced`. A lease lost between this
+   * read and the insert is not seen here; the hard fence remains the unique (key, seq): a new owner that
+   * replayed the key writes the next sequence number, and the old owner's append of it then fails.
+   * `expiresAt` is compared with this process's clock (the SQL adapter uses the database's `now()`).
+   */
+  async function checkFences(contenders: readonly Pending[]): Promise<Pending[]> {
+    const fenced = contenders.filter((p) => p.append.fence !== undefined);
+    if (fenced.length === 0) return [...contenders];
+    const shards = [...new Set(fenced.map((p) => p.append.fence?.shard ?? 0))];
+    let leases: Map<number, LeaseDoc>;
+    try {
+      const found = await c.shardLeases.find({ _id: { $in: shards } }).toArray();
+      leases = new Map(found.map((lease) => [lease._id, lease]));
+    } catch (error) {
+      for (const pending of fenced) pending.reject(error);
+      return contenders.filter((p) => p.append.fence === undefined);
+    }
+    const now = Date.now();
+    const allowed: Pending[] = [];
+    for (const pending of contenders) {
+      const fence = pending.append.fence;
+      if (fence === undefined || leaseIsCurrent(leases.get(fence.shard), fence, now)) allowed.push(pending);
+      else pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'fenced'));
+    }
+    return allowed;
+  }
+
+  async function writeBatch(batch: readonly Pending[]): Promise<void> {
+    try {
+      // two appends of one (key, seq) in a batch: the first competes, the others lost already
+      const seen = new Set<string>();
+      const contenders: Pending[] = [];
+      for (const pending of batch) {
+        const pair = pairOf(pending.append);
+        if (seen.has(pair)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+        else {
+          seen.add(pair);
+          contenders.push(pending);
+        }
+      }
+
+      const allowed = await checkFences(contenders);
+      const sending: Pending[] = [];
+      const docs: JournalDoc[] = [];
+      for (const pending of allowed) {
+        const a = pending.append;
+        try {
+          docs.push({
+            _id: journalId(a.key, a.seq),
+            key: a.key,
+            seq: a.seq,
+            events: asJson(a.events) as unknown[],
+            at: a.at,
+            outbox: a.outbox.map((e) => ({ id: e.id, topic: e.topic, payload: asJson(e.payload), shard: e.shard, done: false })),
+            outboxPending: a.outbox.length > 0,
+          });
+          sending.push(pending);
+        } catch (error) {
+          // not serialisable (a BigInt, a cycle): only this append fails
+          pending.reject(error);
+        }
+      }
+      if (docs.length === 0) return;
+
+      let failed: ReadonlyMap<number, boolean> = new Map();
+      let othersWritten = true;
+      let batchError: unknown = undefined;
+      try {
+        await c.journal.insertMany(docs, { ordered: false });
+      } catch (error) {
+        const outcome = outcomeOfBulkError(error, docs.length);
+        if (outcome === null) {
+          for (const pending of sending) pending.reject(error);
+          return;
+        }
+        failed = outcome.failed;
+        othersWritten = outcome.othersWritten;
+        batchError = error;
+      }
+
+      let wroteOutbox = false;
+      for (const [index, pending] of sending.entries()) {
+        const duplicate = failed.get(index);
+        if (duplicate === true) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+        else if (duplicate === false || !othersWritten) pending.reject(batchError);
+        else {
+          pending.resolve();
+          if (pending.append.outbox.length > 0) wroteOutbox = true;
+        }
+      }
+      if (wroteOutbox) notify();
+    } catch (error) {
+      // unexpected: settle whatever is still waiting (settling a settled promise again does nothing)
+      for (const pending of batch) pending.reject(error);
+    }
+  }
+
+  function pump(): void {
+    while (inFlight < options.maxConcurrentBatches && queue.length > 0) {
+      const batch = queue.splice(0, options.maxBatch);
+      inFlight++;
+      void writeBatch(batch).finally(() => {
+        inFlight--;
+        pump();
+      });
+    }
+  }
+
+  return {
+    append(append) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ append, resolve, reject });
+        if (options.groupCommit) pump();
+        else {
+          const single = queue.splice(0);
+          void Promise.all(single.map((p) => writeBatch([p])));
+        }
+      });
+    },
+
+    async read(key, afterSeq) {
+      const docs = await c.journal
+        .find({ key, seq: { $gt: afterSeq } }, { projection: { _id: 0, seq: 1, events: 1, at: 1 } })
+        .sort({ seq: 1 })
+        .toArray();
+      return docs.map((d): JournalRecord => ({ key, seq: d.seq, events: d.events, at: d.at }));
+    },
+
+    async latestSnapshot(key) {
+      const doc = await c.snapshots.findOne({ _id: key });
+      return doc ? { key, seq: doc.seq, state: doc.state, at: doc.at } : null;
+    },
+
+    async saveSnapshot(snapshot: Snapshot) {
+      try {
+        // Replaces only an older snapshot. When one of this seq or newer exists, the filter matches nothing, the
+        // upsert tries to insert `_id: key` and gets a duplicate key error: the newer snapshot stays.
+        await c.snapshots.updateOne(
+          { _id: snapshot.key, seq: { $lt: snapshot.seq } },
+          { $set: { seq: snapshot.seq, state: asJson(snapshot.state), at: snapshot.at } },
+          { upsert: true },
+        );
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    },
+
+    async pending({ limit, shards, topics, olderThan }) {
+      if (limit < 1) return [];
+      const rows = await c.journal
+        .aggregate<{ key: string; seq: number; at: number; outbox: OutboxDoc }>([
+          { $match: { outboxPending: true, ...(olderThan !== undefined ? { at: { $lt: olderThan } } : {}) } },
+          { $unwind: '$outbox' },
+          {
+            $match: {
+              'outbox.done': false,
+              ...(shards ? { 'outbox.shard': { $in: [...shards] } } : {}),
+              ...(topics ? { 'outbox.topic': { $in: [...topics] } } : {}),
+            },
+          },
+          { $sort: { at: 1, 'outbox.id': 1 } },
+          { $limit: Math.floor(limit) },
+          { $project: { _id: 0, key: 1, seq: 1, at: 1, outbox: 1 } },
+        ])
+        .toArray();
+      return rows.map(
+        (r): PendingOutboxEntry => ({
+          id: r.outbox.id,
+          key: r.key,
+          seq: r.seq,
+          topic: r.outbox.topic,
+          payload: r.outbox.payload,
+          shard: r.outbox.shard,
+          createdAt: r.at,
+        }),
+      );
+    },
+
+    async markDone(ids) {
+      if (ids.length === 0) return;
+      const list = [...ids];
+      await c.journal.updateMany(
+        { outboxPending: true, 'outbox.id': { $in: list } },
+        { $set: { 'outbox.$[e].done': true } },
+        { arrayFilters: [{ 'e.id': { $in: list } }] },
+      );
+      // `'outbox.done': { $ne: false }` matches a document none of whose entries is still not done. A crash
+      // between the two updates leaves `outboxPending` true on a document with nothing pending: harmless, pending()
+      // and backlog() look at the entries.
+      await c.journal.updateMany({ outboxPending: true, 'outbox.id': { $in: list }, 'outbox.done': { $ne: false } }, { $set: { outboxPending: false } });
+    },
+
+    async backlog() {
+      const rows = await c.journal
+        .aggregate<{ n: number }>([{ $match: { outboxPending: true } }, { $unwind: '$outbox' }, { $match: { 'outbox.done': false } }, { $count: 'n' }])
+        .toArray();
+      return rows[0]?.n ?? 0;
+    },
+
+    onAppended(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Directory
+
+const MERCHANT_PROJECTION = { pricing: 0 } as const;
+
+const toMerchant = (d: MerchantDoc | Omit<MerchantDoc, 'pricing'>): MerchantRecord => ({
+  id: d._id,
+  name: d.name,
+  timezone: d.timezone,
+  defaultCountry: d.defaultCountry,
+  currency: d.currency,
+  locale: d.locale,
+  currencySymbol: d.currencySymbol ?? null,
+  unitPrice: d.unitPrice ?? null,
+  wallets: { prepaid: d.wallets.prepaid, postpaid: d.wallets.postpaid },
+  createdAt: d.createdAt,
+});
+
+const toKey = (d: KeyDoc): KeyRecord => ({
+  keyId: d._id,
+  merchantId: d.merchantId,
+  environment: d.environment,
+  hash: d.hash,
+  display: d.display,
+  createdAt: d.createdAt,
+  deletedAt: d.deletedAt ?? null,
+});
+
+const byCode = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const comparePricing = (a: PricingRowRecord, b: PricingRowRecord): number =>
+  byCode(a.countryCallingCode, b.countryCallingCode) || byCode(a.networkPrefix, b.networkPrefix);
+
+export function createMongoDirectory(c: Collections): Directory {
+  async function merchant(id: string): Promise<MerchantRecord | null> {
+    const doc = await c.merchants.findOne({ _id: id }, { projection: MERCHANT_PROJECTION });
+    return doc ? toMerchant(doc) : null;
+  }
+
+  async function requireMerchant(id: string): Promise<void> {
+    // what the SQL foreign keys enforce; merchants are never deleted, so checking first is enough
+    if ((await c.merchants.countDocuments({ _id: id }, { limit: 1 })) === 0) throw new Error(`merchant ${id} does not exist`);
+  }
+
+  return {
+    async createMerchant(m) {
+      try {
+        await c.merchants.insertOne({
+          _id: m.id,
+          name: m.name,
+          timezone: m.timezone,
+          defaultCountry: m.defaultCountry,
+          currency: m.currency,
+          locale: m.locale,
+          currencySymbol: m.currencySymbol,
+          unitPrice: m.unitPrice,
+          wallets: { prepaid: m.wallets.prepaid, postpaid: m.wallets.postpaid },
+          createdAt: m.createdAt,
+          pricing: [],
+        });
+      } catch (error) {
+        if (isDuplicateKey(error)) throw new DuplicateRecordError(`merchant ${m.id}`);
+        throw error;
+      }
+    },
+
+    merchant,
+
+    async merchants() {
+      const docs = await c.merchants.find({}, { projection: MERCHANT_PROJECTION }).sort({ createdAt: 1, _id: 1 }).toArray();
+      return docs.map(toMerchant);
+    },
+
+    async updateMerchant(id, changes) {
+      const set: Record<string, unknown> = {};
+      for (const field of ['name', 'timezone', 'defaultCountry', 'currency', 'locale', 'currencySymbol', 'unitPrice'] as const) {
+        if (changes[field] !== undefined) set[field] = changes[field];
+      }
+      if (changes.wallets?.prepaid !== undefined) set['wallets.prepaid'] = changes.wallets.prepaid;
+      if (changes.wallets?.postpaid !== undefined) set['wallets.postpaid'] = changes.wallets.postpaid;
+      if (Object.keys(set).length === 0) return merchant(id);
+      const doc = await c.merchants.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after', projection: MERCHANT_PROJECTION });
+      return doc ? toMerchant(doc) : null;
+    },
+
+    async setPricing(merchantId, rows) {
+      // what the SQL primary key and check constraint refuse, refused before anything is written
+      const seen = new Set<string>();
+      for (const r of rows) {
+        const id = `${r.countryCallingCode}\u0000${r.networkPrefix}`;
+        if (seen.has(id)) throw new Error(`duplicate pricing row ${r.countryCallingCode}/${r.networkPrefix}`);
+        seen.add(id);
+        if (!Number.isSafeInteger(r.price) || r.price <= 0) throw new Error(`pricing row ${r.countryCallingCode}/${r.networkPrefix}: price must be a positive integer`);
+      }
+      const pricing = rows
+        .map((r): PricingDoc => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: r.price, carrier: r.carrier }))
+        .sort(comparePricing);
+      const result = await c.merchants.updateOne({ _id: merchantId }, { $set: { pricing } });
+      if (result.matchedCount === 0 && rows.length > 0) throw new Error(`merchant ${merchantId} does not exist`);
+    },
+
+    async pricing(merchantId) {
+      const doc = await c.merchants.findOne({ _id: merchantId }, { projection: { _id: 0, pricing: 1 } });
+      return (doc?.pricing ?? [])
+        .map((r): PricingRowRecord => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: r.price, carrier: r.carrier }))
+        .sort(comparePricing);
+    },
+
+    async registerKey(k) {
+      await requireMerchant(k.merchantId);
+      try {
+        await c.apiKeys.insertOne({
+          _id: k.keyId,
+          merchantId: k.merchantId,
+          environment: k.environment,
+          hash: k.hash,
+          display: k.display,
+          createdAt: k.createdAt,
+          deletedAt: k.deletedAt,
+        });
+      } catch (error) {
+        // the `_id` (key id) or the unique hash index
+        if (isDuplicateKey(error)) throw new DuplicateRecordError(`api key ${k.keyId}`);
+        throw error;
+      }
+    },
+
+    async keyByHash(hash) {
+      const doc = await c.apiKeys.findOne({ hash });
+      return doc ? toKey(doc) : null;
+    },
+
+    async key(keyId) {
+      const doc = await c.apiKeys.findOne({ _id: keyId });
+      return doc ? toKey(doc) : null;
+    },
+
+    async keys(merchantId) {
+      const docs = await c.apiKeys.find({ merchantId }).sort({ createdAt: 1, _id: 1 }).toArray();
+      return docs.map(toKey);
+    },
+
+    async replaceKeyHash(keyId, hash, display) {
+      // one single-document update: the old hash stops resolving in the same write
+      await c.apiKeys.updateOne({ _id: keyId }, { $set: { hash, display } });
+    },
+
+    async markKeyDeleted(keyId, at) {
+      // `deletedAt: null` matches null or missing: the first deletion time stays
+      await c.apiKeys.updateOne({ _id: keyId, deletedAt: null }, { $set: { deletedAt: at } });
+    },
+
+    async recordMessageOwner(messageId, merchantId, at) {
+      try {
+        await c.messageOwners.updateOne({ _id: messageId }, { $setOnInsert: { merchantId, createdAt: at } }, { upsert: true });
+      } catch (error) {
+        // two concurrent first recordings: the other one inserted, and the first owner stays either way
+        if (!isDuplicateKey(error)) throw error;
+      }
+    },
+
+    async messageOwner(messageId) {
+      const doc = await c.messageOwners.findOne({ _id: messageId });
+      return doc?.merchantId ?? null;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Composition
+
+export async function openMongoPersistence(options: MongoPersistenceOptions): Promise<Persistence> {
+  const client = new MongoClient(options.url);
+  try {
+    await client.connect();
+    const db = client.db(options.dbName);
+    const collections = collectionsOf(db);
+    await ensureIndexes(collections);
+    const journal = createMongoJournal(collections, options.journal ?? DEFAULT_MONGO_JOURNAL_OPTIONS);
+    return {
+      kind: 'mongodb',
+      journal,
+      outbox: journal,
+      directory: createMongoDirectory(collections),
+      ping: async () => {
+        await db.command({ ping: 1 });
+      },
+      close: () => client.close(),
+    };
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw error;
+  }
+}

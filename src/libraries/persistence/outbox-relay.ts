@@ -1,0 +1,133 @@
+import type { Clock } from '../clock/clock.js';
+import type { Outbox, PendingOutboxEntry } from './journal-port.js';
+
+/** Relays one topic: returns the ids it has carried out (they are then marked done). */
+export interface TopicHandler {
+  handle(entries: readonly PendingOutboxEntry[]): Promise<readonly string[]>;
+  /** Leave entries younger than this alone (the normal path usually completes them first). */
+  readonly graceMs?: number;
+}
+
+export interface OutboxRelayOptions {
+  readonly outbox: Outbox;
+  readonly clock: Clock;
+  readonly handlers: Readonly<Record<string, TopicHandler>>;
+  readonly pollIntervalMs: number;
+  readonly batchSize: number;
+  /** Shards this node relays; undefined = all (single node). */
+  readonly shards?: () => readonly number[] | undefined;
+  readonly onError?: (error: unknown) => void;
+}
+
+export interface OutboxRelay {
+  start(): void;
+  stop(): Promise<void>;
+  /** One pass over everything pending now; resolves when it is done (tests, shutdown). */
+  drain(): Promise<void>;
+}
+
+/**
+ * Carries outbox entries out (publish to the transport, finish a send) and marks them done. At least once: after a
+ * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
+ */
+export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  let running = false;
+  let timer: NodeJS.Timeout | null = null;
+  let pass: Promise<void> | null = null;
+  // set by a trigger that arrives while a pass runs: the pass then goes round once more
+  let againRequested = false;
+  const takeAgainRequest = (): boolean => {
+    const requested = againRequested;
+    againRequested = false;
+    return requested;
+  };
+  let unsubscribe: (() => void) | null = null;
+
+  async function relayTopic(topic: string, handler: TopicHandler): Promise<boolean> {
+    const olderThan = handler.graceMs ? options.clock.now() - handler.graceMs : undefined;
+    const shards = options.shards?.();
+    const entries = await options.outbox.pending({
+      limit: options.batchSize,
+      topics: [topic],
+      ...(shards ? { shards } : {}),
+      ...(olderThan !== undefined ? { olderThan } : {}),
+    });
+    if (entries.length === 0) return false;
+    const done = await handler.handle(entries);
+    await options.outbox.markDone(done);
+    return entries.length === options.batchSize && done.length > 0;
+  }
+
+  async function runPass(): Promise<void> {
+    for (;;) {
+      let more = false;
+      for (const [topic, handler] of Object.entries(options.handlers)) {
+        try {
+          if (await relayTopic(topic, handler)) more = true;
+        } catch (error) {
+          options.onError?.(error);
+        }
+      }
+      if (!more && !takeAgainRequest()) return;
+    }
+  }
+
+  function trigger(): Promise<void> {
+    if (pass) {
+      againRequested = true;
+      return pass;
+    }
+    pass = runPass().finally(() => {
+      pass = null;
+    });
+    return pass;
+  }
+
+  function schedule(): void {
+    if (!running) return;
+    timer = setTimeout(() => {
+      void trigger().finally(schedule);
+    }, options.pollIntervalMs);
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      unsubscribe = options.outbox.onAppended(() => {
+        void trigger();
+      });
+      void trigger();
+      schedule();
+    },
+    async stop() {
+      running = false;
+      unsubscribe?.();
+      if (timer) clearTimeout(timer);
+      await pass;
+    },
+    drain: () => trigger(),
+  };
+}
+
+/** Collects ids to mark done and writes them in one statement every few milliseconds. */
+export function createDoneMarker(outbox: Outbox, flushMs: number, onError?: (error: unknown) => void) {
+  let ids: string[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  async function flush(): Promise<void> {
+    timer = null;
+    const batch = ids;
+    ids = [];
+    if (batch.length > 0) await outbox.markDone(batch).catch((error: unknown) => onError?.(error));
+  }
+  return {
+    mark(id: string) {
+      ids.push(id);
+      timer ??= setTimeout(() => void flush(), flushMs);
+    },
+    async flush() {
+      if (timer) clearTimeout(timer);
+      await flush();
+    },
+  };
+}

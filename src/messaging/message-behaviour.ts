@@ -1,0 +1,331 @@
+import type { Behaviour, BehaviourContext, Effect } from '../libraries/actors/behaviour.js';
+import type { CarrierStatus } from '../carriers/carrier-outcomes.js';
+import { toDecimalNumber, ZERO, type Money } from '../pricing/money.js';
+import type { RecurrenceRule } from '../scheduling/recurrence.js';
+import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../webhooks/event-envelope.js';
+import { toIsoUtc } from '../libraries/clock/clock.js';
+import { applySignal, INITIAL_RECIPIENT_STATE, type RecipientSignal, type RecipientState } from './recipient-state.js';
+import type { Encoding } from './segments.js';
+import type { SendingType } from './send-request.js';
+
+/**
+ * MessageActor (`message:<messageId>`): one submitted message, all its recipients and occurrences. Every state
+ * change the contract turns into a webhook event writes an outbox entry with the event (its id fixed now) in the
+ * same append; so does every dispatch to a carrier.
+ */
+
+export interface MessageRecipient {
+  readonly index: number;
+  readonly phone: string;
+  readonly price: Money;
+  readonly carrier: string;
+}
+
+export type OccurrenceStatus = 'scheduled' | 'dispatched' | 'skipped' | 'cancelled';
+
+export interface Occurrence {
+  readonly index: number;
+  readonly scheduledAt: number;
+  readonly status: OccurrenceStatus;
+  readonly dispatchedAt: number | null;
+  /** Per recipient, once dispatched. */
+  readonly recipients: readonly RecipientState[] | null;
+}
+
+export type ScheduleState = 'active' | 'paused' | 'cancelled' | 'completed';
+
+export interface MessageSpec {
+  readonly messageId: string;
+  readonly merchantId: string;
+  readonly keyId: string;
+  readonly text: string;
+  readonly senderId: string | null;
+  readonly encoding: Encoding;
+  readonly segments: number;
+  readonly callbackUrl: string | null;
+  readonly currency: string;
+  readonly sendingType: SendingType;
+  readonly recipients: readonly MessageRecipient[];
+  /** Occurrence instants for scheduled and recurring sends; empty for immediate ones. */
+  readonly occurrences: readonly number[];
+  readonly recurrence: RecurrenceRule | null;
+  readonly totalMessages: number;
+  readonly totalCost: Money;
+  readonly costPerOccurrence: Money;
+}
+
+export interface MessageState {
+  readonly created: boolean;
+  readonly spec: MessageSpec | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly occurrences: readonly Occurrence[];
+  readonly schedule: ScheduleState | null;
+  readonly refunded: Money;
+}
+
+export type MessageEvent =
+  | { readonly type: 'message_created'; readonly spec: MessageSpec; readonly at: number }
+  | { readonly type: 'occurrence_dispatched'; readonly occurrence: number; readonly at: number }
+  | { readonly type: 'recipient_signal'; readonly occurrence: number; readonly recipient: number; readonly signal: RecipientSignal; readonly at: number };
+
+export interface CarrierReceipt {
+  readonly occurrence: number;
+  readonly recipient: number;
+  readonly status: CarrierStatus;
+  /** When the carrier says it happened. */
+  readonly at: number;
+  readonly errorCode?: string | null;
+  readonly errorMessage?: string | null;
+}
+
+export type MessageCommand =
+  | { readonly type: 'create'; readonly spec: MessageSpec }
+  | { readonly type: 'dispatch_occurrence'; readonly occurrence: number }
+  | { readonly type: 'apply_receipt'; readonly receipt: CarrierReceipt }
+  | { readonly type: 'status'; readonly merchantId: string };
+
+export interface SendReceipt {
+  readonly message_id: string;
+  readonly total_recipients: number;
+  readonly total_messages: number;
+  readonly total_cost: number;
+  readonly currency: string;
+  readonly status: 'pending';
+}
+
+type NotFound = { readonly ok: false; readonly code: 'NOT_FOUND' };
+
+export interface MessageReplies {
+  readonly create: { readonly ok: true; readonly created: boolean; readonly receipt: SendReceipt };
+  readonly dispatch_occurrence:
+    | { readonly ok: true; readonly dispatched: boolean }
+    | NotFound
+    | { readonly ok: false; readonly code: 'INVALID_STATE'; readonly state: OccurrenceStatus };
+  readonly apply_receipt: { readonly ok: true; readonly changed: boolean; readonly events: readonly EventType[] } | NotFound;
+  readonly status: { readonly ok: true; readonly state: MessageState } | NotFound;
+}
+
+/** Payload of a `webhook.event` outbox entry: the event and where it goes. */
+export interface WebhookOutboxPayload {
+  readonly merchantId: string;
+  readonly keyId: string;
+  readonly callbackUrl: string | null;
+  readonly event: WebhookEvent;
+}
+
+/** Payload of a `carrier.dispatch` outbox entry: one occurrence to every recipient. */
+export interface DispatchOutboxPayload {
+  readonly messageId: string;
+  readonly merchantId: string;
+  readonly occurrence: number;
+  readonly senderId: string | null;
+  readonly text: string;
+  readonly encoding: Encoding;
+  readonly segments: number;
+  readonly recipients: readonly { readonly index: number; readonly phone: string; readonly carrier: string }[];
+}
+
+export const WEBHOOK_TOPIC = 'webhook.event';
+export const DISPATCH_TOPIC = 'carrier.dispatch';
+const NOT_FOUND: NotFound = { ok: false, code: 'NOT_FOUND' };
+
+export function sendReceipt(spec: MessageSpec): SendReceipt {
+  return {
+    message_id: spec.messageId,
+    total_recipients: spec.recipients.length,
+    total_messages: spec.totalMessages,
+    total_cost: toDecimalNumber(spec.totalCost),
+    currency: spec.currency,
+    status: 'pending',
+  };
+}
+
+function initialOccurrences(spec: MessageSpec, at: number): Occurrence[] {
+  if (spec.sendingType === 'immediate') return [{ index: 0, scheduledAt: at, status: 'scheduled', dispatchedAt: null, recipients: null }];
+  return spec.occurrences.map((scheduledAt, index) => ({ index, scheduledAt, status: 'scheduled', dispatchedAt: null, recipients: null }));
+}
+
+function replaceAt<T>(items: readonly T[], index: number, value: T): T[] {
+  const copy = [...items];
+  copy[index] = value;
+  return copy;
+}
+
+export function applyMessageEvent(state: MessageState, event: MessageEvent): MessageState {
+  switch (event.type) {
+    case 'message_created':
+      return {
+        ...state,
+        created: true,
+        spec: event.spec,
+        createdAt: event.at,
+        updatedAt: event.at,
+        occurrences: initialOccurrences(event.spec, event.at),
+        schedule: event.spec.sendingType === 'immediate' ? null : 'active',
+      };
+    case 'occurrence_dispatched': {
+      const occurrence = state.occurrences[event.occurrence];
+      if (!occurrence || !state.spec) return state;
+      const recipients = state.spec.recipients.map(() => INITIAL_RECIPIENT_STATE);
+      const dispatched: Occurrence = { ...occurrence, status: 'dispatched', dispatchedAt: event.at, recipients };
+      const occurrences = replaceAt(state.occurrences, event.occurrence, dispatched);
+      const finished = state.schedule === 'active' && occurrences.every((o) => o.status !== 'scheduled');
+      return { ...state, occurrences, updatedAt: event.at, schedule: finished ? 'completed' : state.schedule };
+    }
+    case 'recipient_signal': {
+      const occurrence = state.occurrences[event.occurrence];
+      const current = occurrence?.recipients?.[event.recipient];
+      if (!occurrence?.recipients || !current) return state;
+      const next = applySignal(current, event.signal).state;
+      const updated: Occurrence = { ...occurrence, recipients: replaceAt(occurrence.recipients, event.recipient, next) };
+      return { ...state, occurrences: replaceAt(state.occurrences, event.occurrence, updated), updatedAt: event.at };
+    }
+  }
+}
+
+function webhookEffect(spec: MessageSpec, event: WebhookEvent): Effect {
+  const payload: WebhookOutboxPayload = { merchantId: spec.merchantId, keyId: spec.keyId, callbackUrl: spec.callbackUrl, event };
+  return { id: event.event_id, topic: WEBHOOK_TOPIC, payload };
+}
+
+function dispatchEffect(spec: MessageSpec, occurrence: number): Effect {
+  const payload: DispatchOutboxPayload = {
+    messageId: spec.messageId,
+    merchantId: spec.merchantId,
+    occurrence,
+    senderId: spec.senderId,
+    text: spec.text,
+    encoding: spec.encoding,
+    segments: spec.segments,
+    recipients: spec.recipients.map((r) => ({ index: r.index, phone: r.phone, carrier: r.carrier })),
+  };
+  // one dispatch per occurrence: a relay that repeats it repeats the same dispatch ids
+  return { id: `dispatch:${spec.messageId}:${occurrence}`, topic: DISPATCH_TOPIC, payload };
+}
+
+function queuedEffect(spec: MessageSpec, context: BehaviourContext): Effect {
+  const firstOccurrence = spec.sendingType === 'immediate' ? null : (spec.occurrences[0] ?? null);
+  const event = buildEvent(
+    'sms.queued',
+    spec.messageId,
+    {
+      total_recipients: spec.recipients.length,
+      total_messages: spec.totalMessages,
+      total_cost: toDecimalNumber(spec.totalCost),
+      currency: spec.currency,
+      scheduled_at: firstOccurrence === null ? null : toIsoUtc(firstOccurrence),
+    },
+    context.newId(),
+    context.now,
+  );
+  return webhookEffect(spec, event);
+}
+
+/** The instant an event reports (`sent_at`, `delivered_at`, `failed_at`): when the carrier says it happened. */
+function eventInstant(type: Exclude<EventType, 'sms.queued'>, recipient: RecipientState): number | null {
+  if (type === 'sms.sent') return recipient.sentAt;
+  if (type === 'sms.delivered') return recipient.deliveredAt;
+  if (type === 'sms.failed') return recipient.failedAt;
+  return null;
+}
+
+/** Recipient events of one transition, each with its own id fixed now. */
+function recipientEffects(
+  state: MessageState,
+  occurrenceIndex: number,
+  recipientIndex: number,
+  next: RecipientState,
+  types: readonly Exclude<EventType, 'sms.queued'>[],
+  context: BehaviourContext,
+): Effect[] {
+  const spec = state.spec;
+  const occurrence = state.occurrences[occurrenceIndex];
+  const recipient = spec?.recipients[recipientIndex];
+  if (!spec || !occurrence || !recipient) return [];
+  return types.map((type) => {
+    const at = eventInstant(type, next) ?? context.now;
+    const data = recipientEventData({
+      type,
+      phone: recipient.phone,
+      carrier: recipient.carrier,
+      recipientIndex,
+      occurrence: spec.sendingType === 'immediate' ? null : { index: occurrenceIndex, scheduledAt: occurrence.scheduledAt },
+      at,
+      segments: spec.segments,
+      errorCode: next.errorCode,
+      errorMessage: next.errorMessage,
+    });
+    return webhookEffect(spec, buildEvent(type, spec.messageId, data, context.newId(), context.now));
+  });
+}
+
+export const EMPTY_MESSAGE: MessageState = {
+  created: false,
+  spec: null,
+  createdAt: 0,
+  updatedAt: 0,
+  occurrences: [],
+  schedule: null,
+  refunded: ZERO,
+};
+
+export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand, MessageEvent, MessageReplies> {
+  return {
+    kind: 'message',
+    initialState: () => EMPTY_MESSAGE,
+    apply: applyMessageEvent,
+    handlers: {
+      create: (state, command, context) => {
+        if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };
+        const spec = command.spec;
+        const events: MessageEvent[] = [{ type: 'message_created', spec, at: context.now }];
+        const effects: Effect[] = [queuedEffect(spec, context)];
+        if (spec.sendingType === 'immediate') {
+          events.push({ type: 'occurrence_dispatched', occurrence: 0, at: context.now });
+          effects.push(dispatchEffect(spec, 0));
+        }
+        return { events, effects, reply: { ok: true, created: true, receipt: sendReceipt(spec) } };
+      },
+
+      dispatch_occurrence: (state, command, context) => {
+        const occurrence = state.occurrences[command.occurrence];
+        if (!state.spec || !occurrence) return { events: [], reply: NOT_FOUND };
+        // exactly once per occurrence: the journal says it left, so a repeated trigger changes nothing
+        if (occurrence.status === 'dispatched') return { events: [], reply: { ok: true, dispatched: false } };
+        if (occurrence.status !== 'scheduled' || state.schedule !== 'active') {
+          return { events: [], reply: { ok: false, code: 'INVALID_STATE', state: occurrence.status } };
+        }
+        return {
+          events: [{ type: 'occurrence_dispatched', occurrence: command.occurrence, at: context.now }],
+          effects: [dispatchEffect(state.spec, command.occurrence)],
+          reply: { ok: true, dispatched: true },
+        };
+      },
+
+      apply_receipt: (state, command, context) => {
+        const { receipt } = command;
+        const current = state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
+        if (!state.spec || !current) return { events: [], reply: NOT_FOUND };
+        const signal: RecipientSignal = {
+          type: 'carrier_report',
+          status: receipt.status,
+          at: receipt.at,
+          errorCode: receipt.errorCode ?? null,
+          errorMessage: receipt.errorMessage ?? null,
+        };
+        const transition = applySignal(current, signal);
+        if (!transition.changed) return { events: [], reply: { ok: true, changed: false, events: [] } };
+        const event: MessageEvent = { type: 'recipient_signal', occurrence: receipt.occurrence, recipient: receipt.recipient, signal, at: context.now };
+        return {
+          events: [event],
+          effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context),
+          reply: { ok: true, changed: true, events: transition.events },
+        };
+      },
+
+      status: (state, command) =>
+        state.created && state.spec?.merchantId === command.merchantId ? { events: [], reply: { ok: true, state } } : { events: [], reply: NOT_FOUND },
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import type { ActorRouter } from '../cluster/actor-router.js';
+import type { GatewayEnvironment } from '../libraries/config/config.js';
+import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
+import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
+import type { Directory } from '../libraries/persistence/directory-port.js';
+import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
+import { costOfSend } from '../pricing/pricing-table.js';
+import type { Effect } from '../libraries/actors/behaviour.js';
+import { sendReceipt, type MessageSpec, type SendReceipt } from './message-behaviour.js';
+import { validateSendRequest } from './send-request.js';
+
+export const MESSAGE_CREATE_TOPIC = 'message.create';
+export const SANDBOX_CARRIER = 'simulator';
+
+export interface SendMessageInput {
+  readonly merchantId: string;
+  readonly keyId: string;
+  readonly body: unknown;
+  readonly idempotencyKey: string | null;
+}
+
+export interface SendMessageOutcome {
+  readonly receipt: SendReceipt;
+  /** True when an Idempotency-Key replay returned the original answer. */
+  readonly replayed: boolean;
+}
+
+export interface SendMessageDependencies {
+  readonly router: ActorRouter;
+  readonly directory: Directory;
+  readonly catalog: MerchantCatalog;
+  readonly clock: Clock;
+  readonly newMessageId: IdGenerator;
+  readonly environment: GatewayEnvironment;
+  readonly defaultCarrier: string;
+  readonly scheduling: { readonly horizonDays: number; readonly maxScheduledSms: number };
+  readonly allowHttpLocalhostCallbacks: boolean;
+  /** Marks the charge's follow-up done once the message exists (batched by the caller). */
+  readonly followUpDone: (outboxId: string) => void;
+  /** Test-only fault injection between the two writes of a send. */
+  readonly faults?: { readonly afterCharge?: (messageId: string) => Promise<void> };
+}
+
+/** Canonical body hash: the same JSON in another key order or spacing is the same request. */
+export function bodyHash(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return (JSON.stringify(value)) ?? 'null';
+}
+
+export function createSendMessageUseCase(deps: SendMessageDependencies) {
+  /**
+   * Second half of a send, also run by the outbox relay after a crash between the charge and the creation:
+   * ownership first (so status finds it), then the message. Both steps are idempotent.
+   */
+  async function completeCreation(spec: MessageSpec): Promise<void> {
+    await deps.directory.recordMessageOwner(spec.messageId, spec.merchantId, deps.clock.now());
+    await deps.router.message(spec.merchantId, spec.messageId).ask({ type: 'create', spec });
+    deps.followUpDone(followUpId(spec.messageId));
+  }
+
+  async function sendMessage(input: SendMessageInput): Promise<Result<SendMessageOutcome>> {
+    const merchant = await deps.catalog.merchant(input.merchantId);
+    if (!merchant) return failure(new AppError('INTERNAL_ERROR', { message: 'The key belongs to no known merchant.' }));
+    const wallet = deps.router.wallet(merchant.id);
+
+    // a replay answers what the first request answered, even if its dates have passed since
+    const idempotency = input.idempotencyKey === null ? null : { key: input.idempotencyKey, bodyHash: bodyHash(input.body) };
+    if (idempotency) {
+      const verdict = await wallet.ask({ type: 'lookup_idempotency', key: idempotency.key, bodyHash: idempotency.bodyHash });
+      if (verdict.outcome === 'replay') return success({ receipt: verdict.receipt as SendReceipt, replayed: true });
+      if (verdict.outcome === 'mismatch') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));
+    }
+
+    const validation = validateSendRequest(input.body, {
+      now: deps.clock.now(),
+      timezone: merchant.timezone,
+      defaultCountry: merchant.defaultCountry,
+      horizonDays: deps.scheduling.horizonDays,
+      maxScheduledSms: deps.scheduling.maxScheduledSms,
+      allowHttpLocalhostCallbacks: deps.allowHttpLocalhostCallbacks,
+    });
+    if (!validation.ok) return failure(AppError.invalid(validation.issues));
+    const request = validation.value;
+
+    const priceList = await deps.catalog.priceList(merchant);
+    const occurrences = request.sendingType === 'immediate' ? 1 : request.occurrences.length;
+    const cost = costOfSend(
+      priceList,
+      request.recipients.map((r) => r.phone),
+      request.analysis.segments,
+      occurrences,
+    );
+    const messageId = deps.newMessageId();
+    const spec: MessageSpec = {
+      messageId,
+      merchantId: merchant.id,
+      keyId: input.keyId,
+      text: request.message,
+      senderId: request.senderId,
+      encoding: request.analysis.encoding,
+      segments: request.analysis.segments,
+      callbackUrl: request.callbackUrl,
+      currency: merchant.currency,
+      sendingType: request.sendingType,
+      recipients: request.recipients.map((r, i) => ({
+        index: r.index,
+        phone: r.phone,
+        price: cost.recipients[i]?.price ?? priceList.unitPrice,
+        // the sandbox routes everything to the simulator
+        carrier: deps.environment === 'sandbox' ? SANDBOX_CARRIER : (cost.recipients[i]?.carrier ?? deps.defaultCarrier),
+      })),
+      occurrences: request.occurrences,
+      recurrence: request.recurrence,
+      totalMessages: cost.totalMessages,
+      totalCost: cost.totalCost,
+      costPerOccurrence: cost.costPerOccurrence,
+    };
+    const receipt = sendReceipt(spec);
+    const followUp: Effect = { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec };
+    const charge = await wallet.ask({
+      type: 'charge',
+      chargeId: messageId,
+      amount: cost.totalCost,
+      refundable: request.sendingType !== 'immediate',
+      idempotency: idempotency ? { ...idempotency, receipt } : null,
+      followUp,
+    });
+    if (!charge.ok) {
+      if (charge.code === 'IDEMPOTENCY_REPLAY') return success({ receipt: charge.receipt as SendReceipt, replayed: true });
+      if (charge.code === 'IDEMPOTENCY_KEY_REUSED') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));
+      return failure(new AppError('INSUFFICIENT_BALANCE'));
+    }
+    await deps.faults?.afterCharge?.(messageId);
+    await completeCreation(spec);
+    return success({ receipt, replayed: false });
+  }
+
+  return { sendMessage, completeCreation };
+}
+
+export function followUpId(messageId: string): string {
+  return `create:${messageId}`;
+}
+
+export type SendMessageUseCase = ReturnType<typeof createSendMessageUseCase>;

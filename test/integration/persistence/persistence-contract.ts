@@ -1,0 +1,194 @@
+import { expect } from 'chai';
+import { DuplicateRecordError, type MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
+import { JournalConflictError, type JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
+import type { Persistence } from '../../../src/libraries/persistence/persistence.js';
+
+/**
+ * The contract every persistence adapter passes (PostgreSQL, PGlite, MongoDB). `open` gives a fresh, empty
+ * store for each test.
+ */
+export function persistenceContract(open: () => Promise<Persistence>): void {
+  let store: Persistence;
+  beforeEach(async () => {
+    store = await open();
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  const append = (key: string, seq: number, events: unknown[], extra: Partial<JournalAppend> = {}): JournalAppend => ({
+    key,
+    seq,
+    events,
+    outbox: [],
+    at: 1_780_000_000_000 + seq,
+    ...extra,
+  });
+
+  describe('journal', () => {
+    it('when records are appended, then they read back in sequence order with their events intact', async () => {
+      const events = [{ type: 'charged', amount: 1_234_567, note: 'ünïcødé ✉️', nested: { list: [1, 2, 3] }, none: null }];
+      await store.journal.append(append('wallet:m1', 1, events));
+      await store.journal.append(append('wallet:m1', 2, [{ type: 'refunded' }]));
+      await store.journal.append(append('wallet:m2', 1, [{ type: 'other' }]));
+      const records = await store.journal.read('wallet:m1', 0);
+      expect(records.map((r) => r.seq)).to.deep.equal([1, 2]);
+      expect(records[0]!.events).to.deep.equal(events);
+      expect(records[0]!.at).to.equal(1_780_000_000_001);
+      expect((await store.journal.read('wallet:m1', 1)).map((r) => r.seq)).to.deep.equal([2]);
+      expect(await store.journal.read('wallet:unknown', 0)).to.deep.equal([]);
+    });
+
+    it('when a sequence number is taken, then a second append of it fails with a conflict and changes nothing', async () => {
+      await store.journal.append(append('k', 1, [{ v: 'first' }]));
+      const error = await store.journal.append(append('k', 1, [{ v: 'second' }])).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(JournalConflictError).with.property('reason', 'sequence_taken');
+      expect((await store.journal.read('k', 0)).map((r) => r.events)).to.deep.equal([[{ v: 'first' }]]);
+    });
+
+    it('when two writers race for the same sequence number, then exactly one wins', async () => {
+      const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.journal.append(append('race', 1, [{ writer: i }]))));
+      expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).to.be.instanceOf(JournalConflictError);
+      expect(await store.journal.read('race', 0)).to.have.length(1);
+    });
+
+    it('when many appends to different keys run at once, then all of them are written', async () => {
+      await Promise.all(Array.from({ length: 300 }, (_, i) => store.journal.append(append(`many:${i % 30}`, Math.floor(i / 30) + 1, [{ i }]))));
+      for (let k = 0; k < 30; k++) {
+        expect((await store.journal.read(`many:${k}`, 0)).map((r) => r.seq)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      }
+    });
+
+    it('when an append carries outbox entries, then they are pending with their key, sequence and shard until marked done', async () => {
+      let notified = 0;
+      const unsubscribe = store.outbox.onAppended(() => notified++);
+      await store.journal.append(
+        append('message:x', 1, [{ type: 'created' }], {
+          outbox: [
+            { id: 'evt-1', topic: 'webhook.event', payload: { event_id: 'evt-1' }, shard: 3 },
+            { id: 'dsp-1', topic: 'carrier.dispatch', payload: { to: '+243810000001' }, shard: 3 },
+          ],
+        }),
+      );
+      unsubscribe();
+      expect(notified).to.equal(1);
+      const pending = await store.outbox.pending({ limit: 10 });
+      expect(pending.map((e) => e.id).sort()).to.deep.equal(['dsp-1', 'evt-1']);
+      expect(pending.find((e) => e.id === 'evt-1')).to.deep.include({ key: 'message:x', seq: 1, shard: 3, topic: 'webhook.event', payload: { event_id: 'evt-1' } });
+      expect(await store.outbox.backlog()).to.equal(2);
+      await store.outbox.markDone(['evt-1']);
+      expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['dsp-1']);
+      await store.outbox.markDone(['dsp-1', 'unknown']);
+      expect(await store.outbox.backlog()).to.equal(0);
+    });
+
+    it('when an append conflicts, then its outbox entries are not written either (atomic)', async () => {
+      await store.journal.append(append('atomic', 1, [{}]));
+      await store.journal
+        .append(append('atomic', 1, [{}], { outbox: [{ id: 'lost', topic: 't', payload: {}, shard: 0 }] }))
+        .catch(() => undefined);
+      expect(await store.outbox.pending({ limit: 10 })).to.deep.equal([]);
+    });
+
+    it('when pending entries are listed, then they can be restricted to shards and to older entries, oldest first', async () => {
+      await store.journal.append(append('a', 1, [{}], { at: 1000, outbox: [{ id: 'a1', topic: 't', payload: {}, shard: 1 }] }));
+      await store.journal.append(append('b', 1, [{}], { at: 2000, outbox: [{ id: 'b1', topic: 't', payload: {}, shard: 2 }] }));
+      await store.journal.append(append('c', 1, [{}], { at: 3000, outbox: [{ id: 'c1', topic: 't', payload: {}, shard: 1 }] }));
+      expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['a1', 'b1', 'c1']);
+      expect((await store.outbox.pending({ limit: 10, shards: [1] })).map((e) => e.id)).to.deep.equal(['a1', 'c1']);
+      expect((await store.outbox.pending({ limit: 10, olderThan: 2500 })).map((e) => e.id)).to.deep.equal(['a1', 'b1']);
+      expect((await store.outbox.pending({ limit: 1 })).map((e) => e.id)).to.deep.equal(['a1']);
+      expect(await store.outbox.pending({ limit: 10, shards: [] })).to.deep.equal([]);
+      expect((await store.outbox.pending({ limit: 10, topics: ['t'] })).map((e) => e.id)).to.deep.equal(['a1', 'b1', 'c1']);
+      expect(await store.outbox.pending({ limit: 10, topics: ['other'] })).to.deep.equal([]);
+    });
+  });
+
+  describe('snapshots', () => {
+    it('when none was saved, then the latest is null', async () => {
+      expect(await store.journal.latestSnapshot('nothing')).to.equal(null);
+    });
+
+    it('when snapshots are saved, then the one with the highest sequence number wins', async () => {
+      await store.journal.saveSnapshot({ key: 's', seq: 5, state: { total: 5 }, at: 1 });
+      await store.journal.saveSnapshot({ key: 's', seq: 3, state: { total: 3 }, at: 2 });
+      expect(await store.journal.latestSnapshot('s')).to.deep.equal({ key: 's', seq: 5, state: { total: 5 }, at: 1 });
+      await store.journal.saveSnapshot({ key: 's', seq: 9, state: { total: 9 }, at: 3 });
+      expect(await store.journal.latestSnapshot('s')).to.deep.equal({ key: 's', seq: 9, state: { total: 9 }, at: 3 });
+    });
+  });
+
+  describe('directory', () => {
+    const merchant: MerchantRecord = {
+      id: 'mer_1',
+      name: 'Shop',
+      timezone: 'Africa/Kinshasa',
+      defaultCountry: 'CD',
+      currency: 'USD',
+      locale: 'fr-CD',
+      currencySymbol: null,
+      unitPrice: null,
+      wallets: { prepaid: true, postpaid: false },
+      createdAt: 1_780_000_000_000,
+    };
+
+    it('when a merchant is created, then it reads back, lists, updates, and cannot be created twice', async () => {
+      await store.directory.createMerchant(merchant);
+      expect(await store.directory.merchant('mer_1')).to.deep.equal(merchant);
+      expect(await store.directory.merchant('mer_none')).to.equal(null);
+      const updated = await store.directory.updateMerchant('mer_1', { timezone: 'Europe/Paris', unitPrice: 150, wallets: { prepaid: true, postpaid: true } });
+      expect(updated).to.deep.equal({ ...merchant, timezone: 'Europe/Paris', unitPrice: 150, wallets: { prepaid: true, postpaid: true } });
+      expect(await store.directory.merchant('mer_1')).to.deep.equal(updated);
+      expect(await store.directory.updateMerchant('mer_none', { name: 'x' })).to.equal(null);
+      const error = await store.directory.createMerchant(merchant).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(DuplicateRecordError);
+      await store.directory.createMerchant({ ...merchant, id: 'mer_2', createdAt: merchant.createdAt + 1 });
+      expect((await store.directory.merchants()).map((m) => m.id)).to.deep.equal(['mer_1', 'mer_2']);
+    });
+
+    it('when pricing is set, then it replaces the previous rows', async () => {
+      await store.directory.createMerchant(merchant);
+      await store.directory.setPricing('mer_1', [
+        { countryCallingCode: '243', networkPrefix: '81', price: 200, carrier: 'vodacom' },
+        { countryCallingCode: '243', networkPrefix: '', price: 300, carrier: 'orange' },
+      ]);
+      expect(await store.directory.pricing('mer_1')).to.deep.equal([
+        { countryCallingCode: '243', networkPrefix: '', price: 300, carrier: 'orange' },
+        { countryCallingCode: '243', networkPrefix: '81', price: 200, carrier: 'vodacom' },
+      ]);
+      await store.directory.setPricing('mer_1', [{ countryCallingCode: '33', networkPrefix: '6', price: 1, carrier: 'sfr' }]);
+      expect(await store.directory.pricing('mer_1')).to.deep.equal([{ countryCallingCode: '33', networkPrefix: '6', price: 1, carrier: 'sfr' }]);
+      await store.directory.setPricing('mer_1', []);
+      expect(await store.directory.pricing('mer_1')).to.deep.equal([]);
+    });
+
+    it('when a key is registered, then it resolves by hash and id until rotated or deleted', async () => {
+      await store.directory.createMerchant(merchant);
+      const key = { keyId: 'key_1', merchantId: 'mer_1', environment: 'sandbox' as const, hash: 'a'.repeat(64), display: 'sk_test_…abcd', createdAt: 5, deletedAt: null };
+      await store.directory.registerKey(key);
+      expect(await store.directory.keyByHash('a'.repeat(64))).to.deep.equal(key);
+      expect(await store.directory.key('key_1')).to.deep.equal(key);
+      expect(await store.directory.keys('mer_1')).to.deep.equal([key]);
+      await store.directory.replaceKeyHash('key_1', 'b'.repeat(64), 'sk_test_…wxyz');
+      expect(await store.directory.keyByHash('a'.repeat(64))).to.equal(null);
+      expect(await store.directory.keyByHash('b'.repeat(64))).to.deep.equal({ ...key, hash: 'b'.repeat(64), display: 'sk_test_…wxyz' });
+      await store.directory.markKeyDeleted('key_1', 99);
+      await store.directory.markKeyDeleted('key_1', 100);
+      expect((await store.directory.key('key_1'))?.deletedAt).to.equal(99);
+      const duplicate = await store.directory.registerKey({ ...key, keyId: 'key_2', hash: 'b'.repeat(64) }).catch((e: unknown) => e);
+      expect(duplicate).to.be.instanceOf(DuplicateRecordError);
+    });
+
+    it('when a message owner is recorded twice, then the first owner stays', async () => {
+      await store.directory.recordMessageOwner('msg_1', 'mer_1', 1);
+      await store.directory.recordMessageOwner('msg_1', 'mer_2', 2);
+      expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
+      expect(await store.directory.messageOwner('msg_2')).to.equal(null);
+    });
+  });
+
+  it('answers a ping', async () => {
+    await store.ping();
+  });
+}
