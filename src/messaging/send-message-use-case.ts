@@ -53,7 +53,7 @@ function canonicalJson(value: unknown): string {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
-  return (JSON.stringify(value)) ?? 'null';
+  return JSON.stringify(value);
 }
 
 export function createSendMessageUseCase(deps: SendMessageDependencies) {
