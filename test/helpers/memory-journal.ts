@@ -10,21 +10,22 @@ import {
 
 /** An in-memory journal for unit tests of the actor layer; the real adapters pass the same contract suite. */
 export function createMemoryJournal(): Journal &
-  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error): void; failNextRead(error: Error): void; fence(shard: number, epoch: number): void } {
+  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error, times?: number): void; failNextRead(error: Error): void; fence(shard: number, epoch: number): void } {
   const byKey = new Map<string, JournalRecord[]>();
   const snapshots = new Map<string, Snapshot>();
   const outbox = new Map<string, PendingOutboxEntry>();
   const currentEpoch = new Map<number, number>();
   let nextFailure: Error | null = null;
+  let failuresLeft = 0;
   let nextReadFailure: Error | null = null;
   const listeners = new Set<() => void>();
 
   return {
     async append(append: JournalAppend) {
       await Promise.resolve();
-      if (nextFailure) {
+      if (nextFailure && failuresLeft > 0) {
         const error = nextFailure;
-        nextFailure = null;
+        if (--failuresLeft === 0) nextFailure = null;
         throw error;
       }
       if (append.fence && (currentEpoch.get(append.fence.shard) ?? append.fence.epoch) !== append.fence.epoch) {
@@ -76,8 +77,9 @@ export function createMemoryJournal(): Journal &
       return () => listeners.delete(listener);
     },
     records: (key) => [...(byKey.get(key) ?? [])],
-    failNextAppend: (error) => {
+    failNextAppend: (error, times = 1) => {
       nextFailure = error;
+      failuresLeft = times;
     },
     failNextRead: (error) => {
       nextReadFailure = error;

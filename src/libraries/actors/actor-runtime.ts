@@ -72,6 +72,8 @@ interface StoredRecord {
 
 interface PendingAsk {
   readonly command: Command;
+  /** Already re-decided once after a stale activation lost its sequence number. */
+  retried: boolean;
   resolve(value: unknown): void;
   reject(error: ActorFailureError): void;
 }
@@ -194,8 +196,14 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             await context.persist(record, [], ...(fence ? [fence] : []));
           } catch (error) {
             const reason: ActorFailureReason = isJournalConflict(error) ? 'fenced' : 'unavailable';
-            for (const { ask } of decided) ask.reject(new ActorFailureError(key, reason, describe(error)));
-            if (crash) crash.ask.reject(new ActorFailureError(key, reason, describe(error)));
+            const held = [...decided.map((d) => d.ask), ...(crash ? [crash.ask] : [])];
+            // another activation wrote this sequence number first: this one is stale. Its commands were not
+            // applied, so they are decided again, once, by a fresh activation on the journal's truth.
+            const staleActivation = isJournalConflict(error) && error.reason === 'sequence_taken';
+            const retry = staleActivation ? held.filter((ask) => !ask.retried) : [];
+            for (const ask of retry) ask.retried = true;
+            self.queue.unshift(...retry);
+            for (const ask of held) if (!retry.includes(ask)) ask.reject(new ActorFailureError(key, reason, describe(error)));
             // nact already counted the sequence number: stop, and recover the truth from the journal next time
             throw error;
           }
@@ -269,6 +277,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         let settled = false;
         const pending: PendingAsk = {
           command,
+          retried: false,
           resolve: (value) => {
             if (settled) return;
             settled = true;

@@ -90,11 +90,22 @@ describe('actor runtime', () => {
     expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 111, applied: 3 });
   });
 
-  it('when the journal refuses the append as taken, then the caller gets "fenced" and nothing is applied', async () => {
+  it('when another activation took the sequence number, then this one stops and its command is decided again on the journal', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
     const counter = counters.ref('fence', 7);
     await counter.ask({ type: 'add', amount: 1 });
-    journal.failNextAppend(new JournalConflictError('counter:fence', 2, 'sequence_taken'));
+    // another writer appends seq 2 behind this activation's back
+    await journal.append({ key: 'counter:fence', seq: 2, events: [{ type: 'added', amount: 10 }], outbox: [], at: 0 });
+    expect(await counter.ask({ type: 'add', amount: 100 })).to.deep.equal({ total: 111 });
+    expect(journal.records('counter:fence').map((r) => r.seq)).to.deep.equal([1, 2, 3]);
+  });
+
+  it('when the sequence number is taken again on the retry, then the caller gets "fenced" and nothing is applied', async () => {
+    const counters = runtime.host(counterBehaviour, HOST);
+    const counter = counters.ref('fence2', 7);
+    await counter.ask({ type: 'add', amount: 1 });
+    // the first attempt and its retry both meet a conflict
+    journal.failNextAppend(new JournalConflictError('counter:fence2', 2, 'sequence_taken'), 2);
     const error = await counter.ask({ type: 'add', amount: 100 }).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'fenced');
     expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
