@@ -10,7 +10,9 @@ import { openPglitePersistence, openPostgresPersistence, type Persistence } from
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
-import type { MessageSpec } from './messaging/message-behaviour.js';
+import { WALLET_ADJUST_TOPIC, type MessageSpec, type WalletAdjustment } from './messaging/message-behaviour.js';
+import { createManageScheduleUseCase } from './messaging/manage-schedule-use-case.js';
+import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
 import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
 import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
@@ -110,6 +112,13 @@ export async function createGateway(options: GatewayOptions) {
   const useCases = {
     sendMessage: sending.sendMessage,
     getStatus: createGetStatusUseCase({ router, directory: persistence.directory }),
+    manageSchedule: createManageScheduleUseCase({
+      router,
+      directory: persistence.directory,
+      followUpDone: (id) => {
+        doneMarker.mark(id);
+      },
+    }),
     calculate: createCalculateUseCase({ catalog }),
     wallets: createWalletUseCases({ router, directory: persistence.directory, catalog }),
     apiKeys: createApiKeyUseCases({
@@ -135,10 +144,18 @@ export async function createGateway(options: GatewayOptions) {
       return done;
     },
   };
+  // refunds and settlements a message journaled, carried to its wallet (idempotent per refund id)
+  const adjustWallets: TopicHandler = {
+    graceMs: 2_000,
+    async handle(entries) {
+      for (const entry of entries) await applyWalletAdjustment(router, entry.payload as WalletAdjustment);
+      return entries.map((entry) => entry.id);
+    },
+  };
   const relay: OutboxRelay = createOutboxRelay({
     outbox: persistence.outbox,
     clock,
-    handlers: { [MESSAGE_CREATE_TOPIC]: finishInterruptedSends, ...options.relayHandlers },
+    handlers: { [MESSAGE_CREATE_TOPIC]: finishInterruptedSends, [WALLET_ADJUST_TOPIC]: adjustWallets, ...options.relayHandlers },
     pollIntervalMs: config.outbox.pollIntervalMs,
     batchSize: 200,
     onError: (error) => {

@@ -1,6 +1,6 @@
 import type { Behaviour, BehaviourContext, Effect } from '../libraries/actors/behaviour.js';
 import type { CarrierStatus } from '../carriers/carrier-outcomes.js';
-import { toDecimalNumber, ZERO, type Money } from '../pricing/money.js';
+import { add, multiply, toDecimalNumber, ZERO, type Money } from '../pricing/money.js';
 import type { RecurrenceRule } from '../scheduling/recurrence.js';
 import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../webhooks/event-envelope.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
@@ -67,7 +67,12 @@ export interface MessageState {
 export type MessageEvent =
   | { readonly type: 'message_created'; readonly spec: MessageSpec; readonly at: number }
   | { readonly type: 'occurrence_dispatched'; readonly occurrence: number; readonly at: number }
-  | { readonly type: 'recipient_signal'; readonly occurrence: number; readonly recipient: number; readonly signal: RecipientSignal; readonly at: number };
+  | { readonly type: 'recipient_signal'; readonly occurrence: number; readonly recipient: number; readonly signal: RecipientSignal; readonly at: number }
+  | { readonly type: 'schedule_paused'; readonly at: number }
+  | { readonly type: 'schedule_resumed'; readonly at: number }
+  /** Occurrences that will never go, and the cost returned for them. */
+  | { readonly type: 'occurrences_skipped'; readonly occurrences: readonly number[]; readonly refund: Money; readonly at: number }
+  | { readonly type: 'schedule_cancelled'; readonly occurrences: readonly number[]; readonly refund: Money; readonly at: number };
 
 export interface CarrierReceipt {
   readonly occurrence: number;
@@ -83,7 +88,10 @@ export type MessageCommand =
   | { readonly type: 'create'; readonly spec: MessageSpec }
   | { readonly type: 'dispatch_occurrence'; readonly occurrence: number }
   | { readonly type: 'apply_receipt'; readonly receipt: CarrierReceipt }
-  | { readonly type: 'status'; readonly merchantId: string };
+  | { readonly type: 'status'; readonly merchantId: string }
+  | { readonly type: 'cancel'; readonly merchantId: string }
+  | { readonly type: 'pause'; readonly merchantId: string }
+  | { readonly type: 'resume'; readonly merchantId: string };
 
 export interface SendReceipt {
   readonly message_id: string;
@@ -104,6 +112,25 @@ export interface MessageReplies {
     | { readonly ok: false; readonly code: 'INVALID_STATE'; readonly state: OccurrenceStatus };
   readonly apply_receipt: { readonly ok: true; readonly changed: boolean; readonly events: readonly EventType[] } | NotFound;
   readonly status: { readonly ok: true; readonly state: MessageState } | NotFound;
+  readonly cancel: ManagementReply;
+  readonly pause: ManagementReply;
+  readonly resume: ManagementReply;
+}
+
+/** Cancel, pause and resume: the state after, and what was refunded by this call. */
+export type ManagementReply =
+  | { readonly ok: true; readonly state: MessageState; readonly refunded: Money; readonly adjustment: WalletAdjustment | null }
+  | NotFound
+  | { readonly ok: false; readonly code: 'INVALID_STATE' };
+
+/** Payload of a `wallet.adjust` outbox entry: return money for occurrences that never go, and/or close the charge. */
+export interface WalletAdjustment {
+  readonly merchantId: string;
+  readonly chargeId: string;
+  readonly refundId: string;
+  readonly amount: Money;
+  /** No refund can follow: the wallet forgets the charge. */
+  readonly settle: boolean;
 }
 
 /** Payload of a `webhook.event` outbox entry: the event and where it goes. */
@@ -128,6 +155,7 @@ export interface DispatchOutboxPayload {
 
 export const WEBHOOK_TOPIC = 'webhook.event';
 export const DISPATCH_TOPIC = 'carrier.dispatch';
+export const WALLET_ADJUST_TOPIC = 'wallet.adjust';
 const NOT_FOUND: NotFound = { ok: false, code: 'NOT_FOUND' };
 
 export function sendReceipt(spec: MessageSpec): SendReceipt {
@@ -169,9 +197,7 @@ export function applyMessageEvent(state: MessageState, event: MessageEvent): Mes
       if (!occurrence || !state.spec) return state;
       const recipients = state.spec.recipients.map(() => INITIAL_RECIPIENT_STATE);
       const dispatched: Occurrence = { ...occurrence, status: 'dispatched', dispatchedAt: event.at, recipients };
-      const occurrences = replaceAt(state.occurrences, event.occurrence, dispatched);
-      const finished = state.schedule === 'active' && occurrences.every((o) => o.status !== 'scheduled');
-      return { ...state, occurrences, updatedAt: event.at, schedule: finished ? 'completed' : state.schedule };
+      return completeIfDone({ ...state, occurrences: replaceAt(state.occurrences, event.occurrence, dispatched), updatedAt: event.at });
     }
     case 'recipient_signal': {
       const occurrence = state.occurrences[event.occurrence];
@@ -181,7 +207,26 @@ export function applyMessageEvent(state: MessageState, event: MessageEvent): Mes
       const updated: Occurrence = { ...occurrence, recipients: replaceAt(occurrence.recipients, event.recipient, next) };
       return { ...state, occurrences: replaceAt(state.occurrences, event.occurrence, updated), updatedAt: event.at };
     }
+    case 'schedule_paused':
+      return { ...state, schedule: 'paused', updatedAt: event.at };
+    case 'schedule_resumed':
+      return completeIfDone({ ...state, schedule: 'active', updatedAt: event.at });
+    case 'occurrences_skipped':
+      return completeIfDone({ ...withOccurrences(state, event.occurrences, 'skipped'), refunded: add(state.refunded, event.refund), updatedAt: event.at });
+    case 'schedule_cancelled':
+      return { ...withOccurrences(state, event.occurrences, 'cancelled'), schedule: 'cancelled', refunded: add(state.refunded, event.refund), updatedAt: event.at };
   }
+}
+
+function withOccurrences(state: MessageState, indexes: readonly number[], status: OccurrenceStatus): MessageState {
+  const chosen = new Set(indexes);
+  return { ...state, occurrences: state.occurrences.map((o) => (chosen.has(o.index) ? { ...o, status } : o)) };
+}
+
+/** A schedule with nothing left to dispatch is completed (unless it was cancelled). */
+function completeIfDone(state: MessageState): MessageState {
+  const open = state.schedule === 'active' || state.schedule === 'paused';
+  return open && state.occurrences.every((o) => o.status !== 'scheduled') ? { ...state, schedule: 'completed' } : state;
 }
 
 function webhookEffect(spec: MessageSpec, event: WebhookEvent): Effect {
@@ -260,6 +305,47 @@ function recipientEffects(
   });
 }
 
+function adjustment(spec: MessageSpec, refundId: string, amount: Money, settle: boolean): WalletAdjustment {
+  return { merchantId: spec.merchantId, chargeId: spec.messageId, refundId, amount, settle };
+}
+
+function adjustmentEffect(adjust: WalletAdjustment): Effect {
+  return { id: `adjust:${adjust.chargeId}:${adjust.refundId}`, topic: WALLET_ADJUST_TOPIC, payload: adjust };
+}
+
+/** Occurrences still waiting whose time has come (or passed). */
+function dueWhilePaused(state: MessageState, now: number): number[] {
+  return state.occurrences.filter((o) => o.status === 'scheduled' && o.scheduledAt <= now).map((o) => o.index);
+}
+
+/** Skips `indexes` and refunds them; settles the charge when nothing else can be refunded afterwards. */
+function skip(state: MessageState, spec: MessageSpec, indexes: readonly number[], now: number): { events: MessageEvent[]; adjust: WalletAdjustment | null } {
+  if (indexes.length === 0) return { events: [], adjust: null };
+  const refund = multiply(spec.costPerOccurrence, indexes.length);
+  const event: MessageEvent = { type: 'occurrences_skipped', occurrences: indexes, refund, at: now };
+  const after = applyMessageEvent(state, event);
+  return { events: [event], adjust: adjustment(spec, `skip:${indexes.join('-')}`, refund, after.schedule === 'completed') };
+}
+
+type ManagementDecision = { events: MessageEvent[]; effects?: Effect[]; reply: ManagementReply };
+
+function manage(
+  state: MessageState,
+  merchantId: string,
+  decideFor: (state: MessageState, spec: MessageSpec) => { events: MessageEvent[]; adjust: WalletAdjustment | null } | 'invalid',
+): ManagementDecision {
+  if (!state.created || !state.spec || state.spec.merchantId !== merchantId) return { events: [], reply: NOT_FOUND };
+  if (state.spec.sendingType === 'immediate') return { events: [], reply: { ok: false, code: 'INVALID_STATE' } };
+  const decided = decideFor(state, state.spec);
+  if (decided === 'invalid') return { events: [], reply: { ok: false, code: 'INVALID_STATE' } };
+  const after = decided.events.reduce(applyMessageEvent, state);
+  return {
+    events: decided.events,
+    effects: decided.adjust ? [adjustmentEffect(decided.adjust)] : [],
+    reply: { ok: true, state: after, refunded: decided.adjust?.amount ?? ZERO, adjustment: decided.adjust },
+  };
+}
+
 export const EMPTY_MESSAGE: MessageState = {
   created: false,
   spec: null,
@@ -290,15 +376,25 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
 
       dispatch_occurrence: (state, command, context) => {
         const occurrence = state.occurrences[command.occurrence];
-        if (!state.spec || !occurrence) return { events: [], reply: NOT_FOUND };
+        const spec = state.spec;
+        if (!spec || !occurrence) return { events: [], reply: NOT_FOUND };
         // exactly once per occurrence: the journal says it left, so a repeated trigger changes nothing
         if (occurrence.status === 'dispatched') return { events: [], reply: { ok: true, dispatched: false } };
-        if (occurrence.status !== 'scheduled' || state.schedule !== 'active') {
-          return { events: [], reply: { ok: false, code: 'INVALID_STATE', state: occurrence.status } };
+        if (occurrence.status !== 'scheduled') return { events: [], reply: { ok: false, code: 'INVALID_STATE', state: occurrence.status } };
+        if (state.schedule === 'paused') {
+          // paused occurrences stay reserved until resume, unless none is left to come: then the schedule
+          // completes and every skipped occurrence is refunded
+          const waiting = state.occurrences.filter((o) => o.status === 'scheduled');
+          if (waiting.some((o) => o.scheduledAt > context.now)) return { events: [], reply: { ok: true, dispatched: false } };
+          const skipped = skip(state, spec, waiting.map((o) => o.index), context.now);
+          return { events: skipped.events, effects: skipped.adjust ? [adjustmentEffect(skipped.adjust)] : [], reply: { ok: true, dispatched: false } };
         }
+        if (state.schedule !== 'active') return { events: [], reply: { ok: false, code: 'INVALID_STATE', state: occurrence.status } };
+        const event: MessageEvent = { type: 'occurrence_dispatched', occurrence: command.occurrence, at: context.now };
+        const completes = applyMessageEvent(state, event).schedule === 'completed';
         return {
-          events: [{ type: 'occurrence_dispatched', occurrence: command.occurrence, at: context.now }],
-          effects: [dispatchEffect(state.spec, command.occurrence)],
+          events: [event],
+          effects: [dispatchEffect(spec, command.occurrence), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])],
           reply: { ok: true, dispatched: true },
         };
       },
@@ -326,6 +422,36 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
 
       status: (state, command) =>
         state.created && state.spec?.merchantId === command.merchantId ? { events: [], reply: { ok: true, state } } : { events: [], reply: NOT_FOUND },
+
+      // cancel: remaining occurrences never go and their cost returns at once; cancelling again, or a completed
+      // schedule, is an idempotent no-op refunding 0
+      cancel: (state, command, context) =>
+        manage(state, command.merchantId, (current, spec) => {
+          if (current.schedule !== 'active' && current.schedule !== 'paused') return { events: [], adjust: null };
+          const remaining = current.occurrences.filter((o) => o.status === 'scheduled').map((o) => o.index);
+          const refund = multiply(spec.costPerOccurrence, remaining.length);
+          return {
+            events: [{ type: 'schedule_cancelled', occurrences: remaining, refund, at: context.now }],
+            adjust: adjustment(spec, 'cancel', refund, true),
+          };
+        }),
+
+      // pause: occurrences stop; their cost stays reserved. Pausing a paused schedule is a no-op.
+      pause: (state, command, context) =>
+        manage(state, command.merchantId, (current) => {
+          if (current.schedule === 'paused') return { events: [], adjust: null };
+          if (current.schedule !== 'active') return 'invalid';
+          return { events: [{ type: 'schedule_paused', at: context.now }], adjust: null };
+        }),
+
+      // resume: occurrences whose time passed while paused are skipped and refunded; later ones proceed
+      resume: (state, command, context) =>
+        manage(state, command.merchantId, (current, spec) => {
+          if (current.schedule === 'active') return { events: [], adjust: null };
+          if (current.schedule !== 'paused') return 'invalid';
+          const skipped = skip(current, spec, dueWhilePaused(current, context.now), context.now);
+          return { events: [...skipped.events, { type: 'schedule_resumed', at: context.now }], adjust: skipped.adjust };
+        }),
     },
   };
 }

@@ -1,0 +1,34 @@
+import type { Response } from 'express';
+import type { AppError } from '../../libraries/errors/app-error.js';
+
+/** `{ status_code, data }`: every successful response. */
+export function sendData(res: Response, status: number, data: unknown): void {
+  res.status(status).json({ status_code: status, data });
+}
+
+/** The contract's service-error envelope; `error_code` is always a four-digit string. */
+export function sendError(res: Response, error: AppError, requestId: string): void {
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  res.status(error.httpStatus).json({
+    success: false,
+    status_code: error.httpStatus,
+    error_code: error.code,
+    message: error.message,
+    request_id: requestId,
+    ...(error.details ? { details: error.details } : {}),
+    ...(error.retryAfterSeconds !== undefined ? { retry_after: error.retryAfterSeconds } : {}),
+  });
+}
+
+/** Authentication failures and status-404 bodies: exactly `{ detail }`. */
+export function sendDetail(res: Response, status: number, detail: string): void {
+  res.status(status).json({ detail });
+}
+
+export const DETAILS = {
+  missingKey: 'Missing app-key header.',
+  invalidKey: 'Invalid API key.',
+  verificationFailed: 'Could not verify the API key; retry.',
+  messageNotFound: 'Message not found.',
+  forbidden: (status: string) => `API key status is ${status}.`,
+} as const;

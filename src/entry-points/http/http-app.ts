@@ -1,0 +1,248 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import helmet from 'helmet';
+import type { RateBucket } from '../../api-keys/rate-limiter.js';
+import type { Authentication } from '../../api-keys/api-key-use-cases.js';
+import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
+import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
+import type { Logger } from '../../libraries/logger/logger.js';
+import type { Gateway } from '../../gateway.js';
+import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
+import { DETAILS, sendData, sendDetail, sendError } from './envelopes.js';
+import { allowedMethods, API_ROOT, ROUTES, type RouteName } from './routes.js';
+
+export interface HealthReport {
+  readonly healthy: boolean;
+  readonly checks: { readonly database: 'ok' | 'down'; readonly transport: 'ok' | 'down' };
+}
+
+export interface HttpAppDependencies {
+  readonly useCases: Gateway['useCases'];
+  readonly environment: 'sandbox' | 'production';
+  readonly version: string;
+  readonly bodyLimitBytes: number;
+  readonly health: () => Promise<HealthReport>;
+  readonly logger: Logger;
+  /** Extra routers mounted outside the API root (documentation). */
+  readonly extraRouters?: readonly express.Router[];
+  /** Observes each finished request (metrics). */
+  readonly onRequestFinished?: (sample: { route: string; method: string; status: number; seconds: number }) => void;
+}
+
+interface Locals {
+  requestId: string;
+  logger: Logger;
+  route: RouteName | 'unmatched';
+  auth?: { merchantId: string; keyId: string };
+}
+
+const locals = (res: Response): Locals => res.locals as Locals;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
+
+/** 1110 with one detail on `body`, at the status DECISIONS.md gives (400, 413 or 415). */
+function bodyError(httpStatus: 400 | 413 | 415, message: string, type: string): AppError {
+  return AppError.invalid([{ field: 'body', message, type }], { httpStatus });
+}
+
+/** Turns body-parser failures into the contract's envelope. */
+function bodyParserError(error: unknown, limit: number): AppError | null {
+  if (typeof error !== 'object' || error === null || !('type' in error)) return null;
+  switch (error.type) {
+    case 'entity.parse.failed':
+      return bodyError(400, 'must be a well-formed JSON object or array', 'body.json');
+    case 'entity.too.large':
+      return bodyError(413, `must be at most ${limit} bytes`, 'body.size');
+    case 'charset.unsupported':
+      return bodyError(415, 'must be UTF-8 JSON', 'body.charset');
+    case 'encoding.unsupported':
+      return bodyError(415, 'has an unsupported Content-Encoding', 'body.encoding');
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return bodyError(400, 'could not be read completely', 'body.incomplete');
+    default:
+      return null;
+  }
+}
+
+function toAppError(error: unknown): AppError {
+  if (isAppError(error)) return error;
+  if (error instanceof ActorFailureError && error.reason !== 'crashed') {
+    return new AppError('SERVICE_UNAVAILABLE', { retryAfterSeconds: 1, cause: error });
+  }
+  return new AppError('INTERNAL_ERROR', { cause: error });
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * The merchant API. Order for every authenticated endpoint (DECISIONS.md): authenticate → rate limit → read and
+ * validate the body → act. A route is a few lines: read the request, call one use case, map the result.
+ */
+export function createHttpApp(deps: HttpAppDependencies): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(helmet());
+
+  app.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched' } satisfies Locals);
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const { route, auth, logger } = locals(res);
+      logger.info(
+        { method: req.method, route, status: res.statusCode, duration_ms: Math.round(seconds * 1000), ...(auth ? { merchant_id: auth.merchantId } : {}) },
+        'request',
+      );
+      deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds });
+    });
+    next();
+  });
+
+  const JSON_TYPES = ['application/json', 'application/*+json'];
+  // the body is read only after authentication and the rate limit, so a bad body never beats a 401
+  const requireJson: RequestHandler = (req, res, next) => {
+    if (hasBody(req) && !req.is(JSON_TYPES)) {
+      sendError(res, bodyError(415, 'must be sent with Content-Type: application/json', 'body.contentType'), locals(res).requestId);
+      return;
+    }
+    next();
+  };
+  const readBody: RequestHandler[] = [requireJson, express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES })];
+
+  function authenticate(bucket: RateBucket): RequestHandler {
+    return (req, res, next) => {
+      const header = req.get('app-key');
+      const { requestId, logger } = locals(res);
+      if (header === undefined || header.trim() === '') {
+        sendDetail(res, 401, DETAILS.missingKey);
+        return;
+      }
+      deps.useCases.apiKeys.authenticate(header, bucket).then(
+        (auth: Authentication) => {
+          switch (auth.outcome) {
+            case 'authenticated':
+              locals(res).auth = { merchantId: auth.merchantId, keyId: auth.keyId };
+              next();
+              return;
+            case 'unauthorized':
+              sendDetail(res, 401, DETAILS.invalidKey);
+              return;
+            case 'forbidden':
+              sendDetail(res, 403, DETAILS.forbidden(auth.status));
+              return;
+            case 'rate_limited':
+              sendError(res, new AppError('RATE_LIMIT_EXCEEDED', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
+              return;
+            case 'suspended':
+              sendError(res, new AppError('SUSPICIOUS_ACTIVITY', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
+              return;
+          }
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'key verification failed');
+          sendDetail(res, 500, DETAILS.verificationFailed);
+        },
+      );
+    };
+  }
+
+  /** Wraps an async route so a rejection reaches the error handler. */
+  const route =
+    (name: RouteName, handler: (req: Request, res: Response, auth: { merchantId: string; keyId: string }) => Promise<void>): RequestHandler =>
+    (req, res, next) => {
+      locals(res).route = name;
+      const auth = locals(res).auth ?? { merchantId: '', keyId: '' };
+      handler(req, res, auth).catch(next);
+    };
+
+  function reply<T>(res: Response, status: number, result: Result<T>): void {
+    if (result.ok) sendData(res, status, result.value);
+    else sendError(res, result.error, locals(res).requestId);
+  }
+
+  const handlers: Record<RouteName, RequestHandler> = {
+    health: route('health', async (_req, res) => {
+      const report = await deps.health();
+      const status = report.healthy ? 200 : 503;
+      sendData(res, status, { status: report.healthy ? 'ok' : 'degraded', version: deps.version, environment: deps.environment, checks: report.checks });
+    }),
+    send: route('send', async (req, res, auth) => {
+      const idempotencyKey = req.get('idempotency-key') ?? null;
+      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+        sendError(
+          res,
+          AppError.invalid([{ field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters', type: 'header.invalid' }]),
+          locals(res).requestId,
+        );
+        return;
+      }
+      const result = await deps.useCases.sendMessage({ merchantId: auth.merchantId, keyId: auth.keyId, body: req.body as unknown, idempotencyKey });
+      if (result.ok && result.value.replayed) res.setHeader('Idempotent-Replayed', 'true');
+      reply(res, 201, result.ok ? { ok: true, value: result.value.receipt } : result);
+    }),
+    status: route('status', async (req, res, auth) => {
+      const outcome = await deps.useCases.getStatus(auth.merchantId, String(req.params.messageId));
+      if (outcome.found) sendData(res, 200, outcome.view);
+      else sendDetail(res, 404, DETAILS.messageNotFound);
+    }),
+    balance: route('balance', async (_req, res, auth) => {
+      reply(res, 200, await deps.useCases.wallets.getBalance(auth.merchantId));
+    }),
+    calculate: route('calculate', async (req, res, auth) => {
+      reply(res, 200, await deps.useCases.calculate(auth.merchantId, req.body as unknown));
+    }),
+    cancel: scheduleRoute('cancel'),
+    pause: scheduleRoute('pause'),
+    resume: scheduleRoute('resume'),
+  };
+
+  function scheduleRoute(action: ScheduleAction): RequestHandler {
+    return route(action, async (req, res, auth) => {
+      const outcome = await deps.useCases.manageSchedule(auth.merchantId, String(req.params.messageId), action);
+      if (!outcome.found) sendDetail(res, 404, DETAILS.messageNotFound);
+      else reply(res, 200, outcome.result);
+    });
+  }
+
+  const api = express.Router({ strict: false, caseSensitive: true });
+  for (const definition of ROUTES) {
+    const chain: RequestHandler[] = [];
+    if (definition.bucket !== null) chain.push(authenticate(definition.bucket));
+    if (definition.body) chain.push(...readBody);
+    chain.push(handlers[definition.name]);
+    api[definition.method](definition.path, ...chain);
+  }
+  app.use(API_ROOT, api);
+  for (const router of deps.extraRouters ?? []) app.use(router);
+
+  // unknown path: 404/1404; known path, other method: 405/1405 with Allow
+  app.use((req, res) => {
+    const allowed = allowedMethods(req.path);
+    if (allowed.length > 0) {
+      res.setHeader('Allow', allowed.join(', '));
+      sendError(res, new AppError('METHOD_NOT_ALLOWED'), locals(res).requestId);
+    } else {
+      sendError(res, new AppError('ROUTE_NOT_FOUND'), locals(res).requestId);
+    }
+  });
+
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const { requestId, logger } = locals(res);
+    const appError = bodyParserError(error, deps.bodyLimitBytes) ?? toAppError(error);
+    if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');
+    if (res.headersSent) return;
+    sendError(res, appError, requestId);
+  });
+
+  return app;
+}

@@ -1,0 +1,35 @@
+import type { Gateway } from '../gateway.js';
+import { mustParseMoney } from '../pricing/money.js';
+
+/** What a new user gets on the first start of the sandbox: a funded merchant, a price list and a key. */
+export interface DemoMerchant {
+  readonly merchantId: string;
+  readonly apiKey: string;
+}
+
+export const DEMO_PRICING = [
+  { countryCallingCode: '243', networkPrefix: '81', price: '0.02', carrier: 'vodacom-cd' },
+  { countryCallingCode: '243', networkPrefix: '82', price: '0.02', carrier: 'vodacom-cd' },
+  { countryCallingCode: '243', networkPrefix: '84', price: '0.022', carrier: 'orange-cd' },
+  { countryCallingCode: '243', networkPrefix: '85', price: '0.022', carrier: 'orange-cd' },
+  { countryCallingCode: '243', networkPrefix: '97', price: '0.025', carrier: 'airtel-cd' },
+  { countryCallingCode: '243', networkPrefix: '99', price: '0.025', carrier: 'airtel-cd' },
+] as const;
+
+/** Creates the demo merchant unless the directory already has a merchant; returns it (with its key) when created. */
+export async function seedDemoMerchant(gateway: Gateway): Promise<DemoMerchant | null> {
+  if ((await gateway.persistence.directory.merchants()).length > 0) return null;
+  const created = await gateway.useCases.merchants.createMerchant({ name: 'Demo shop', timezone: 'Africa/Kinshasa', defaultCountry: 'CD', currency: 'USD' });
+  if (!created.ok) throw new Error(`demo merchant refused: ${JSON.stringify(created.issues)}`);
+  const merchantId = created.value.id;
+  await gateway.useCases.wallets.openWallet(merchantId, 'prepaid');
+  await gateway.useCases.wallets.topUp(merchantId, 'prepaid', mustParseMoney('100'), 'demo credit');
+  await gateway.useCases.wallets.openWallet(merchantId, 'postpaid');
+  await gateway.useCases.wallets.topUp(merchantId, 'postpaid', mustParseMoney('50'), 'demo credit line');
+  await gateway.useCases.merchants.setPricing(
+    merchantId,
+    DEMO_PRICING.map((row) => ({ ...row, price: mustParseMoney(row.price) })),
+  );
+  const key = await gateway.useCases.apiKeys.issueKey(merchantId);
+  return { merchantId, apiKey: key.apiKey };
+}

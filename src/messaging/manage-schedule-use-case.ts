@@ -1,0 +1,53 @@
+import type { ActorRouter } from '../cluster/actor-router.js';
+import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
+import type { Directory } from '../libraries/persistence/directory-port.js';
+import { toDecimalNumber } from '../pricing/money.js';
+import { adjustmentOutboxId, applyWalletAdjustment } from '../wallets/wallet-adjustments.js';
+import { messageStatusView, type ScheduleView } from './message-view.js';
+
+export type ScheduleAction = 'cancel' | 'pause' | 'resume';
+
+/** `data` of cancel, pause and resume. `refunded_amount` on cancel and resume. */
+export interface ScheduleActionData {
+  readonly message_id: string;
+  readonly schedule: ScheduleView | null;
+  readonly refunded_amount?: number;
+}
+
+export type ScheduleActionOutcome = { readonly found: false } | { readonly found: true; readonly result: Result<ScheduleActionData> };
+
+const MESSAGE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * `DELETE /cancel/{id}`, `POST /pause/{id}`, `POST /resume/{id}`. Unknown and foreign ids take the status path
+ * (404 `{detail}`); an immediate send, or pause/resume of a finished schedule, is 409/1120. A refund reaches the
+ * wallet before the answer; the outbox entry that also records it is then marked done.
+ */
+export function createManageScheduleUseCase(deps: { router: ActorRouter; directory: Directory; followUpDone: (outboxId: string) => void }) {
+  return async function manageSchedule(merchantId: string, messageId: string, action: ScheduleAction): Promise<ScheduleActionOutcome> {
+    const owner = MESSAGE_ID.test(messageId) ? await deps.directory.messageOwner(messageId) : null;
+    if (owner !== merchantId) return { found: false };
+    const reply = await deps.router.message(merchantId, messageId).ask({ type: action, merchantId });
+    if (!reply.ok) {
+      if (reply.code === 'NOT_FOUND') return { found: false };
+      return { found: true, result: failure(new AppError('INVALID_STATE', { message: invalidStateMessage(action) })) };
+    }
+    if (reply.adjustment) {
+      await applyWalletAdjustment(deps.router, reply.adjustment);
+      deps.followUpDone(adjustmentOutboxId(reply.adjustment));
+    }
+    const view = messageStatusView(reply.state);
+    const data: ScheduleActionData = {
+      message_id: messageId,
+      schedule: view.schedule,
+      ...(action === 'pause' ? {} : { refunded_amount: toDecimalNumber(reply.refunded) }),
+    };
+    return { found: true, result: success(data) };
+  };
+}
+
+function invalidStateMessage(action: ScheduleAction): string {
+  return action === 'cancel'
+    ? 'Only scheduled and recurring sends can be cancelled.'
+    : `Only an active or paused scheduled or recurring send can be ${action === 'pause' ? 'paused' : 'resumed'}.`;
+}
