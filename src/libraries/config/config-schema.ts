@@ -98,6 +98,12 @@ export const configSchema = Joi.object({
       'Delays before each retry after a failed delivery (comma separated); the contract: 30 s, 2 min, 10 min, 1 h.',
     ),
     concurrencyPerMerchant: setting(positiveInt(), 'WEBHOOK_CONCURRENCY_PER_MERCHANT', 'Deliveries in flight per merchant.'),
+    concurrency: setting(positiveInt(), 'WEBHOOK_CONCURRENCY', 'Deliveries in flight per node.'),
+    allowHttpLocalhost: setting(
+      Joi.boolean(),
+      'WEBHOOK_ALLOW_HTTP_LOCALHOST',
+      'Sandbox only: also accept plain http://localhost webhook and callback URLs (always on in embedded mode, never in production).',
+    ),
   }),
   cluster: Joi.object({
     nodeId: setting(Joi.string().allow(''), 'NODE_ID', 'Name of this node (random when empty).'),
@@ -110,6 +116,10 @@ export const configSchema = Joi.object({
       'DEFAULT_CARRIER',
       'Connector slug for destinations no pricing row names a carrier for (the sandbox always uses the simulator).',
     ),
+  }),
+  simulator: Joi.object({
+    stepDelayMs: setting(nonNegativeInt(), 'SIMULATOR_STEP_DELAY_MS', 'Sandbox simulator: delay between two receipts of one dispatch.'),
+    slowDelayMs: setting(nonNegativeInt(), 'SIMULATOR_SLOW_DELAY_MS', 'Sandbox simulator: extra delay of the "slow" outcome.'),
   }),
   outbox: Joi.object({
     pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),

@@ -35,9 +35,16 @@ export interface Config {
     readonly suspensionMs: number;
   };
   readonly scheduling: { readonly openEndedHorizonDays: number; readonly maxScheduledSms: number; readonly receiptTimeoutMs: number };
-  readonly webhooks: { readonly timeoutMs: number; readonly retryDelaysMs: readonly number[]; readonly concurrencyPerMerchant: number };
+  readonly webhooks: {
+    readonly timeoutMs: number;
+    readonly retryDelaysMs: readonly number[];
+    readonly concurrencyPerMerchant: number;
+    readonly concurrency: number;
+    readonly allowHttpLocalhost: boolean;
+  };
   readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number };
   readonly carriers: { readonly defaultCarrier: string };
+  readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number };
   readonly outbox: { readonly pollIntervalMs: number };
   readonly demo: { readonly seedMerchant: boolean };
   readonly idempotency: { readonly ttlMs: number };
