@@ -1,0 +1,43 @@
+import type { Gateway } from '../../src/gateway.js';
+
+/** What a command needs of the wired node: its use cases, its store (for reads) and its settings. */
+export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router'>;
+
+/**
+ * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes
+ * (e.g. "this key is not shown again"). A failed outcome is a usage or validation error: exit code 1.
+ */
+export type CommandOutcome =
+  | { readonly ok: true; readonly text: string; readonly json: unknown; readonly notices: readonly string[] }
+  | { readonly ok: false; readonly message: string; readonly details: readonly string[] };
+
+export const done = (text: string, json: unknown, notices: readonly string[] = []): CommandOutcome => ({ ok: true, text, json, notices });
+
+export const rejected = (message: string, details: readonly string[] = []): CommandOutcome => ({ ok: false, message, details });
+
+export type Command = (gateway: CliGateway) => Promise<CommandOutcome>;
+
+/** The arguments of one command line, already checked against its spec. */
+export interface CommandArgs {
+  /** A required positional argument, by the name its spec gives it. */
+  arg(name: string): string;
+  option(name: string): string | undefined;
+  flag(name: string): boolean;
+}
+
+export interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+}
+
+/** One `<group> <verb>` command: how it is called, and how its arguments become the command to run. */
+export interface CommandSpec {
+  readonly words: readonly [string, string];
+  /** Required positional arguments, in order. */
+  readonly args: readonly string[];
+  /** The options part of the usage line, e.g. `--name <n> [--timezone <tz>]`. */
+  readonly usage?: string;
+  readonly summary: string;
+  readonly options?: Readonly<Record<string, OptionSpec>>;
+  /** The command, or the usage error that prevents it. */
+  prepare(args: CommandArgs): Command | { readonly usageError: string };
+}

@@ -1,0 +1,74 @@
+import { createGateway } from '../../src/gateway.js';
+import { ConfigError, loadConfig, type Config } from '../../src/libraries/config/config.js';
+import type { CliGateway, CommandOutcome } from './command.js';
+import { parseCommandLine } from './command-line.js';
+
+export const EXIT = { ok: 0, usage: 1, failure: 2 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export interface CliIo {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** Opens the node the command runs on; the real one by default (tests may pass their own). */
+  readonly openGateway?: (config: Config, err: (text: string) => void) => Promise<CliGateway & { stop(): Promise<void> }>;
+}
+
+const openRealGateway = (config: Config, err: (text: string) => void) =>
+  // the relay is not started: a CLI run carries out its own command only
+  createGateway({
+    config,
+    onIncident: ({ what, error }) => {
+      err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
+    },
+  });
+
+function print(outcome: CommandOutcome, json: boolean, io: CliIo): ExitCode {
+  if (!outcome.ok) {
+    if (json) io.err(`${JSON.stringify({ error: outcome.message, details: outcome.details })}\n`);
+    else io.err(`error: ${outcome.message}\n${outcome.details.map((d) => `  ${d}\n`).join('')}`);
+    return EXIT.usage;
+  }
+  io.out(json ? `${JSON.stringify(outcome.json, null, 2)}\n` : `${outcome.text}\n`);
+  for (const notice of outcome.notices) io.err(`warning: ${notice}\n`);
+  return EXIT.ok;
+}
+
+/**
+ * One CLI run: parse, open the configured database, run one command, close. Returns the exit code; an unexpected
+ * failure (database down, a bug) is reported on stderr as exit code 2.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  try {
+    return await runOnce(argv, io);
+  } catch (error) {
+    io.err(`unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failure;
+  }
+}
+
+async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  const parsed = parseCommandLine(argv);
+  if (parsed.type === 'help') {
+    io.out(parsed.text);
+    return EXIT.ok;
+  }
+  if (parsed.type === 'usage_error') {
+    io.err(`error: ${parsed.message}\n${parsed.hint.endsWith('\n') ? parsed.hint : `${parsed.hint}\n`}`);
+    return EXIT.usage;
+  }
+  let config: Config;
+  try {
+    config = loadConfig({ env: io.env });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.err(`error: ${error.message}\n`);
+    return EXIT.usage;
+  }
+  const gateway = await (io.openGateway ?? openRealGateway)(config, io.err);
+  try {
+    return print(await parsed.command(gateway), parsed.json, io);
+  } finally {
+    await gateway.stop();
+  }
+}
