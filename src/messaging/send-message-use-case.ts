@@ -36,6 +36,8 @@ export interface SendMessageDependencies {
   readonly defaultCarrier: string;
   readonly scheduling: { readonly horizonDays: number; readonly maxScheduledSms: number };
   readonly allowHttpLocalhostCallbacks: boolean;
+  /** Production: a callback_url must resolve to public addresses only. */
+  readonly callbackAddressCheck?: (url: string) => Promise<boolean>;
   /** Marks the charge's follow-up done once the message exists (batched by the caller). */
   readonly followUpDone: (outboxId: string) => void;
   /** Test-only fault injection between the two writes of a send. */
@@ -90,6 +92,11 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     });
     if (!validation.ok) return failure(AppError.invalid(validation.issues));
     const request = validation.value;
+    if (request.callbackUrl !== null && deps.callbackAddressCheck && !(await deps.callbackAddressCheck(request.callbackUrl))) {
+      return failure(
+        AppError.invalid([{ field: 'callback_url', message: 'must resolve to public internet addresses only', type: 'string.uri.address' }]),
+      );
+    }
 
     const priceList = await deps.catalog.priceList(merchant);
     const occurrences = request.sendingType === 'immediate' ? 1 : request.occurrences.length;

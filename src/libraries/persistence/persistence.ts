@@ -1,8 +1,10 @@
+import type { DeadLetters } from './dead-letters-port.js';
 import type { Directory } from './directory-port.js';
 import type { Journal, Outbox } from './journal-port.js';
 import { migrate } from './sql/migrations.js';
 import { connectPostgres, openPglite, type SqlExecutor } from './sql/sql-executor.js';
 import { createSqlDirectory } from './sql/sql-directory.js';
+import { createSqlDeadLetters } from './sql/sql-dead-letters.js';
 import { createSqlJournal, DEFAULT_SQL_JOURNAL_OPTIONS, type SqlJournalOptions } from './sql/sql-journal.js';
 
 /** The whole persistence port as the composition root wires it: one adapter behind all four parts. */
@@ -11,6 +13,7 @@ export interface Persistence {
   readonly journal: Journal;
   readonly outbox: Outbox;
   readonly directory: Directory;
+  readonly deadLetters: DeadLetters;
   /** Resolves when the database answers; for health checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +29,7 @@ export async function sqlPersistence(db: SqlExecutor, journalOptions: SqlJournal
     journal,
     outbox: journal,
     directory: createSqlDirectory(db),
+    deadLetters: createSqlDeadLetters(db),
     ping: async () => {
       await db.query('SELECT 1');
     },

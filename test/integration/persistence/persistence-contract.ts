@@ -188,6 +188,34 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
   });
 
+  describe('dead letters', () => {
+    const letter = {
+      id: 'evt-1:abc',
+      eventId: 'evt-1',
+      merchantId: 'mer_1',
+      keyId: 'key_1',
+      url: 'https://hooks.example/sms',
+      auth: 'key' as const,
+      event: { event_id: 'evt-1', event_type: 'sms.delivered', data: { segments: 1 } },
+      attempts: 5,
+      reason: 'retries_exhausted' as const,
+      lastStatus: 503,
+      lastError: null,
+      droppedAt: 1000,
+    };
+
+    it('when a letter is recorded twice, then it is listed once, by merchant, and taken once', async () => {
+      await store.deadLetters.record(letter);
+      await store.deadLetters.record({ ...letter, attempts: 9 });
+      await store.deadLetters.record({ ...letter, id: 'evt-2:abc', eventId: 'evt-2', merchantId: 'mer_2', droppedAt: 2000, lastStatus: null, lastError: 'timeout' });
+      expect(await store.deadLetters.list({ limit: 10 })).to.have.length(2);
+      expect(await store.deadLetters.list({ merchantId: 'mer_1', limit: 10 })).to.deep.equal([letter]);
+      expect(await store.deadLetters.take('evt-1:abc')).to.deep.equal(letter);
+      expect(await store.deadLetters.take('evt-1:abc')).to.equal(null);
+      expect((await store.deadLetters.list({ limit: 10 })).map((l) => l.id)).to.deep.equal(['evt-2:abc']);
+    });
+  });
+
   it('answers a ping', async () => {
     await store.ping();
   });

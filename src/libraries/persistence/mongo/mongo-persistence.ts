@@ -12,6 +12,7 @@ import {
   type Snapshot,
 } from '../journal-port.js';
 import type { Persistence } from '../persistence.js';
+import type { DeadLetter, DeadLetters } from '../dead-letters-port.js';
 
 /**
  * The MongoDB adapter of the persistence port (ARCHITECTURE.md §4). It passes the same contract suite as the SQL
@@ -121,6 +122,10 @@ interface MessageOwnerDoc {
   readonly createdAt: number;
 }
 
+interface DeadLetterDoc extends Omit<DeadLetter, 'id'> {
+  readonly _id: string;
+}
+
 interface Collections {
   readonly journal: Collection<JournalDoc>;
   readonly snapshots: Collection<SnapshotDoc>;
@@ -128,6 +133,7 @@ interface Collections {
   readonly merchants: Collection<MerchantDoc>;
   readonly apiKeys: Collection<KeyDoc>;
   readonly messageOwners: Collection<MessageOwnerDoc>;
+  readonly deadLetters: Collection<DeadLetterDoc>;
 }
 
 function collectionsOf(db: Db): Collections {
@@ -138,6 +144,7 @@ function collectionsOf(db: Db): Collections {
     merchants: db.collection<MerchantDoc>('merchants'),
     apiKeys: db.collection<KeyDoc>('api_keys'),
     messageOwners: db.collection<MessageOwnerDoc>('message_owners'),
+    deadLetters: db.collection<DeadLetterDoc>('webhook_dead_letters'),
   };
 }
 
@@ -149,6 +156,7 @@ async function ensureIndexes(c: Collections): Promise<void> {
     c.merchants.createIndex({ createdAt: 1, _id: 1 }, { name: 'merchants_by_creation' }, {}),
     c.apiKeys.createIndex({ hash: 1 }, { unique: true, name: 'api_keys_hash_unique' }, {}),
     c.apiKeys.createIndex({ merchantId: 1, createdAt: 1, _id: 1 }, { name: 'api_keys_by_merchant' }, {}),
+    c.deadLetters.createIndex({ merchantId: 1, droppedAt: 1, _id: 1 }, { name: 'dead_letters_by_merchant' }, {}),
   ]);
 }
 
@@ -615,6 +623,32 @@ export function createMongoDirectory(c: Collections): Directory {
   };
 }
 
+export function createMongoDeadLetters(c: Collections): DeadLetters {
+  const toLetter = ({ _id, ...rest }: DeadLetterDoc): DeadLetter => ({ id: _id, ...rest });
+  return {
+    async record(letter) {
+      const { id, ...rest } = letter;
+      // JSON round trip: the stored event reads back exactly as from PostgreSQL jsonb
+      const fields: Omit<DeadLetterDoc, '_id'> = { ...rest, event: JSON.parse(JSON.stringify(rest.event)) as unknown };
+      await c.deadLetters.updateOne({ _id: id }, { $setOnInsert: fields }, { upsert: true }).catch((error: unknown) => {
+        if (!isDuplicateKey(error)) throw error;
+      });
+    },
+    async list({ merchantId, limit }) {
+      const docs = await c.deadLetters
+        .find(merchantId === undefined ? {} : { merchantId })
+        .sort({ droppedAt: 1, _id: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(toLetter);
+    },
+    async take(id) {
+      const doc = await c.deadLetters.findOneAndDelete({ _id: id });
+      return doc ? toLetter(doc) : null;
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Composition
 
@@ -631,6 +665,7 @@ export async function openMongoPersistence(options: MongoPersistenceOptions): Pr
       journal,
       outbox: journal,
       directory: createMongoDirectory(collections),
+      deadLetters: createMongoDeadLetters(collections),
       ping: async () => {
         await db.command({ ping: 1 });
       },

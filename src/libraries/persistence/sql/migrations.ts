@@ -82,6 +82,27 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'webhook dead letters',
+    sql: `
+      CREATE TABLE webhook_dead_letters (
+        id          text PRIMARY KEY,
+        event_id    text    NOT NULL,
+        merchant_id text    NOT NULL,
+        key_id      text    NOT NULL,
+        url         text    NOT NULL,
+        auth        text    NOT NULL,
+        event       jsonb   NOT NULL,
+        attempts    integer NOT NULL,
+        reason      text    NOT NULL,
+        last_status integer,
+        last_error  text,
+        dropped_at  bigint  NOT NULL
+      );
+      CREATE INDEX webhook_dead_letters_by_merchant ON webhook_dead_letters (merchant_id, dropped_at);
+    `,
+  },
 ];
 
 const MIGRATION_LOCK = 4_242_001;

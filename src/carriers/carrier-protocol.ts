@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { CarrierStatus } from './carrier-outcomes.js';
+
+/**
+ * The versioned contract between the gateway and carrier connectors (docs/carrier-protocol.md). The JSON Schemas
+ * in docs/schemas/ are the source of truth; the gateway and the simulator validate with them.
+ */
+
+export const PROTOCOL_VERSION = 1;
+
+export const dispatchSubject = (carrier: string): string => `sms.dispatch.${carrier}`;
+export const receiptSubject = (carrier: string): string => `sms.receipts.${carrier}`;
+export const CARRIER_SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+export interface DispatchJob {
+  readonly version: 1;
+  readonly dispatch_id: string;
+  readonly message_id: string;
+  readonly occurrence_index: number;
+  readonly recipient_index: number;
+  readonly to: string;
+  readonly sender_id: string | null;
+  readonly text: string;
+  readonly encoding: 'GSM-7' | 'UCS-2';
+  readonly segments: number;
+  readonly submitted_at: string;
+}
+
+export interface Receipt {
+  readonly version: 1;
+  readonly receipt_id: string;
+  readonly dispatch_id: string;
+  readonly status: CarrierStatus;
+  readonly error_code?: string | null;
+  readonly error_message?: string | null;
+  readonly occurred_at: string;
+  readonly carrier_reference?: string | null;
+}
+
+export function dispatchId(messageId: string, occurrence: number, recipient: number): string {
+  return `${messageId}:${occurrence}:${recipient}`;
+}
+
+export function parseDispatchId(id: string): { messageId: string; occurrence: number; recipient: number } | null {
+  const match = /^([A-Za-z0-9_-]{1,64}):([0-9]{1,6}):([0-9]{1,6})$/.exec(id);
+  if (!match) return null;
+  return { messageId: match[1] ?? '', occurrence: Number(match[2]), recipient: Number(match[3]) };
+}
+
+const SCHEMA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/schemas');
+
+function loadSchema(file: string): object {
+  return JSON.parse(readFileSync(path.join(SCHEMA_DIR, file), 'utf8')) as object;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+// ajv-formats is CommonJS: under NodeNext its plugin is the `default` of the module object
+addFormatsModule.default(ajv, ['date-time']);
+
+const validators: { dispatch: ValidateFunction<DispatchJob>; receipt: ValidateFunction<Receipt> } = {
+  dispatch: ajv.compile<DispatchJob>(loadSchema('dispatch-job.v1.json')),
+  receipt: ajv.compile<Receipt>(loadSchema('receipt.v1.json')),
+};
+
+export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly string[] };
+
+function check<T>(validate: ValidateFunction<T>, value: unknown): Checked<T> {
+  if (validate(value)) return { ok: true, value };
+  return { ok: false, errors: (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`) };
+}
+
+export const checkDispatchJob = (value: unknown): Checked<DispatchJob> => check(validators.dispatch, value);
+export const checkReceipt = (value: unknown): Checked<Receipt> => check(validators.receipt, value);

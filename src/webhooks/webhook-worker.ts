@@ -1,0 +1,147 @@
+import type { ActorRouter } from '../cluster/actor-router.js';
+import type { Clock } from '../libraries/clock/clock.js';
+import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
+import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
+import { judgeAttempt, type AttemptResult } from './retry-plan.js';
+import { isWebhookJob, publishJob, type WebhookJob } from './webhook-jobs.js';
+import { REFUSED_ADDRESS, type WebhookCredentials, type WebhookSender } from './webhook-sender.js';
+
+export interface WebhookWorkerOptions {
+  readonly transport: Transport;
+  readonly router: ActorRouter;
+  readonly sender: WebhookSender;
+  readonly deadLetters: DeadLetters;
+  readonly clock: Clock;
+  /** Delays before each retry (the contract's 30 s, 2 min, 10 min, 1 h by default). */
+  readonly retryDelaysMs: readonly number[];
+  /** Deliveries in flight per merchant: one slow endpoint cannot take every worker. */
+  readonly concurrencyPerMerchant: number;
+  /** Deliveries in flight in this process. */
+  readonly concurrency: number;
+  readonly onAttempt?: (outcome: { merchantId: string; verdict: string; seconds: number }) => void;
+  readonly onError?: (error: unknown) => void;
+}
+
+/** When a merchant is at its limit, its job goes back to the broker for this long (nothing is held meanwhile). */
+const BUSY_MERCHANT_DELAY_MS = 250;
+
+const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, signingSecret: null };
+
+/**
+ * Delivers webhook jobs: one POST per attempt; any 2xx acknowledges, any 4xx ends it, everything else is retried
+ * after the next delay as a new job (the broker holds it until due), and after the last retry the event is
+ * recorded as dropped. The same event_id goes out on every attempt.
+ */
+export function createWebhookWorker(options: WebhookWorkerOptions) {
+  const inFlight = new Map<string, number>();
+  let consumer: Consumer | null = null;
+
+  async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
+    if (job.auth === 'none') return NO_CREDENTIALS;
+    const reply = await options.router.apiKey(job.merchantId, job.keyId).ask({ type: 'webhook_target' });
+    if (!reply.ok) return NO_CREDENTIALS;
+    const webhook = reply.target.webhook;
+    return { username: webhook?.username ?? null, password: webhook?.password ?? null, signingSecret: reply.target.signingSecret };
+  }
+
+  async function giveUp(job: WebhookJob, reason: 'rejected' | 'retries_exhausted' | 'refused_address', result: AttemptResult): Promise<void> {
+    await options.deadLetters.record({
+      id: job.jobId,
+      eventId: job.event.event_id,
+      merchantId: job.merchantId,
+      keyId: job.keyId,
+      url: job.url,
+      auth: job.auth,
+      event: job.event,
+      attempts: job.attempt,
+      reason,
+      lastStatus: result.type === 'response' ? result.status : null,
+      lastError: result.type === 'connection_error' ? result.reason : result.type === 'timeout' ? 'timeout' : null,
+      droppedAt: options.clock.now(),
+    });
+  }
+
+  async function deliver(job: WebhookJob): Promise<void> {
+    const started = options.clock.now();
+    const body = JSON.stringify(job.event);
+    const result = await options.sender.send(job.url, body, await credentialsFor(job), started);
+    const refused = result.type === 'connection_error' && result.reason.includes(REFUSED_ADDRESS);
+    const verdict = refused ? ({ verdict: 'dropped' } as const) : judgeAttempt(result, job.attempt, options.retryDelaysMs);
+    options.onAttempt?.({ merchantId: job.merchantId, verdict: verdict.verdict, seconds: (options.clock.now() - started) / 1000 });
+    switch (verdict.verdict) {
+      case 'acknowledged':
+        return;
+      case 'rejected':
+        await giveUp(job, 'rejected', result);
+        return;
+      case 'dropped':
+        await giveUp(job, refused ? 'refused_address' : 'retries_exhausted', result);
+        return;
+      case 'retry':
+        await publishJob(options.transport, { ...job, attempt: job.attempt + 1, dueAt: options.clock.now() + verdict.delayMs });
+        return;
+    }
+  }
+
+  async function handle(delivery: Delivery): Promise<Disposition> {
+    if (!isWebhookJob(delivery.payload)) {
+      options.onError?.(new Error(`malformed webhook job ${delivery.id}`));
+      return DROP;
+    }
+    const job = delivery.payload;
+    const wait = job.dueAt - options.clock.now();
+    if (wait > 5) return retryAfter(wait);
+    const busy = inFlight.get(job.merchantId) ?? 0;
+    if (busy >= options.concurrencyPerMerchant) return retryAfter(BUSY_MERCHANT_DELAY_MS);
+    inFlight.set(job.merchantId, busy + 1);
+    try {
+      await deliver(job);
+      return ACK;
+    } catch (error) {
+      options.onError?.(error);
+      return retryAfter(1_000);
+    } finally {
+      const left = (inFlight.get(job.merchantId) ?? 1) - 1;
+      if (left <= 0) inFlight.delete(job.merchantId);
+      else inFlight.set(job.merchantId, left);
+    }
+  }
+
+  return {
+    async start(): Promise<void> {
+      consumer = await options.transport.consume({
+        stream: 'webhooks',
+        filter: 'webhook.jobs.>',
+        durable: 'webhook-delivery',
+        concurrency: options.concurrency,
+        // an attempt takes at most the endpoint timeout; this only covers a worker that died mid-attempt
+        ackWaitMs: 30_000,
+        handler: handle,
+      });
+    },
+    async stop(): Promise<void> {
+      await consumer?.stop();
+      consumer = null;
+    },
+  };
+}
+
+/** Operator replay of a dropped event: a fresh first attempt to the same URL. */
+export async function replayDeadLetter(deps: { transport: Transport; deadLetters: DeadLetters; clock: Clock }, id: string): Promise<boolean> {
+  const letter = await deps.deadLetters.take(id);
+  if (!letter) return false;
+  const now = deps.clock.now();
+  const job: WebhookJob = {
+    version: 1,
+    jobId: letter.id,
+    merchantId: letter.merchantId,
+    keyId: letter.keyId,
+    url: letter.url,
+    auth: letter.auth,
+    event: letter.event as WebhookJob['event'],
+    attempt: 1,
+    dueAt: now,
+  };
+  await publishJob(deps.transport, job, `${job.jobId}:replay:${now}`);
+  return true;
+}
