@@ -55,7 +55,9 @@ function canonicalJson(value: unknown): string {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
-  return JSON.stringify(value);
+  // JSON.stringify gives undefined for undefined (no body)
+  const text: string | undefined = JSON.stringify(value);
+  return text ?? 'null';
 }
 
 export function createSendMessageUseCase(deps: SendMessageDependencies) {

@@ -74,6 +74,20 @@ function toAppError(error: unknown): AppError {
   return new AppError('INTERNAL_ERROR', { cause: error });
 }
 
+/** Deepest nesting a body may have: the contract's bodies nest 4 levels; recursive code must never meet 100 000. */
+const MAX_BODY_DEPTH = 32;
+
+/** Whether a parsed body nests deeper than `limit` (walked without recursion: the body may be 100 000 levels deep). */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (typeof next.value !== 'object' || next.value === null) continue;
+    if (next.depth >= limit) return true;
+    for (const child of Object.values(next.value)) stack.push({ value: child, depth: next.depth + 1 });
+  }
+  return false;
+}
+
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length'];
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
@@ -117,7 +131,26 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
     }
     next();
   };
-  const readBody: RequestHandler[] = [requireJson, express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES })];
+  const limitDepth: RequestHandler = (req, res, next) => {
+    if (nestsDeeperThan(req.body, MAX_BODY_DEPTH)) {
+      sendError(res, bodyError(400, `must not nest deeper than ${MAX_BODY_DEPTH} levels`, 'body.depth'), locals(res).requestId);
+      return;
+    }
+    next();
+  };
+  const parseJson: RequestHandler = express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES });
+  // every failure to read the body is the client's: a gzip/deflate/br body that does not decompress comes back
+  // from body-parser as a bare zlib error (no `type`), which would otherwise end as a 500
+  const readJson: RequestHandler = (req, res, next) => {
+    parseJson(req, res, (error?: unknown) => {
+      if (error === undefined) {
+        next();
+        return;
+      }
+      next(bodyParserError(error, deps.bodyLimitBytes) ?? bodyError(400, 'could not be decoded with its Content-Encoding', 'body.encoding'));
+    });
+  };
+  const readBody: RequestHandler[] = [requireJson, readJson, limitDepth];
 
   function authenticate(bucket: RateBucket): RequestHandler {
     return (req, res, next) => {
@@ -127,32 +160,35 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
         sendDetail(res, 401, DETAILS.missingKey);
         return;
       }
-      deps.useCases.apiKeys.authenticate(header, bucket).then(
-        (auth: Authentication) => {
-          switch (auth.outcome) {
-            case 'authenticated':
-              locals(res).auth = { merchantId: auth.merchantId, keyId: auth.keyId };
-              next();
-              return;
-            case 'unauthorized':
-              sendDetail(res, 401, DETAILS.invalidKey);
-              return;
-            case 'forbidden':
-              sendDetail(res, 403, DETAILS.forbidden(auth.status));
-              return;
-            case 'rate_limited':
-              sendError(res, new AppError('RATE_LIMIT_EXCEEDED', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
-              return;
-            case 'suspended':
-              sendError(res, new AppError('SUSPICIOUS_ACTIVITY', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
-              return;
-          }
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'key verification failed');
-          sendDetail(res, 500, DETAILS.verificationFailed);
-        },
-      );
+      // a verifier that throws synchronously must still end in the table's 500 {detail}, not the generic 1401
+      Promise.resolve()
+        .then(() => deps.useCases.apiKeys.authenticate(header, bucket))
+        .then(
+          (auth: Authentication) => {
+            switch (auth.outcome) {
+              case 'authenticated':
+                locals(res).auth = { merchantId: auth.merchantId, keyId: auth.keyId };
+                next();
+                return;
+              case 'unauthorized':
+                sendDetail(res, 401, DETAILS.invalidKey);
+                return;
+              case 'forbidden':
+                sendDetail(res, 403, DETAILS.forbidden(auth.status));
+                return;
+              case 'rate_limited':
+                sendError(res, new AppError('RATE_LIMIT_EXCEEDED', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
+                return;
+              case 'suspended':
+                sendError(res, new AppError('SUSPICIOUS_ACTIVITY', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
+                return;
+            }
+          },
+          (error: unknown) => {
+            logger.error({ err: error }, 'key verification failed');
+            sendDetail(res, 500, DETAILS.verificationFailed);
+          },
+        );
     };
   }
 
@@ -214,6 +250,31 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
     });
   }
 
+  // A path with malformed percent-encoding (`/status/%E0%A4%A`) makes the router's parameter decoding throw: a
+  // 500 before authentication. Such a path is taken literally instead, so it authenticates first and then names
+  // an unknown id (404 {detail}), like any other malformed id.
+  app.use((req, _res, next) => {
+    try {
+      decodeURIComponent(req.path);
+    } catch {
+      const query = req.url.indexOf('?');
+      const path = query === -1 ? req.url : req.url.slice(0, query);
+      req.url = path.replace(/%/g, '%25') + (query === -1 ? '' : req.url.slice(query));
+    }
+    next();
+  });
+
+  // unknown path: 404/1404; known path, other method: 405/1405 with Allow
+  const unmatched: RequestHandler = (req, res) => {
+    const allowed = allowedMethods(req.baseUrl + req.path);
+    if (allowed.length > 0) {
+      res.setHeader('Allow', allowed.join(', '));
+      sendError(res, new AppError('METHOD_NOT_ALLOWED'), locals(res).requestId);
+    } else {
+      sendError(res, new AppError('ROUTE_NOT_FOUND'), locals(res).requestId);
+    }
+  };
+
   const api = express.Router({ strict: false, caseSensitive: true });
   for (const definition of ROUTES) {
     const chain: RequestHandler[] = [];
@@ -222,19 +283,11 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
     chain.push(handlers[definition.name]);
     api[definition.method](definition.path, ...chain);
   }
+  // inside the router too, or it answers OPTIONS by itself (200, text/plain "POST", no envelope)
+  api.use(unmatched);
   app.use(API_ROOT, api);
   for (const router of deps.extraRouters ?? []) app.use(router);
-
-  // unknown path: 404/1404; known path, other method: 405/1405 with Allow
-  app.use((req, res) => {
-    const allowed = allowedMethods(req.path);
-    if (allowed.length > 0) {
-      res.setHeader('Allow', allowed.join(', '));
-      sendError(res, new AppError('METHOD_NOT_ALLOWED'), locals(res).requestId);
-    } else {
-      sendError(res, new AppError('ROUTE_NOT_FOUND'), locals(res).requestId);
-    }
-  });
+  app.use(unmatched);
 
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const { requestId, logger } = locals(res);

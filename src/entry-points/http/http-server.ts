@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestListener } from 'node:http';
@@ -21,6 +22,24 @@ export function createHttpServer(listener: RequestListener, options: { host: str
       return new Promise((resolve, reject) => {
         const created = createServer({ requestTimeout: 30_000, headersTimeout: 15_000, keepAliveTimeout: 5_000 }, listener);
         created.once('error', reject);
+        // requests Node's parser refuses (bad request line, oversized headers) still get the envelope and an id
+        created.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+          if (!socket.writable) return;
+          const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+          const requestId = randomUUID();
+          const body = JSON.stringify({
+            success: false,
+            status_code: status,
+            error_code: '1110',
+            message: 'The HTTP request could not be parsed.',
+            request_id: requestId,
+            details: [{ field: 'body', message: 'is not a well-formed HTTP request', type: 'http.malformed' }],
+          });
+          socket.end(
+            `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+              `X-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          );
+        });
         created.listen(options.port, options.host, () => {
           server = created;
           port = (created.address() as AddressInfo).port;
