@@ -1,17 +1,23 @@
+import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
 import { createHttpApp, type HealthReport } from './entry-points/http/http-app.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
-import { createGateway, type GatewayOptions } from './gateway.js';
+import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
 import type { Logger } from './libraries/logger/logger.js';
+import type { Persistence } from './libraries/persistence/persistence.js';
+import { createDatabaseBus } from './libraries/transport/database-bus.js';
+import type { Transport } from './libraries/transport/transport-port.js';
 import { seedDemoMerchant } from './merchants/demo-merchant.js';
 
-export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config'> {
+export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'transport'> {
   readonly config: Config;
   readonly logger: Logger;
+  /** An already connected transport (tests); otherwise the mode decides: database bus (embedded) or NATS (server). */
+  readonly transport?: Transport;
+  /** Run the sandbox carrier simulator in this process (always in embedded mode). */
+  readonly inProcessSimulator?: boolean;
   /** Where the one-time sandbox key line goes (stdout by default). */
   readonly announce?: (line: string) => void;
-  /** Whether the transport answers; in-process transport when absent. */
-  readonly transportCheck?: () => Promise<void>;
 }
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
@@ -28,28 +34,57 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   }
 }
 
-/** One gateway process: the wired gateway plus its HTTP facade, started and stopped together. */
+const probe = (ms: number, check: () => Promise<void>) =>
+  within(ms, check()).then(
+    () => 'ok' as const,
+    () => 'down' as const,
+  );
+
+async function openTransport(config: Config, persistence: Persistence, logger: Logger): Promise<Transport> {
+  if (config.mode === 'embedded') {
+    if (!persistence.sql) throw new Error('embedded mode needs the SQL database for its bus');
+    return createDatabaseBus({ db: persistence.sql });
+  }
+  if (!config.nats.url) throw new Error('server mode needs NATS_URL');
+  const { connectNatsTransport } = await import('./libraries/transport/nats-transport.js');
+  return connectNatsTransport({
+    servers: config.nats.url,
+    name: config.cluster.nodeId || 'sms-gateway',
+    onError: (error: unknown) => {
+      logger.warn({ err: error }, 'nats');
+    },
+  });
+}
+
+/** One gateway process: persistence, transport, the wired gateway, its HTTP facade (and the sandbox simulator). */
 export async function createGatewayNode(options: GatewayNodeOptions) {
   const { config, logger } = options;
+  const ownsPersistence = !options.persistence;
+  const persistence = options.persistence ?? (await openPersistence(config));
+  const ownsTransport = !options.transport;
+  const transport = options.transport ?? (await openTransport(config, persistence, logger));
   const gateway = await createGateway({
     ...options,
+    persistence,
+    transport,
     onIncident: (incident) => {
       logger.error({ err: incident.error }, incident.what);
     },
   });
+  const simulator: SimulatorConnector | null =
+    (options.inProcessSimulator ?? config.mode === 'embedded')
+      ? createSimulatorConnector({
+          transport,
+          delays: config.simulator,
+          onError: (error, context) => {
+            logger.warn({ err: error, context }, 'simulator');
+          },
+        })
+      : null;
 
   async function health(): Promise<HealthReport> {
-    const database = await within(1_000, gateway.persistence.ping()).then(
-      () => 'ok' as const,
-      () => 'down' as const,
-    );
-    const transport = options.transportCheck
-      ? await within(1_000, options.transportCheck()).then(
-          () => 'ok' as const,
-          () => 'down' as const,
-        )
-      : ('ok' as const);
-    return { healthy: database === 'ok' && transport === 'ok', checks: { database, transport } };
+    const [database, transportState] = await Promise.all([probe(1_000, () => persistence.ping()), probe(1_000, () => transport.ping())]);
+    return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState } };
   }
 
   const app = createHttpApp({
@@ -70,19 +105,26 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   return {
     gateway,
     http,
+    transport,
+    simulator,
     async start(): Promise<number> {
       if (config.demo.seedMerchant && config.environment === 'sandbox') {
         const demo = await seedDemoMerchant(gateway);
         if (demo) announce(`Sandbox API key: ${demo.apiKey}`);
       }
-      gateway.start();
+      await gateway.start();
+      await simulator?.start();
       const port = await http.start();
       logger.info({ port, mode: config.mode }, 'listening');
       return port;
     },
+    /** Stops taking requests, finishes what is in flight, then closes everything it opened. */
     async stop(): Promise<void> {
       await http.stop();
+      await simulator?.stop();
       await gateway.stop();
+      if (ownsTransport) await transport.close();
+      if (ownsPersistence) await persistence.close();
     },
   };
 }

@@ -10,7 +10,14 @@ import { openPglitePersistence, openPostgresPersistence, type Persistence } from
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
-import { WALLET_ADJUST_TOPIC, type MessageSpec, type WalletAdjustment } from './messaging/message-behaviour.js';
+import { DISPATCH_TOPIC, WALLET_ADJUST_TOPIC, WEBHOOK_TOPIC, type MessageSpec, type WalletAdjustment } from './messaging/message-behaviour.js';
+import type { Transport } from './libraries/transport/transport-port.js';
+import { createDispatchRelay } from './carriers/dispatch-relay.js';
+import { createReceiptConsumer } from './carriers/receipt-consumer.js';
+import { createWebhookRelay } from './webhooks/webhook-jobs.js';
+import { createWebhookSender, type WebhookSender } from './webhooks/webhook-sender.js';
+import { createWebhookWorker, replayDeadLetter } from './webhooks/webhook-worker.js';
+import { resolvesToPublicAddresses, type WebhookUrlPolicy } from './webhooks/url-guard.js';
 import { createManageScheduleUseCase } from './messaging/manage-schedule-use-case.js';
 import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
 import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
@@ -40,8 +47,15 @@ export interface GatewayOptions {
   readonly clock?: Clock;
   readonly ids?: IdGenerators;
   readonly faults?: SendMessageDependencies['faults'];
-  /** Extra outbox topics carried out by this node (transport publishing is wired by its own module). */
+  /** Extra outbox topics carried out by this node. */
   readonly relayHandlers?: Readonly<Record<string, TopicHandler>>;
+  /**
+   * Where dispatches, receipts and webhook jobs travel. Without one, the node keeps them in its outbox (tests of
+   * the core alone); the composition root always gives one.
+   */
+  readonly transport?: Transport;
+  /** How webhooks are sent (tests may replace it). */
+  readonly webhookSender?: WebhookSender;
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
 }
 
@@ -53,6 +67,12 @@ export function ratePolicyOf(config: Config): RateLimitPolicy {
     suspendAfterRejections: config.rateLimits.suspendAfterRejections,
     suspensionMs: config.rateLimits.suspensionMs,
   };
+}
+
+/** Where webhooks may go: production only public addresses over https; the sandbox also http://localhost when allowed. */
+export function webhookUrlPolicyOf(config: Config): WebhookUrlPolicy {
+  const production = config.environment === 'production';
+  return { publicAddressesOnly: production, allowHttpLocalhost: !production && (config.mode === 'embedded' || config.webhooks.allowHttpLocalhost) };
 }
 
 export async function openPersistence(config: Config): Promise<Persistence> {
@@ -102,7 +122,8 @@ export async function createGateway(options: GatewayOptions) {
     environment: config.environment,
     defaultCarrier: config.carriers.defaultCarrier,
     scheduling: { horizonDays: config.scheduling.openEndedHorizonDays, maxScheduledSms: config.scheduling.maxScheduledSms },
-    allowHttpLocalhostCallbacks: config.mode === 'embedded',
+    allowHttpLocalhostCallbacks: webhookUrlPolicyOf(config).allowHttpLocalhost,
+    ...(webhookUrlPolicyOf(config).publicAddressesOnly ? { callbackAddressCheck: (url: string) => resolvesToPublicAddresses(url) } : {}),
     followUpDone: (id) => {
       doneMarker.mark(id);
     },
@@ -152,10 +173,14 @@ export async function createGateway(options: GatewayOptions) {
       return entries.map((entry) => entry.id);
     },
   };
+  const transport = options.transport;
+  const transportHandlers: Record<string, TopicHandler> = transport
+    ? { [DISPATCH_TOPIC]: createDispatchRelay({ transport, clock }), [WEBHOOK_TOPIC]: createWebhookRelay({ router, transport, clock }) }
+    : {};
   const relay: OutboxRelay = createOutboxRelay({
     outbox: persistence.outbox,
     clock,
-    handlers: { [MESSAGE_CREATE_TOPIC]: finishInterruptedSends, [WALLET_ADJUST_TOPIC]: adjustWallets, ...options.relayHandlers },
+    handlers: { [MESSAGE_CREATE_TOPIC]: finishInterruptedSends, [WALLET_ADJUST_TOPIC]: adjustWallets, ...transportHandlers, ...options.relayHandlers },
     pollIntervalMs: config.outbox.pollIntervalMs,
     batchSize: 200,
     onError: (error) => {
@@ -163,22 +188,60 @@ export async function createGateway(options: GatewayOptions) {
     },
   });
 
+  const sender =
+    options.webhookSender ?? createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, policy: webhookUrlPolicyOf(config), userAgent: `sms-gateway/${config.version}` });
+  const receipts = transport
+    ? createReceiptConsumer({
+        transport,
+        router,
+        directory: persistence.directory,
+        concurrency: 64,
+        onRejected: (reason) => {
+          report({ what: 'receipt_rejected', error: new Error(reason) });
+        },
+      })
+    : null;
+  const webhooks = transport
+    ? createWebhookWorker({
+        transport,
+        router,
+        sender,
+        deadLetters: persistence.deadLetters,
+        clock,
+        retryDelaysMs: config.webhooks.retryDelaysMs,
+        concurrencyPerMerchant: config.webhooks.concurrencyPerMerchant,
+        concurrency: config.webhooks.concurrency,
+        onError: (error) => {
+          report({ what: 'webhook_delivery_failed', error });
+        },
+      })
+    : null;
+
   return {
     config,
     clock,
     persistence,
+    transport,
+    /** Operator: a dropped webhook event goes out again as a first attempt. */
+    replayDeadLetter: (id: string) =>
+      transport ? replayDeadLetter({ transport, deadLetters: persistence.deadLetters, clock }, id) : Promise.resolve(false),
     runtime,
     hosts,
     router,
     catalog,
     useCases,
     relay,
-    start() {
+    async start() {
       relay.start();
+      await receipts?.start();
+      await webhooks?.start();
     },
     async stop() {
       await relay.stop();
+      await receipts?.stop();
+      await webhooks?.stop();
       await doneMarker.flush();
+      if (!options.webhookSender) await sender.close();
       runtime.stop();
       if (ownsPersistence) await persistence.close();
     },

@@ -39,7 +39,8 @@ export function decide(state: RateState, bucket: RateBucket, now: number, policy
   const windowStart = now - policy.windowMs;
   const recent = (state.admitted[bucket] ?? []).filter((t) => t > windowStart);
   const limit = policy.limits[bucket];
-  const base: RateState = state.suspendedUntil !== null && now >= state.suspendedUntil ? { ...state, suspendedUntil: null, rejections: [] } : state;
+  // a suspension still set here has ended (one still running returned above): clear it and its rejection count
+  const base: RateState = state.suspendedUntil !== null ? { ...state, suspendedUntil: null, rejections: [] } : state;
 
   if (recent.length < limit) {
     return { outcome: 'admitted', state: { ...base, admitted: { ...base.admitted, [bucket]: [...recent, now] } } };

@@ -70,12 +70,13 @@ export function isTerminal(status: RecipientStatus): status is 'delivered' | 'fa
 export function applySignal(state: RecipientState, signal: RecipientSignal): RecipientTransition {
   if (isTerminal(state.status)) return { state, events: [], changed: false };
 
+  // from a non-terminal state a move to failed always changes it
   if (signal.type === 'receipt_timeout') {
     const code = ERROR_CATALOGUE.SMS_TIMEOUT.code;
-    return moveTo(state, ['failed'], signal.at, { errorCode: code, errorMessage: failureMessage(code) });
+    return { ...moveTo(state, ['failed'], signal.at, { errorCode: code, errorMessage: failureMessage(code) }), changed: true };
   }
   if (signal.type === 'gateway_failure') {
-    return moveTo(state, ['failed'], signal.at, { errorCode: signal.errorCode, errorMessage: signal.errorMessage });
+    return { ...moveTo(state, ['failed'], signal.at, { errorCode: signal.errorCode, errorMessage: signal.errorMessage }), changed: true };
   }
 
   const outcome = CARRIER_OUTCOMES[signal.status];
@@ -87,12 +88,17 @@ export function applySignal(state: RecipientState, signal: RecipientSignal): Rec
   return { state: merged, events: next.events, changed: true };
 }
 
+/**
+ * Moves a non-terminal recipient along `path`, skipping the states it is already at or past. `failure` is given
+ * exactly when the path ends in `failed` (every failed outcome has a code), so it alone decides the error fields.
+ * A path that changes nothing only stamps `updatedAt`, which the caller overrides with the report's time anyway.
+ */
 function moveTo(
   state: RecipientState,
   path: readonly Exclude<RecipientStatus, 'pending'>[],
   at: number,
   failure: { errorCode: string; errorMessage: string } | null,
-): RecipientTransition {
+): { readonly state: RecipientState; readonly events: readonly RecipientEventType[] } {
   const events: RecipientEventType[] = [];
   let status = state.status;
   for (const step of path) {
@@ -100,7 +106,6 @@ function moveTo(
     status = step;
     events.push(EVENT_OF_STATUS[step]);
   }
-  if (status === state.status) return { state, events: [], changed: false };
   const next: RecipientState = {
     ...state,
     status,
@@ -108,10 +113,10 @@ function moveTo(
     sentAt: state.sentAt ?? (events.includes('sms.sent') ? at : null),
     deliveredAt: status === 'delivered' ? at : state.deliveredAt,
     failedAt: status === 'failed' ? at : state.failedAt,
-    errorCode: status === 'failed' && failure ? failure.errorCode : state.errorCode,
-    errorMessage: status === 'failed' && failure ? failure.errorMessage : state.errorMessage,
+    errorCode: failure ? failure.errorCode : state.errorCode,
+    errorMessage: failure ? failure.errorMessage : state.errorMessage,
   };
-  return { state: next, events, changed: true };
+  return { state: next, events };
 }
 
 export interface RecipientCounters {

@@ -80,7 +80,7 @@ export function analyseMessage(message: string): MessageAnalysis {
     current += char;
     used += units;
   }
-  if (current !== '') parts.push(current);
+  parts.push(current); // never empty: the message is longer than one segment and every turn adds a character
   return { encoding, characters: chars.length, length, segments: parts.length, parts };
 }
 

@@ -55,9 +55,8 @@ function canonicalJson(value: unknown): string {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
-  // JSON.stringify gives undefined for undefined (no body)
-  const text: string | undefined = JSON.stringify(value);
-  return text ?? 'null';
+  // no body at all hashes like JSON null (JSON.stringify would give undefined)
+  return value === undefined ? 'null' : JSON.stringify(value);
 }
 
 export function createSendMessageUseCase(deps: SendMessageDependencies) {

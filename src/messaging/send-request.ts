@@ -181,7 +181,8 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
       interval: schedule.interval,
       times: schedule.times,
     };
-    const perOccurrence = (input.to?.length ?? 1) * (analysis?.segments ?? 1);
+    // at least one recipient and segment: a malformed `to` must not lift the cap (and expand for ever)
+    const perOccurrence = Math.max(1, Array.isArray(input.to) ? input.to.length : 1) * (analysis?.segments ?? 1);
     const limit = Math.floor(context.maxScheduledSms / perOccurrence);
     const expanded = expandRecurrence(recurrence, context.timezone, {
       now: context.now,
@@ -228,8 +229,10 @@ function required(field: string, sendingType: SendingType): FieldIssue {
   return { field, message: `is required when sending_type is "${sendingType}"`, type: 'any.required' };
 }
 
-const ABSOLUTE_HTTPS = /^https:\/\/[^\s/?#]+\S*$/i;
-const ABSOLUTE_HTTP = /^http:\/\/[^\s/?#]+\S*$/i;
+// a host part right after `//`, then no whitespace anywhere
+const ABSOLUTE_HTTPS = /^https:\/\/[^\s/?#]\S*$/i;
+const ABSOLUTE_HTTP = /^http:\/\/[^\s/?#]\S*$/i;
+const LOCALHOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
 
 export function isAcceptableCallbackUrl(text: string, context: Pick<SendValidationContext, 'allowHttpLocalhostCallbacks'>): boolean {
   // URL() forgives `https:host` and surrounding spaces; the contract wants an absolute https:// URL as written
@@ -241,6 +244,6 @@ export function isAcceptableCallbackUrl(text: string, context: Pick<SendValidati
     return false;
   }
   if (url.username !== '' || url.password !== '') return false;
-  if (url.protocol === 'https:') return url.hostname !== '';
-  return context.allowHttpLocalhostCallbacks && url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  // Only https:// (whose host URL() requires) and, when allowed, http:// got past the patterns above.
+  return url.protocol === 'https:' || LOCALHOST_NAMES.includes(url.hostname);
 }

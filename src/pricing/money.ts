@@ -15,8 +15,9 @@ const MONEY_TEXT = /^(\d{1,12})(?:\.(\d{1,4}))?$/;
 /** Parses a non-negative amount with at most 4 decimals ("12.5", 12.5); anything else is null, as is an amount too
  * large to be exact (beyond Number.MAX_SAFE_INTEGER units, i.e. 900 719 925 474.0991). */
 export function parseMoney(value: string | number): Money | null {
-  const text = typeof value === 'number' ? numberToPlainString(value) : value.trim();
-  if (text === null) return null;
+  // A number is read through its exact decimal expansion; NaN, the infinities and negatives ("NaN", "-Infinity",
+  // "-0.01") then fail the pattern like the same text would.
+  const text = typeof value === 'number' ? new Decimal(value).toFixed() : value.trim();
   const match = MONEY_TEXT.exec(text);
   if (!match) return null;
   const whole = Number(match[1]);
@@ -29,11 +30,6 @@ export function mustParseMoney(value: string | number): Money {
   const money = parseMoney(value);
   if (money === null) throw new RangeError(`not an amount with at most ${MONEY_DECIMALS} decimals: ${String(value)}`);
   return money;
-}
-
-function numberToPlainString(value: number): string | null {
-  if (!Number.isFinite(value) || value < 0) return null;
-  return new Decimal(value).toFixed();
 }
 
 export function fromUnits(units: number): Money {

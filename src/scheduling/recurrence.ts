@@ -40,11 +40,14 @@ function parseCivil(text: string): CivilDate | null {
   return civilIfExists(year, month, day);
 }
 
-/** The date when it exists in the calendar (no 31 April, 29 February only in leap years). */
+/**
+ * The date when it exists in the calendar (no 31 April, 29 February only in leap years). A day of month the month
+ * lacks (at most 31) rolls over into the next month, so checking the month is enough.
+ */
 function civilIfExists(year: number, month: number, day: number): CivilDate | null {
   const probe = new Date(0);
   probe.setUTCFullYear(year, month - 1, day);
-  return probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day ? { year, month, day } : null;
+  return probe.getUTCMonth() === month - 1 ? { year, month, day } : null;
 }
 
 function dayNumber(date: CivilDate): number {
@@ -126,7 +129,6 @@ export function expandRecurrence(rule: RecurrenceRule, timezone: string, window:
   const { start, end, issues } = validateRule(rule);
   if (issues.length > 0) return { ok: false, issues };
 
-  const times = [...rule.times].sort();
   const lastDay = end ? dayNumber(end) : Math.floor(window.horizonEnd / DAY_MS) + 1;
   const firstUsefulDay = Math.floor(window.now / DAY_MS) - 2;
   const step = fixedStepDays(rule);
@@ -143,7 +145,8 @@ export function expandRecurrence(rule: RecurrenceRule, timezone: string, window:
       continue;
     }
     const dateText = format(day);
-    for (const time of times) {
+    // the instants are sorted at the end: a time moved past a spring-forward gap may overtake a later one
+    for (const time of rule.times) {
       const resolved = resolveLocalTime(dateText, time, timezone);
       if (!resolved.ok) continue;
       const instant = resolved.instant;

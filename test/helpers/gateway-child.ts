@@ -25,7 +25,7 @@ const gateway = await createGateway({
       }
     : {}),
 });
-gateway.start();
+await gateway.start();
 process.stdout.write(`${JSON.stringify({ event: 'ready' })}\n`);
 
 type Command =

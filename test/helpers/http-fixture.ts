@@ -2,6 +2,8 @@ import type { Config, DeepPartial } from '../../src/libraries/config/config.js';
 import { createGatewayNode, type GatewayNode } from '../../src/gateway-node.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
+import { createDatabaseBus } from '../../src/libraries/transport/database-bus.js';
+import type { Transport } from '../../src/libraries/transport/transport-port.js';
 import { silentLogger, type Logger } from '../../src/libraries/logger/logger.js';
 import { testConfig } from './gateway-fixture.js';
 
@@ -18,11 +20,15 @@ export interface ApiFixture {
 
 export async function startApi(
   url: string,
-  options: Partial<Omit<GatewayOptions, 'config'>> & { config?: DeepPartial<Config>; logger?: Logger } = {},
+  options: Partial<Omit<GatewayOptions, 'config'>> & { config?: DeepPartial<Config>; logger?: Logger; inProcessSimulator?: boolean } = {},
 ): Promise<ApiFixture> {
   const config = testConfig({ database: { url }, ...options.config });
   const persistence = await openPostgresPersistence({ url, poolSize: 10 });
-  const node = await createGatewayNode({ ...options, config, persistence, logger: options.logger ?? silentLogger });
+  // the database bus over the same PostgreSQL unless the test brings its own transport (NATS)
+  const sql = persistence.sql;
+  if (!sql) throw new Error('PostgreSQL persistence without SQL');
+  const transport: Transport = options.transport ?? createDatabaseBus({ db: sql });
+  const node = await createGatewayNode({ ...options, config, persistence, transport, logger: options.logger ?? silentLogger });
   const port = await node.start();
   const baseUrl = `http://127.0.0.1:${port}`;
   return {
@@ -31,6 +37,7 @@ export async function startApi(
     api: `${baseUrl}${API_ROOT}`,
     async stop() {
       await node.stop();
+      if (!options.transport) await transport.close();
       await persistence.close();
     },
   };

@@ -240,6 +240,15 @@ describe('rate limiter', () => {
       expect(twentieth.state.suspendedUntil).to.equal(times[19]! + 900_000);
     });
 
+    it('when the 20th rejection suspends the key, then the rejection log is emptied and the admissions are kept', () => {
+      const times = rejectedTimes(20);
+      const full = filled('balance', T0);
+      const steps = run(full, times.map((t) => ['balance', t] as [RateBucket, number]));
+
+      expect(steps[18]!.state.rejections).to.deep.equal(times.slice(0, 19));
+      expect(steps[19]!.state).to.deep.equal({ admitted: full.admitted, rejections: [], suspendedUntil: times[19]! + 900_000 });
+    });
+
     it('when rejections come from different buckets, then together they trigger the suspension at the 20th', () => {
       let state = filled('balance', T0);
       state = filled('send', T0, POLICY, state);

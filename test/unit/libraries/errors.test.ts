@@ -90,6 +90,14 @@ describe('error catalogue', () => {
       ['150', false],
       ['15a1', false],
       ['', false],
+      // the number is right but the text is not exactly four digits: an error_code must be sent as written
+      [' 1501', false],
+      ['1501 ', false],
+      ['01501', false],
+      ['+1501', false],
+      ['1501.0', false],
+      ['1.501e3', false],
+      ['0x5DD', false],
     ];
     for (const [code, expected] of cases) {
       it(`when the code is ${JSON.stringify(code)}, then it is ${expected ? '' : 'not '}a carrier code`, () => {

@@ -203,6 +203,110 @@ describe('recipient state', () => {
     });
   });
 
+  describe('after a failure the gateway decided (timeout, gateway failure), late carrier reports change nothing', () => {
+    it('when a recipient timed out while sent and "delivered" arrives, then the very same state comes back: carrier_status stays accepted', () => {
+      const { state: timedOut } = applyAll([report('processing', T0), report('accepted', T0 + MINUTE), { type: 'receipt_timeout', at: T0 + DAY }]);
+
+      const result = applySignal(timedOut, report('delivered', T0 + DAY + MINUTE));
+
+      expect(result.state).to.equal(timedOut);
+      expect(result.state).to.include({ status: 'failed', carrierStatus: 'accepted', carrierRank: 2, errorCode: '1503', updatedAt: T0 + DAY });
+      expect(result.events).to.deep.equal([]);
+      expect(result.changed).to.equal(false);
+    });
+
+    it('when the gateway failed a pending recipient and "processing" arrives, then the very same state comes back: carrier_status stays null', () => {
+      const failed = applySignal(INITIAL_RECIPIENT_STATE, { type: 'gateway_failure', at: T0, errorCode: '1501', errorMessage: 'Connector down' }).state;
+
+      const result = applySignal(failed, report('processing', T0 + MINUTE));
+
+      expect(result.state).to.equal(failed);
+      expect(result.state).to.include({ status: 'failed', carrierStatus: null, carrierRank: 0, updatedAt: T0 });
+      expect(result.events).to.deep.equal([]);
+      expect(result.changed).to.equal(false);
+    });
+  });
+
+  describe('the whole state after each kind of report', () => {
+    it('when "processing" arrives, then only status, carrier fields and updated_at are set (no error fields)', () => {
+      expect(applySignal(INITIAL_RECIPIENT_STATE, report('processing', T0)).state).to.deep.equal({
+        status: 'processing',
+        carrierStatus: 'processing',
+        carrierRank: 1,
+        errorCode: null,
+        errorMessage: null,
+        updatedAt: T0,
+        sentAt: null,
+        deliveredAt: null,
+        failedAt: null,
+      });
+    });
+
+    it('when "enroute" follows "accepted", then carrier_status and updated_at move and nothing else', () => {
+      const { state } = applyAll([report('processing', T0), report('accepted', T0 + MINUTE), report('enroute', T0 + 2 * MINUTE, null, 'on its way')]);
+
+      expect(state).to.deep.equal({
+        status: 'sent',
+        carrierStatus: 'enroute',
+        carrierRank: 3,
+        errorCode: null,
+        errorMessage: null,
+        updatedAt: T0 + 2 * MINUTE,
+        sentAt: T0 + MINUTE,
+        deliveredAt: null,
+        failedAt: null,
+      });
+    });
+
+    it('when "delivered" arrives with a message, then no error fields are set', () => {
+      const { state } = applyAll([report('processing', T0), report('delivered', T0 + MINUTE, '1502', 'ignored')]);
+
+      expect(state).to.deep.equal({
+        status: 'delivered',
+        carrierStatus: 'delivered',
+        carrierRank: 4,
+        errorCode: null,
+        errorMessage: null,
+        updatedAt: T0 + MINUTE,
+        sentAt: T0 + MINUTE,
+        deliveredAt: T0 + MINUTE,
+        failedAt: null,
+      });
+    });
+
+    it('when "expired" arrives without a message, then the catalogue message is used', () => {
+      const { state } = applyAll([report('processing', T0), report('expired', T0 + MINUTE)]);
+
+      expect(state).to.deep.equal({
+        status: 'failed',
+        carrierStatus: 'expired',
+        carrierRank: 4,
+        errorCode: '1505',
+        errorMessage: ERROR_CATALOGUE.EXPIRED.message,
+        updatedAt: T0 + MINUTE,
+        sentAt: T0 + MINUTE,
+        deliveredAt: null,
+        failedAt: T0 + MINUTE,
+      });
+    });
+
+    it('when the receipt times out on a processing recipient, then carrier fields stay and the timeout fields are set', () => {
+      const processing = recipientAt('processing');
+
+      expect(applySignal(processing, { type: 'receipt_timeout', at: T0 + DAY }).state).to.deep.equal({
+        status: 'failed',
+        carrierStatus: 'processing',
+        carrierRank: 1,
+        errorCode: '1503',
+        errorMessage: ERROR_CATALOGUE.SMS_TIMEOUT.message,
+        updatedAt: T0 + DAY,
+        sentAt: null,
+        deliveredAt: null,
+        failedAt: T0 + DAY,
+      });
+    });
+  });
+
   describe('duplicates and stale reports', () => {
     const stale: readonly (readonly [RecipientStatus, CarrierStatus])[] = [
       ['processing', 'processing'],
@@ -410,6 +514,10 @@ describe('recipient state', () => {
         expect(aggregateStatus(statuses)).to.equal(expected);
       });
     }
+
+    it('when there are no recipients, then the aggregate is pending', () => {
+      expect(aggregateStatus([])).to.equal('pending');
+    });
 
     it('when the order of recipients changes, then the aggregate does not', () => {
       fc.assert(

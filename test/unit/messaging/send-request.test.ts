@@ -130,6 +130,12 @@ describe('send request (POST /send body)', () => {
       expect(fieldsAndTypes(send({ to: ['1'.repeat(SEND_LIMITS.maxRecipientEntryLength + 1)] }))).to.deep.equal([['to[0]', 'string.max']]);
     });
 
+    it('when an entry has exactly 64 characters (spaces included), then it is normalised and accepted', () => {
+      const padded = `${PHONE}${' '.repeat(SEND_LIMITS.maxRecipientEntryLength - PHONE.length)}`;
+      expect(padded).to.have.length(64);
+      expect(mustBeValid(send({ to: [padded] })).recipients).to.deep.equal([{ index: 0, phone: PHONE }]);
+    });
+
     it('when a number appears twice, then both are kept, each with its own index', () => {
       expect(mustBeValid(send({ to: [PHONE, OTHER_PHONE, PHONE] })).recipients).to.deep.equal([
         { index: 0, phone: PHONE },
@@ -238,6 +244,18 @@ describe('send request (POST /send body)', () => {
     }
   });
 
+  describe('an invalid sending_type with schedule fields', () => {
+    it('when sending_type is invalid and scheduled_dates is given, then only sending_type is reported', () => {
+      const body = send({ sending_type: 'later', scheduled_dates: [{ date: '2026-06-02', time: '09:00' }] });
+      expect(fieldsAndTypes(body)).to.deep.equal([['sending_type', 'any.only']]);
+    });
+
+    it('when sending_type is invalid and recurring_schedule is given, then only sending_type is reported', () => {
+      const body = send({ sending_type: 'IMMEDIATE', recurring_schedule: dailyFor(3) });
+      expect(fieldsAndTypes(body)).to.deep.equal([['sending_type', 'any.only']]);
+    });
+  });
+
   describe('which schedule fields go with which sending_type (rules 1–3)', () => {
     const dates = [{ date: '2026-06-02', time: '09:00' }];
     const schedule = dailyFor(3);
@@ -295,6 +313,27 @@ describe('send request (POST /send body)', () => {
         ['scheduled_dates', 'any.unknown'],
         ['recurring_schedule', 'any.unknown'],
       ]);
+    });
+
+    it('when immediate has a past scheduled_dates entry, then only "not allowed" is reported (the dates are not resolved)', () => {
+      expect(issuesOf(send({ scheduled_dates: [{ date: '2026-05-31', time: '09:00' }] }))).to.deep.equal([
+        { field: 'scheduled_dates', message: 'is not allowed when sending_type is "immediate"', type: 'any.unknown' },
+      ]);
+    });
+
+    it('when immediate has a recurring_schedule ending before it starts, then only "not allowed" is reported (it is not expanded)', () => {
+      expect(issuesOf(send({ recurring_schedule: { ...dailyFor(1), end_date: '2026-06-01' } }))).to.deep.equal([
+        { field: 'recurring_schedule', message: 'is not allowed when sending_type is "immediate"', type: 'any.unknown' },
+      ]);
+    });
+
+    it('when another field is malformed and sending_type is absent, then scheduled_dates is still not allowed for "immediate"', () => {
+      const body = send({ scheduled_dates: [{ date: '2026-06-02', time: '09:00' }], colour: 'blue' });
+      expect(issuesOf(body)).to.have.deep.members([
+        { field: 'colour', message: 'is not allowed', type: 'object.unknown' },
+        { field: 'scheduled_dates', message: 'is not allowed when sending_type is "immediate"', type: 'any.unknown' },
+      ]);
+      expect(issuesOf(body)).to.have.length(2);
     });
 
     it('when immediate has the schedule fields set to null, then they count as absent', () => {
@@ -379,6 +418,18 @@ describe('send request (POST /send body)', () => {
       ]);
       const notADay = scheduled([{ date: '2026-02-30', time: '09:00' }]);
       expect(notADay.ok ? [] : notADay.issues.map((i) => [i.field, i.type])).to.deep.equal([['scheduled_dates[0].date', 'date.invalid']]);
+    });
+
+    it('when an entry is not written YYYY-MM-DD / HH:mm, then the message says which form is expected', () => {
+      const result = scheduled([
+        { date: '2026-6-2', time: '9:00' },
+        { date: '12026-06-02', time: '09:00' },
+      ]);
+      expect(result.ok ? [] : result.issues).to.deep.equal([
+        { field: 'scheduled_dates[0].date', message: 'must be a date YYYY-MM-DD', type: 'string.pattern.base' },
+        { field: 'scheduled_dates[0].time', message: 'must be a 24-hour time HH:mm', type: 'string.pattern.base' },
+        { field: 'scheduled_dates[1].date', message: 'must be a date YYYY-MM-DD', type: 'string.pattern.base' },
+      ]);
     });
 
     it('when two entries name the same instant, then the second is rejected', () => {
@@ -494,6 +545,42 @@ describe('send request (POST /send body)', () => {
     });
   });
 
+  describe('recurring_schedule with other faults', () => {
+    it('when a part of the schedule is not written YYYY-MM-DD / HH:mm, then the message says which form is expected', () => {
+      const bad = { start_date: '2026-6-2', end_date: null, frequency: 'daily', interval: 1, times: ['8:00'] };
+      expect(issuesOf(recurring(1, 'Hello', bad))).to.deep.equal([
+        { field: 'recurring_schedule.start_date', message: 'must be a date YYYY-MM-DD', type: 'string.pattern.base' },
+        { field: 'recurring_schedule.times[0]', message: 'must be a 24-hour time HH:mm', type: 'string.pattern.base' },
+      ]);
+    });
+
+    it('when to is missing, then only to is reported (the cap counts one recipient)', () => {
+      expect(fieldsAndTypes({ message: 'Hello', sending_type: 'recurring', recurring_schedule: dailyFor(3) })).to.deep.equal([['to', 'any.required']]);
+    });
+
+    it('when the message is rejected, then the cap counts it as one segment: 500 occurrences of a 1601-character text report only the message', () => {
+      // 1601 characters would be 11 segments: 11 × 500 = 5500 would be over the cap
+      expect(fieldsAndTypes(recurring(1, 'a'.repeat(1601), dailyFor(500)))).to.deep.equal([['message', 'string.maxCharacters']]);
+    });
+
+    it('when the message is not a string, then the cap counts it as one segment', () => {
+      expect(fieldsAndTypes(recurring(2, 42 as unknown as string, dailyFor(2501)))).to.deep.equal([
+        ['message', 'string.base'],
+        ['recurring_schedule', 'schedule.limit'],
+      ]);
+    });
+
+    it('when another field is malformed, then a valid 2-segment message still counts 2 segments towards the cap', () => {
+      const body = { ...recurring(1, 'a'.repeat(161), dailyFor(2501)), extra: 1 };
+      expect(fieldsAndTypes(body)).to.have.deep.members([
+        ['extra', 'object.unknown'],
+        ['recurring_schedule', 'schedule.limit'],
+      ]);
+      const fits = { ...recurring(1, 'a'.repeat(161), dailyFor(2500)), extra: 1 };
+      expect(fieldsAndTypes(fits)).to.deep.equal([['extra', 'object.unknown']]);
+    });
+  });
+
   describe('callback_url', () => {
     const https2048 = `https://example.com/${'a'.repeat(2048 - 'https://example.com/'.length)}`;
 
@@ -521,6 +608,43 @@ describe('send request (POST /send body)', () => {
         { field: 'callback_url', message: 'must be an absolute https:// (or http://localhost) URL', type: 'string.uri' },
       ]);
     });
+
+    it('when an http URL has 2049 characters, then only its length is reported', () => {
+      const http2049 = `http://example.com/${'a'.repeat(2049 - 'http://example.com/'.length)}`;
+      expect(issuesOf(send({ callback_url: http2049 }))).to.deep.equal([
+        { field: 'callback_url', message: 'length must be less than or equal to 2048 characters long', type: 'string.max' },
+      ]);
+    });
+
+    it('when an http URL has exactly 2048 characters, then it is rejected as not https', () => {
+      const http2048 = `http://example.com/${'a'.repeat(2048 - 'http://example.com/'.length)}`;
+      expect(issuesOf(send({ callback_url: http2048 }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
+    });
+
+    const notAsWritten = [
+      ' https://example.com/hooks', // leading space (URL() would trim it)
+      'https://example.com/hooks ', // trailing space
+      'https://example.com/a b', // space inside
+      'https://user@example.com/hooks', // user name only
+      'https://:secret@example.com/hooks', // password only
+      'https://[::1/hooks', // URL() throws: unterminated IPv6 address
+      'https://example.com:99999/hooks', // URL() throws: port out of range
+    ];
+    for (const url of notAsWritten) {
+      it(`when it is ${JSON.stringify(url)}, then it is rejected`, () => {
+        expect(issuesOf(send({ callback_url: url }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
+        expect(isAcceptableCallbackUrl(url, { allowHttpLocalhostCallbacks: true })).to.equal(false);
+      });
+    }
+
+    const notLocalhostAsWritten = [' http://localhost:3000/cb', 'http://localhost:3000/cb ', 'http:localhost:3000/cb', 'http:/localhost/cb', 'http://user@localhost/cb', 'http://[::1/cb'];
+    for (const url of notLocalhostAsWritten) {
+      it(`when http://localhost callbacks are allowed and it is ${JSON.stringify(url)}, then it is rejected`, () => {
+        expect(issuesOf(send({ callback_url: url }), { ...CONTEXT, allowHttpLocalhostCallbacks: true })).to.deep.equal([
+          { field: 'callback_url', message: 'must be an absolute https:// (or http://localhost) URL', type: 'string.uri' },
+        ]);
+      });
+    }
 
     it('when it is null, then there is no callback URL', () => {
       expect(mustBeValid(send({ callback_url: null })).callbackUrl).to.equal(null);

@@ -71,6 +71,8 @@ describe('money', () => {
       0.1 + 0.2, // 0.30000000000000004: more than 4 decimals, never silently rounded
       Number.NaN,
       Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+      -Number.MIN_VALUE,
       1e21,
     ];
     for (const input of rejected) {
@@ -78,6 +80,10 @@ describe('money', () => {
         expect(parseMoney(input)).to.equal(null);
       });
     }
+
+    it('when given negative zero, then it is 0 units like 0', () => {
+      expect(parseMoney(-0)).to.equal(0);
+    });
 
     it('when the amount is the largest exact one (MAX_SAFE_INTEGER units), then it parses; one unit more is null', () => {
       expect(parseMoney('900719925474.0991')).to.equal(Number.MAX_SAFE_INTEGER);

@@ -74,6 +74,8 @@ describe('pricing table', () => {
       ['an empty country code', { ...row('243', '81', '0.05', 'v'), countryCallingCode: '' }],
       ['a 4-digit country code', { ...row('243', '81', '0.05', 'v'), countryCallingCode: '2430' }],
       ['a non-digit network prefix', { ...row('243', '81', '0.05', 'v'), networkPrefix: '8a' }],
+      ['a signed 2-digit country code', { ...row('243', '81', '0.05', 'v'), countryCallingCode: '+24' }],
+      ['a network prefix with a leading letter', { ...row('243', '81', '0.05', 'v'), networkPrefix: 'a8' }],
       ['a zero price', { ...row('243', '81', '0.05', 'v'), price: fromUnits(0) }],
       ['a fractional number of units', { ...row('243', '81', '0.05', 'v'), price: 1.5 as PricingRow['price'] }],
       ['an empty carrier', { ...row('243', '81', '0.05', 'v'), carrier: '' }],

@@ -584,6 +584,81 @@ describe('scheduling: recurrence', () => {
     });
   });
 
+  describe('issue messages (details[].message as a merchant reads it)', () => {
+    it('when start_date and end_date are not calendar dates, then each message quotes the value', () => {
+      expect(validateRule(rule({ startDate: '2026-02-30', endDate: '2026-13-01' })).issues).to.deep.equal([
+        { field: 'recurring_schedule.start_date', message: '"2026-02-30" is not a calendar date (YYYY-MM-DD)', type: 'date.invalid' },
+        { field: 'recurring_schedule.end_date', message: '"2026-13-01" is not a calendar date (YYYY-MM-DD)', type: 'date.invalid' },
+      ]);
+    });
+
+    it('when a date names an existing day but is not written YYYY-MM-DD, then it is date.invalid', () => {
+      expect(issuesOf(expandRecurrence(rule({ startDate: '2026-5-1', endDate: '2026-05-01T00:00' }), KINSHASA, window('2026-04-01T00:00:00Z')))).to.deep.equal([
+        { field: 'recurring_schedule.start_date', type: 'date.invalid' },
+        { field: 'recurring_schedule.end_date', type: 'date.invalid' },
+      ]);
+    });
+
+    it('when a time is not HH:mm, then the message quotes it', () => {
+      expect(validateRule(rule({ times: ['7:00'] })).issues).to.deep.equal([
+        { field: 'recurring_schedule.times[0]', message: '"7:00" is not a valid 24-hour HH:mm time', type: 'time.invalid' },
+      ]);
+    });
+
+    it('when interval is 0, then the message states the minimum', () => {
+      expect(validateRule(rule({ interval: 0 })).issues).to.deep.equal([
+        { field: 'recurring_schedule.interval', message: 'must be an integer of at least 1', type: 'number.min' },
+      ]);
+    });
+  });
+
+  describe('order of the instants', () => {
+    it('when a time moved past the Paris spring-forward gap overtakes a later listed time, then the instants are still in order', () => {
+      // 2026-03-29: 02:30 does not exist and becomes 03:30 CEST (01:30Z), which is after 03:15 CEST (01:15Z).
+      const result = expandRecurrence(rule({ startDate: '2026-03-29', endDate: '2026-03-29', times: ['02:30', '03:15'] }), PARIS, window('2026-03-01T00:00:00Z'));
+      expect(result).to.deep.equal({ ok: true, instants: [Date.parse('2026-03-29T01:15:00Z'), Date.parse('2026-03-29T01:30:00Z')], reachedLimit: false });
+    });
+  });
+
+  describe('the last year a date can be written in (9999)', () => {
+    it('when monthly on the 31st runs through 9999, then every month of 9999 having a 31st counts', () => {
+      const result = expandRecurrence(rule({ startDate: '9999-01-31', endDate: '9999-12-31', frequency: 'monthly' }), KINSHASA, window('2026-06-01T00:00:00Z'));
+      expect(instantsOf(result)).to.deep.equal([
+        '9999-01-31T09:00:00.000Z',
+        '9999-03-31T09:00:00.000Z',
+        '9999-05-31T09:00:00.000Z',
+        '9999-07-31T09:00:00.000Z',
+        '9999-08-31T09:00:00.000Z',
+        '9999-10-31T09:00:00.000Z',
+        '9999-12-31T09:00:00.000Z',
+      ]);
+    });
+
+    it('when yearly on 29 February starts in 9996, then 9997–9999 are skipped and nothing follows', () => {
+      const result = expandRecurrence(rule({ startDate: '9996-02-29', endDate: '9999-12-31', frequency: 'yearly' }), KINSHASA, window('2026-06-01T00:00:00Z'));
+      expect(instantsOf(result)).to.deep.equal(['9996-02-29T09:00:00.000Z']);
+    });
+  });
+
+  describe('intervals far beyond what POST /send accepts (its cap is 1000)', () => {
+    // The second period lies past year 9999 (and past the range of Date): the expansion must still end.
+    const huge: [Frequency, number][] = [
+      ['daily', 1e9],
+      ['weekly', 1e8],
+      ['monthly', 1e8],
+      ['yearly', 1e6],
+    ];
+    for (const [frequency, interval] of huge) {
+      for (const endDate of [null, '9999-12-31']) {
+        it(`when ${frequency} has interval ${interval} and end_date ${String(endDate)}, then only start_date counts`, function () {
+          this.timeout(2000);
+          const result = expandRecurrence(rule({ startDate: '2026-06-15', endDate, frequency, interval }), KINSHASA, window('2026-06-01T00:00:00Z'));
+          expect(result).to.deep.equal({ ok: true, instants: [Date.parse('2026-06-15T09:00:00Z')], reachedLimit: false });
+        });
+      }
+    }
+  });
+
   describe('properties', () => {
     const frequencyArb = fc.constantFrom<Frequency>('daily', 'weekly', 'monthly', 'yearly');
     const zoneArb = fc.constantFrom(...ZONES);

@@ -1,3 +1,4 @@
+import { busMigration } from './bus-migration.js';
 import type { SqlExecutor } from './sql-executor.js';
 
 /**
@@ -82,6 +83,7 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  busMigration,
   {
     version: 3,
     name: 'webhook dead letters',

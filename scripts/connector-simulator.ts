@@ -1,0 +1,84 @@
+import { createSimulatorConnector } from '../src/carriers/simulator/simulator-connector.js';
+import { ConfigError, loadConfig } from '../src/libraries/config/config.js';
+import { createLogger } from '../src/libraries/logger/logger.js';
+
+/**
+ * The sandbox simulator as its own connector process on NATS (`npm run connector:simulator`), exactly as a third
+ * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s); the delays come from the
+ * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS). SIGTERM/SIGINT stop it gracefully: no new jobs,
+ * receipts already planned are still published.
+ */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.log.level, base: { service: 'connector-simulator', environment: config.environment } });
+  const servers = config.nats.url;
+  if (servers === '') {
+    logger.fatal('NATS_URL is required: the simulator connector runs against NATS JetStream');
+    process.exit(1);
+  }
+
+  // loaded lazily: the NATS client is only needed by this process, not by whoever imports the connector
+  const { connectNatsTransport } = await import('../src/libraries/transport/nats-transport.js');
+  const transport = await connectNatsTransport({ servers, name: 'connector-simulator' });
+  const connector = createSimulatorConnector({
+    transport,
+    delays: { stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
+    onError: (error, context) => {
+      logger.warn({ err: error }, context);
+    },
+  });
+
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: no new jobs, publishing the receipts already planned');
+    connector
+      .stop()
+      .then(() => transport.close())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'stop failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', () => {
+    shutdown('SIGTERM');
+  });
+  process.on('SIGINT', () => {
+    shutdown('SIGINT');
+  });
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason }, 'unhandled rejection');
+  });
+
+  try {
+    await connector.start();
+  } catch (error) {
+    await transport.close().catch(() => undefined);
+    throw error;
+  }
+  logger.info(
+    { carrier: 'simulator', servers, stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
+    'simulator connector ready: consuming sms.dispatch.simulator, publishing sms.receipts.simulator',
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`connector-simulator failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

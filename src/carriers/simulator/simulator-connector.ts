@@ -1,0 +1,236 @@
+import { systemClock, toIsoUtc, type Clock } from '../../libraries/clock/clock.js';
+import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
+import { CARRIER_SLUG, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt } from '../carrier-protocol.js';
+import { planFor, type PlannedReceipt, type SimulatorDelays } from './simulator-outcomes.js';
+
+/**
+ * The sandbox carrier: a connector written against docs/carrier-protocol.md like any third party's, whose carrier
+ * is a table of outcomes (simulator-outcomes.ts) played back with timers.
+ */
+
+export interface SimulatorConnectorOptions {
+  readonly transport: Transport;
+  readonly delays: SimulatorDelays;
+  /** Carrier slug: consumes `sms.dispatch.<carrier>`, publishes `sms.receipts.<carrier>`. */
+  readonly carrier?: string;
+  /** Source of `occurred_at` (the time the job was taken, plus the plan's offsets). */
+  readonly clock?: Clock;
+  /** Problems handled here but worth a log line: an invalid job, a receipt that failed to publish. */
+  readonly onError?: (error: unknown, context: string) => void;
+  /** Jobs handled at once. */
+  readonly concurrency?: number;
+  /** How many dispatch ids are remembered for at-most-once sending (oldest forgotten first). */
+  readonly memoryLimit?: number;
+}
+
+export interface SimulatorConnector {
+  start(): Promise<void>;
+  /** Stops taking jobs, then waits for the receipts already planned (bounded) so a graceful stop loses nothing. */
+  stop(): Promise<void>;
+  /** How many times each valid job was delivered to this connector (redeliveries included); each was sent once. */
+  dispatchesSeen(): ReadonlyMap<string, number>;
+}
+
+export const SIMULATOR_CONCURRENCY = 64;
+export const SIMULATOR_ACK_WAIT_MS = 30_000;
+export const DEFAULT_MEMORY_LIMIT = 1_000_000;
+/** stop() waits at least this long for publishes in flight, even when every planned delay is 0. */
+export const STOP_GRACE_FLOOR_MS = 1_000;
+export const PUBLISH_ATTEMPTS = 5;
+export const PUBLISH_RETRY_DELAY_MS = 200;
+
+type Timer = ReturnType<typeof setTimeout>;
+
+/** The fields of a version 1 job; the type checks that the list is complete and exact. */
+const DISPATCH_FIELDS: Readonly<Record<keyof DispatchJob, true>> = {
+  version: true,
+  dispatch_id: true,
+  message_id: true,
+  occurrence_index: true,
+  recipient_index: true,
+  to: true,
+  sender_id: true,
+  text: true,
+  encoding: true,
+  segments: true,
+  submitted_at: true,
+};
+
+/**
+ * Tolerant reader (docs/carrier-protocol.md "Versioning"): a field added to version 1 later is ignored, not a
+ * reason to drop the job, so the gateway can add one before every connector knows it.
+ */
+function knownFields(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([key]) => Object.hasOwn(DISPATCH_FIELDS, key)));
+}
+
+const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => {
+    setTimeout(resolve, ms);
+  });
+
+export function createSimulatorConnector(options: SimulatorConnectorOptions): SimulatorConnector {
+  const carrier = options.carrier ?? 'simulator';
+  if (!CARRIER_SLUG.test(carrier)) throw new Error(`invalid carrier slug: ${JSON.stringify(carrier)}`);
+  const clock = options.clock ?? systemClock;
+  const onError = options.onError ?? (() => undefined);
+  const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
+
+  /** dispatch id → deliveries seen; presence means the dispatch was taken (sent to the simulated carrier). */
+  const seen = new Map<string, number>();
+  /** Receipts waiting for their time → their planned delay. */
+  const scheduled = new Map<Timer, number>();
+  /** Publishes under way (including their retries). */
+  const publishing = new Set<Promise<void>>();
+  let idleWaiters: (() => void)[] = [];
+  let consumer: Consumer | null = null;
+  let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
+  let abandoned = false;
+
+  function checkIdle(): void {
+    if (scheduled.size > 0 || publishing.size > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  function whenIdle(): Promise<void> {
+    return new Promise((resolve) => {
+      idleWaiters.push(resolve);
+      checkIdle();
+    });
+  }
+
+  function remember(dispatchId: string): void {
+    seen.set(dispatchId, 1);
+    if (seen.size > memoryLimit) {
+      const oldest = seen.keys().next().value;
+      if (oldest !== undefined) seen.delete(oldest);
+    }
+  }
+
+  async function publish(receipt: Receipt): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (abandoned) return;
+      try {
+        await options.transport.publish(receiptSubject(carrier), receipt, { id: receipt.receipt_id });
+        return;
+      } catch (error) {
+        if (attempt >= PUBLISH_ATTEMPTS) {
+          onError(error, `receipt ${receipt.receipt_id} not published after ${attempt} attempts`);
+          return;
+        }
+        onError(error, `receipt ${receipt.receipt_id} publish failed (attempt ${attempt}), retrying`);
+        await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
+      }
+    }
+  }
+
+  function toReceipt(job: DispatchJob, planned: PlannedReceipt, takenAt: number): Receipt {
+    return {
+      version: 1,
+      receipt_id: `${job.dispatch_id}:${planned.receiptNumber}`,
+      dispatch_id: job.dispatch_id,
+      status: planned.status,
+      ...(planned.errorCode === undefined ? {} : { error_code: planned.errorCode }),
+      ...(planned.errorMessage === undefined ? {} : { error_message: planned.errorMessage }),
+      occurred_at: toIsoUtc(takenAt + planned.occurredAfterMs),
+    };
+  }
+
+  /** One timer per receipt; publishes of one dispatch are chained so they leave in plan order. */
+  function schedule(job: DispatchJob, plan: readonly PlannedReceipt[], takenAt: number): void {
+    let chain: Promise<void> = Promise.resolve();
+    for (const planned of plan) {
+      const checked = checkReceipt(toReceipt(job, planned, takenAt));
+      if (!checked.ok) {
+        onError(new Error(checked.errors.join('; ')), `simulator planned an invalid receipt for ${job.dispatch_id}`);
+        continue;
+      }
+      const receipt = checked.value;
+      const timer = setTimeout(() => {
+        scheduled.delete(timer);
+        const task = chain.then(() => publish(receipt));
+        chain = task;
+        publishing.add(task);
+        void task.finally(() => {
+          publishing.delete(task);
+          checkIdle();
+        });
+      }, planned.afterMs);
+      scheduled.set(timer, planned.afterMs);
+    }
+  }
+
+  function handle(delivery: Delivery): Promise<Disposition> {
+    // a transport that still hands over jobs while stopping gets them back for another instance
+    if (state !== 'running') return Promise.resolve(retryAfter(0));
+    const checked = checkDispatchJob(knownFields(delivery.payload));
+    if (!checked.ok) {
+      onError(new Error(checked.errors.join('; ')), `invalid dispatch job ${delivery.id} on ${delivery.subject} dropped`);
+      return Promise.resolve(DROP);
+    }
+    const job = checked.value;
+    const count = seen.get(job.dispatch_id);
+    if (count !== undefined) {
+      // taken before: at most once to the carrier, so acknowledge without sending again
+      seen.set(job.dispatch_id, count + 1);
+      return Promise.resolve(ACK);
+    }
+    // recorded before it is handed to the (simulated) carrier
+    remember(job.dispatch_id);
+    schedule(job, planFor(job, options.delays), clock.now());
+    return Promise.resolve(ACK);
+  }
+
+  return {
+    async start() {
+      if (state !== 'idle') throw new Error(`simulator connector cannot start: it is ${state}`);
+      state = 'running';
+      try {
+        consumer = await options.transport.consume({
+          stream: 'dispatch',
+          filter: dispatchSubject(carrier),
+          durable: `connector-${carrier}`,
+          concurrency: options.concurrency ?? SIMULATOR_CONCURRENCY,
+          ackWaitMs: SIMULATOR_ACK_WAIT_MS,
+          handler: handle,
+        });
+      } catch (error) {
+        state = 'idle';
+        throw error;
+      }
+    },
+
+    async stop() {
+      if (state !== 'running') return;
+      state = 'stopping';
+      await consumer?.stop();
+      consumer = null;
+      let largestDelay = 0;
+      for (const delay of scheduled.values()) largestDelay = Math.max(largestDelay, delay);
+      const boundMs = Math.max(2 * largestDelay, STOP_GRACE_FLOOR_MS);
+      let bound: Timer | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        bound = setTimeout(() => {
+          resolve('timeout');
+        }, boundMs);
+      });
+      const result = await Promise.race([whenIdle().then(() => 'idle' as const), timedOut]);
+      clearTimeout(bound);
+      if (result === 'timeout') {
+        const lost = scheduled.size + publishing.size;
+        for (const timer of scheduled.keys()) clearTimeout(timer);
+        scheduled.clear();
+        abandoned = true;
+        onError(new Error(`${lost} receipts not published`), `simulator stopped after waiting ${boundMs} ms`);
+      }
+      state = 'stopped';
+    },
+
+    dispatchesSeen() {
+      return new Map(seen);
+    },
+  };
+}

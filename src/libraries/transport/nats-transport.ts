@@ -1,0 +1,312 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type JsMsg,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { RequestError, TimeoutError, connect, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
+import { createHandlerSlots } from './handler-slots.js';
+import {
+  NoResponderError,
+  RequestTimeoutError,
+  STREAMS,
+  retryAfter,
+  type Consumer,
+  type ConsumerSpec,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from './transport-port.js';
+
+export interface NatsTransportOptions {
+  /** Comma-separated server URLs (`NATS_URL`). */
+  readonly servers: string;
+  /** Connection name shown by the server (monitoring). */
+  readonly name?: string;
+  /** Replicas of each stream; 1 on a single server. */
+  readonly streamReplicas?: number;
+  /** Window in which a repeated publish id is discarded by the stream. */
+  readonly duplicateWindowMs?: number;
+  /** How long a stream keeps a message whatever its consumers did. */
+  readonly maxAgeMs?: number;
+  /** How long a publish waits for the stream's acknowledgement. */
+  readonly publishTimeoutMs?: number;
+  /** Failures that are handled here but worth a log line (a throwing handler, an undecodable message). */
+  readonly onError?: (error: unknown, context: string) => void;
+}
+
+export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
+export const DEFAULT_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/** A handler that throws is retried after this delay (a throw is a bug or an outage, not a decision). */
+export const HANDLER_FAILURE_DELAY_MS = 1_000;
+const MSG_ID_HEADER = 'Nats-Msg-Id';
+/** A reply carrying this header is an error raised by the serving handler; its body is `{ message }`. */
+const REPLY_ERROR_HEADER = 'Gw-Error';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const encode = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value ?? null));
+const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.parse(decoder.decode(data)));
+
+/**
+ * The transport port on NATS JetStream (server mode).
+ *
+ * Streams use limits retention (kept for `maxAgeMs`, file storage), not work-queue or interest retention: each
+ * durable consumer must see every message (dispatch and webhook jobs fan out to e.g. a worker and an auditor), which
+ * a work-queue stream forbids for overlapping filters, and a message published before its first consumer exists
+ * (a connector started late) must wait for it, which interest retention would discard at once.
+ *
+ * Measured on nats-server 2.9.10: a publish sent while the server restarts can be lost and time out (publish
+ * rejects; the caller retries with the same id, which the stream deduplicates); and a message whose ack wait runs out
+ * while no process of its durable is pulling comes back with its delivery count not incremented, so `deliveryCount`
+ * is a lower bound after such an outage.
+ */
+export async function connectNatsTransport(options: NatsTransportOptions): Promise<Transport> {
+  const onError = options.onError ?? (() => undefined);
+  const nc = await connect({
+    servers: options.servers.split(',').map((s) => s.trim()),
+    ...(options.name ? { name: options.name } : {}),
+    // survive a server restart or a network cut: keep trying, quickly
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    reconnectJitter: 100,
+  });
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  try {
+    await ensureStreams(jsm, {
+      replicas: options.streamReplicas ?? 1,
+      duplicateWindowMs: options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS,
+      maxAgeMs: options.maxAgeMs ?? DEFAULT_MAX_AGE_MS,
+    });
+  } catch (error) {
+    await nc.close();
+    throw error;
+  }
+
+  const consumers = new Set<Consumer>();
+  const servers = new Set<{ stop(): Promise<void> }>();
+
+  async function consume(spec: ConsumerSpec): Promise<Consumer> {
+    const slots = createHandlerSlots(spec.concurrency);
+    const stream = STREAMS[spec.stream].name;
+    await ensureConsumer(jsm, stream, {
+      durable_name: spec.durable,
+      filter_subject: spec.filter,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(spec.ackWaitMs),
+      max_deliver: -1,
+      max_ack_pending: Math.max(1_000, 10 * spec.concurrency),
+    });
+    const messages = await (await js.consumers.get(stream, spec.durable)).consume({ max_messages: spec.concurrency });
+    // abandoned: stop() gave up waiting, so a handler finishing later behaves as if its process had died
+    const state = { stopping: false, abandoned: false };
+    // read after awaits, where stop() may have run meanwhile
+    const isStopping = (): boolean => state.stopping;
+
+    async function handle(msg: JsMsg): Promise<void> {
+      let delivery: Delivery;
+      try {
+        delivery = toDelivery(msg);
+      } catch (error) {
+        onError(error, `undecodable message ${msg.subject}#${msg.seq} dropped`);
+        msg.term();
+        return;
+      }
+      let disposition: Disposition;
+      try {
+        disposition = await spec.handler(delivery);
+      } catch (error) {
+        onError(error, `handler of ${spec.durable} failed on ${delivery.subject} ${delivery.id}`);
+        disposition = retryAfter(HANDLER_FAILURE_DELAY_MS);
+      }
+      if (state.abandoned) return;
+      settle(msg, disposition);
+    }
+
+    const loop = (async () => {
+      for await (const msg of messages) {
+        if (!isStopping()) await slots.whenFree();
+        // hand it back at once rather than let it wait for the ack wait
+        if (isStopping()) msg.nak();
+        else slots.run(() => handle(msg));
+      }
+    })().catch((error: unknown) => {
+      onError(error, `consumer ${spec.durable} ended`);
+    });
+
+    const consumer: Consumer = {
+      async stop() {
+        if (state.stopping) return;
+        state.stopping = true;
+        slots.release();
+        await messages.close();
+        await loop;
+        await slots.settled(spec.ackWaitMs);
+        state.abandoned = true;
+        consumers.delete(consumer);
+      },
+    };
+    consumers.add(consumer);
+    return consumer;
+  }
+
+  async function request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown> {
+    let reply: Msg;
+    try {
+      reply = await nc.request(subject, encode(payload), { timeout: timeoutMs });
+    } catch (error) {
+      if (error instanceof RequestError && error.isNoResponders()) throw new NoResponderError(subject);
+      if (error instanceof TimeoutError || (error instanceof RequestError && error.cause instanceof TimeoutError)) {
+        throw new RequestTimeoutError(subject);
+      }
+      throw error;
+    }
+    const body = decode(reply.data);
+    if (reply.headers?.has(REPLY_ERROR_HEADER)) {
+      const message = typeof body === 'object' && body !== null && 'message' in body ? String(body.message) : 'unknown error';
+      throw new Error(`handler on ${subject} failed: ${message}`);
+    }
+    return body;
+  }
+
+  function serve(subject: string, handler: (payload: unknown) => Promise<unknown>): Promise<{ stop(): Promise<void> }> {
+    const inFlight = new Set<Promise<void>>();
+    const answer = async (msg: Msg): Promise<void> => {
+      try {
+        msg.respond(encode(await handler(decode(msg.data))));
+      } catch (error) {
+        const h = natsHeaders();
+        h.set(REPLY_ERROR_HEADER, '1');
+        msg.respond(encode({ message: error instanceof Error ? error.message : String(error) }), { headers: h });
+      }
+    };
+    const sub = nc.subscribe(subject, {
+      queue: subject,
+      callback: (error, msg) => {
+        if (error) {
+          onError(error, `serving ${subject}`);
+          return;
+        }
+        const task = answer(msg).finally(() => inFlight.delete(task));
+        inFlight.add(task);
+      },
+    });
+    const server = {
+      async stop() {
+        servers.delete(server);
+        if (!sub.isClosed()) await sub.drain().catch(() => undefined);
+        await Promise.allSettled([...inFlight]);
+      },
+    };
+    servers.add(server);
+    return Promise.resolve(server);
+  }
+
+  return {
+    kind: 'nats',
+    async publish(subject, payload, publishOptions) {
+      const h = natsHeaders();
+      for (const [key, value] of Object.entries(publishOptions.headers ?? {})) h.set(key, value);
+      await js.publish(subject, encode(payload), {
+        msgID: publishOptions.id,
+        headers: h,
+        timeout: options.publishTimeoutMs ?? 5_000,
+      });
+    },
+    consume,
+    request,
+    serve,
+    async ping() {
+      await nc.rtt();
+    },
+    async close() {
+      await Promise.all([...consumers].map((c) => c.stop()));
+      await Promise.all([...servers].map((s) => s.stop()));
+      if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+function toDelivery(msg: JsMsg): Delivery {
+  return {
+    subject: msg.subject,
+    id: msg.headers?.has(MSG_ID_HEADER) ? msg.headers.get(MSG_ID_HEADER) : `${msg.info.stream}:${msg.seq}`,
+    payload: decode(msg.data),
+    headers: userHeaders(msg.headers),
+    deliveryCount: msg.info.deliveryCount,
+  };
+}
+
+/** The publisher's headers, without the ones NATS sets itself. */
+function userHeaders(h: MsgHdrs | undefined): Record<string, string> {
+  const result: Record<string, string> = {};
+  if (!h) return result;
+  for (const [key, values] of h) {
+    if (key.startsWith('Nats-')) continue;
+    const value = values[0];
+    if (value !== undefined) result[key] = value;
+  }
+  return result;
+}
+
+function settle(msg: JsMsg, disposition: Disposition): void {
+  switch (disposition.type) {
+    case 'ack':
+      msg.ack();
+      return;
+    case 'retry':
+      if (disposition.delayMs > 0) msg.nak(disposition.delayMs);
+      else msg.nak();
+      return;
+    case 'drop':
+      // no reason: nats-server 2.9 redelivers a message terminated with a reason
+      msg.term();
+      return;
+  }
+}
+
+/** "stream name already in use with a different configuration" */
+const STREAM_NAME_IN_USE = 10058;
+
+async function ensureStreams(jsm: JetStreamManager, settings: { replicas: number; duplicateWindowMs: number; maxAgeMs: number }): Promise<void> {
+  for (const { name, subjects } of Object.values(STREAMS)) {
+    const config: Partial<StreamConfig> & { name: string } = {
+      name,
+      subjects: [subjects],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      num_replicas: settings.replicas,
+      max_age: nanos(settings.maxAgeMs),
+      duplicate_window: nanos(Math.min(settings.duplicateWindowMs, settings.maxAgeMs)),
+    };
+    try {
+      await jsm.streams.add(config);
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) throw error;
+      const { storage: _storage, retention: _retention, ...updatable } = config;
+      await jsm.streams.update(name, updatable);
+    }
+  }
+}
+
+async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  try {
+    await jsm.consumers.add(stream, config);
+  } catch (error) {
+    // the durable exists with other settings (a new ack wait, a new filter): update it in place
+    if (!(error instanceof JetStreamApiError)) throw error;
+    const { durable_name, deliver_policy: _deliverPolicy, ack_policy: _ackPolicy, ...updatable } = config;
+    await jsm.consumers.update(stream, durable_name, updatable);
+  }
+}

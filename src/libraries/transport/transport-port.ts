@@ -1,0 +1,91 @@
+/**
+ * The transport port (ARCHITECTURE.md §5): durable publish deduplicated by id, consumers that acknowledge, retry
+ * after a delay or give up, and request/reply for routing commands between nodes. NATS JetStream implements it in
+ * server mode; a database-backed bus implements it in embedded mode. Both pass one contract suite.
+ */
+
+/** The durable streams and the subjects they hold. */
+export const STREAMS = {
+  /** Jobs for carrier connectors: `sms.dispatch.<carrier>`. */
+  dispatch: { name: 'SMS_DISPATCH', subjects: 'sms.dispatch.>' },
+  /** Receipts from carrier connectors: `sms.receipts.<carrier>`. */
+  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>' },
+  /** Webhook delivery jobs: `webhook.jobs.<merchantId>`. */
+  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>' },
+} as const;
+
+export type StreamName = keyof typeof STREAMS;
+
+export interface PublishOptions {
+  /** Deduplication id: a second publish with the same id (within the dedupe window) is a no-op. */
+  readonly id: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface Delivery {
+  readonly subject: string;
+  /** The publish id. */
+  readonly id: string;
+  readonly payload: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+  /** 1 on the first delivery, then counting redeliveries (retries and lost acknowledgements). */
+  readonly deliveryCount: number;
+}
+
+/** What a handler decides about one delivery. */
+export type Disposition =
+  | { readonly type: 'ack' }
+  /** Redeliver after the delay (the broker holds it, not the consumer). */
+  | { readonly type: 'retry'; readonly delayMs: number }
+  /** Never redeliver. */
+  | { readonly type: 'drop' };
+
+export const ACK: Disposition = { type: 'ack' };
+export const DROP: Disposition = { type: 'drop' };
+export const retryAfter = (delayMs: number): Disposition => ({ type: 'retry', delayMs });
+
+export interface ConsumerSpec {
+  readonly stream: StreamName;
+  /** Subject filter within the stream, e.g. `sms.dispatch.simulator` or `sms.receipts.>`. */
+  readonly filter: string;
+  /** Durable name: every process using the same name shares the work (a queue group). */
+  readonly durable: string;
+  /** Deliveries handled at once by this process. */
+  readonly concurrency: number;
+  /** A delivery not settled within this time is redelivered (the consumer is presumed dead). */
+  readonly ackWaitMs: number;
+  readonly handler: (delivery: Delivery) => Promise<Disposition>;
+}
+
+export interface Consumer {
+  /** Stops taking deliveries and waits for the ones in hand. */
+  stop(): Promise<void>;
+}
+
+export interface Transport {
+  readonly kind: 'nats' | 'database';
+  /** Resolves once the message is durably stored by the transport. */
+  publish(subject: string, payload: unknown, options: PublishOptions): Promise<void>;
+  consume(spec: ConsumerSpec): Promise<Consumer>;
+  /** Request/reply for routing between nodes; rejects with `NoResponderError` when nobody serves the subject. */
+  request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown>;
+  /** Answers requests on a subject (one of many servers gets each request). */
+  serve(subject: string, handler: (payload: unknown) => Promise<unknown>): Promise<{ stop(): Promise<void> }>;
+  /** Resolves when the transport answers; for health checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class NoResponderError extends Error {
+  constructor(readonly subject: string) {
+    super(`no responder on ${subject}`);
+    this.name = 'NoResponderError';
+  }
+}
+
+export class RequestTimeoutError extends Error {
+  constructor(readonly subject: string) {
+    super(`request on ${subject} timed out`);
+    this.name = 'RequestTimeoutError';
+  }
+}
