@@ -8,6 +8,7 @@ import type { Persistence } from './libraries/persistence/persistence.js';
 import { createDatabaseBus } from './libraries/transport/database-bus.js';
 import type { Transport } from './libraries/transport/transport-port.js';
 import { seedDemoMerchant } from './merchants/demo-merchant.js';
+import type { AgendaBackend } from 'agenda';
 
 export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'transport'> {
   readonly config: Config;
@@ -56,6 +57,17 @@ async function openTransport(config: Config, persistence: Persistence, logger: L
   });
 }
 
+/** Agenda on the journal's database: PostgreSQL (or PGlite served on a loopback port), or MongoDB. */
+async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
+  if (persistence.sql) {
+    const { PostgresBackend } = await import('@agendajs/postgres-backend');
+    // PGlite never delivers NOTIFY to a listener: it relies on polling
+    return new PostgresBackend({ connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite', poolConfig: { max: 4 } });
+  }
+  const { MongoBackend } = await import('@agendajs/mongo-backend');
+  return new MongoBackend({ address: config.database.mongoUrl });
+}
+
 /** One gateway process: persistence, transport, the wired gateway, its HTTP facade (and the sandbox simulator). */
 export async function createGatewayNode(options: GatewayNodeOptions) {
   const { config, logger } = options;
@@ -67,6 +79,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     ...options,
     persistence,
     transport,
+    agendaBackend: options.agendaBackend ?? (await openAgendaBackend(config, persistence)),
     onIncident: (incident) => {
       logger.error({ err: incident.error }, incident.what);
     },

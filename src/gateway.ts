@@ -10,7 +10,19 @@ import { openPglitePersistence, openPostgresPersistence, type Persistence } from
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
-import { DISPATCH_TOPIC, WALLET_ADJUST_TOPIC, WEBHOOK_TOPIC, type MessageSpec, type WalletAdjustment } from './messaging/message-behaviour.js';
+import {
+  DISPATCH_TOPIC,
+  RECEIPT_TIMEOUT_TOPIC,
+  SCHEDULE_REGISTER_TOPIC,
+  WALLET_ADJUST_TOPIC,
+  WEBHOOK_TOPIC,
+  type MessageSpec,
+  type ReceiptDeadline,
+  type ScheduleRegistration,
+  type WalletAdjustment,
+} from './messaging/message-behaviour.js';
+import type { AgendaBackend } from 'agenda';
+import { createOccurrenceScheduler, type OccurrenceScheduler } from './scheduling/occurrence-scheduler.js';
 import type { Transport } from './libraries/transport/transport-port.js';
 import { createDispatchRelay } from './carriers/dispatch-relay.js';
 import { createReceiptConsumer } from './carriers/receipt-consumer.js';
@@ -56,6 +68,8 @@ export interface GatewayOptions {
   readonly transport?: Transport;
   /** How webhooks are sent (tests may replace it). */
   readonly webhookSender?: WebhookSender;
+  /** Agenda's storage for scheduled occurrences; without it, scheduled sends wait in the outbox. */
+  readonly agendaBackend?: AgendaBackend;
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
 }
 
@@ -173,6 +187,40 @@ export async function createGateway(options: GatewayOptions) {
       return entries.map((entry) => entry.id);
     },
   };
+  const scheduler: OccurrenceScheduler | null = options.agendaBackend
+    ? createOccurrenceScheduler({
+        backend: options.agendaBackend,
+        router,
+        name: config.cluster.nodeId || 'sms-gateway',
+        processEveryMs: config.scheduling.processEveryMs,
+        now: () => clock.now(),
+        onError: (error) => {
+          report({ what: 'occurrence_dispatch_failed', error });
+        },
+      })
+    : null;
+  const schedulerHandlers: Record<string, TopicHandler> = scheduler
+    ? {
+        [SCHEDULE_REGISTER_TOPIC]: {
+          async handle(entries) {
+            for (const entry of entries) await scheduler.register(entry.payload as ScheduleRegistration);
+            return entries.map((entry) => entry.id);
+          },
+        },
+      }
+    : {};
+  // a dispatched occurrence leaves its deadline in the outbox; 24 h later unanswered recipients fail with 1503
+  const expireReceipts: TopicHandler = {
+    graceMs: config.scheduling.receiptTimeoutMs,
+    async handle(entries) {
+      for (const entry of entries) {
+        const deadline = entry.payload as ReceiptDeadline;
+        await router.message(deadline.merchantId, deadline.messageId).ask({ type: 'receipt_timeout', occurrence: deadline.occurrence });
+      }
+      return entries.map((entry) => entry.id);
+    },
+  };
+
   const transport = options.transport;
   const transportHandlers: Record<string, TopicHandler> = transport
     ? { [DISPATCH_TOPIC]: createDispatchRelay({ transport, clock }), [WEBHOOK_TOPIC]: createWebhookRelay({ router, transport, clock }) }
@@ -180,7 +228,14 @@ export async function createGateway(options: GatewayOptions) {
   const relay: OutboxRelay = createOutboxRelay({
     outbox: persistence.outbox,
     clock,
-    handlers: { [MESSAGE_CREATE_TOPIC]: finishInterruptedSends, [WALLET_ADJUST_TOPIC]: adjustWallets, ...transportHandlers, ...options.relayHandlers },
+    handlers: {
+      [MESSAGE_CREATE_TOPIC]: finishInterruptedSends,
+      [WALLET_ADJUST_TOPIC]: adjustWallets,
+      [RECEIPT_TIMEOUT_TOPIC]: expireReceipts,
+      ...schedulerHandlers,
+      ...transportHandlers,
+      ...options.relayHandlers,
+    },
     pollIntervalMs: config.outbox.pollIntervalMs,
     batchSize: 200,
     onError: (error) => {
@@ -222,6 +277,7 @@ export async function createGateway(options: GatewayOptions) {
     clock,
     persistence,
     transport,
+    scheduler,
     /** Operator: a dropped webhook event goes out again as a first attempt. */
     replayDeadLetter: (id: string) =>
       transport ? replayDeadLetter({ transport, deadLetters: persistence.deadLetters, clock }, id) : Promise.resolve(false),
@@ -235,8 +291,10 @@ export async function createGateway(options: GatewayOptions) {
       relay.start();
       await receipts?.start();
       await webhooks?.start();
+      await scheduler?.start();
     },
     async stop() {
+      await scheduler?.stop();
       await relay.stop();
       await receipts?.stop();
       await webhooks?.stop();

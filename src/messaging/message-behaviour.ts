@@ -87,6 +87,10 @@ export interface CarrierReceipt {
 export type MessageCommand =
   | { readonly type: 'create'; readonly spec: MessageSpec }
   | { readonly type: 'dispatch_occurrence'; readonly occurrence: number }
+  /** The scheduler's tick: dispatch every occurrence whose time has come; answers when to come back. */
+  | { readonly type: 'dispatch_due' }
+  /** 24 hours after an occurrence left: recipients without a final receipt fail with 1503. */
+  | { readonly type: 'receipt_timeout'; readonly occurrence: number }
   | { readonly type: 'apply_receipt'; readonly receipt: CarrierReceipt }
   | { readonly type: 'status'; readonly merchantId: string }
   | { readonly type: 'cancel'; readonly merchantId: string }
@@ -111,6 +115,8 @@ export interface MessageReplies {
     | NotFound
     | { readonly ok: false; readonly code: 'INVALID_STATE'; readonly state: OccurrenceStatus };
   readonly apply_receipt: { readonly ok: true; readonly changed: boolean; readonly events: readonly EventType[] } | NotFound;
+  readonly dispatch_due: { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null } | NotFound;
+  readonly receipt_timeout: { readonly ok: true; readonly failed: number } | NotFound;
   readonly status: { readonly ok: true; readonly state: MessageState } | NotFound;
   readonly cancel: ManagementReply;
   readonly pause: ManagementReply;
@@ -156,6 +162,22 @@ export interface DispatchOutboxPayload {
 export const WEBHOOK_TOPIC = 'webhook.event';
 export const DISPATCH_TOPIC = 'carrier.dispatch';
 export const WALLET_ADJUST_TOPIC = 'wallet.adjust';
+/** Asks the scheduler to wake the message at its first occurrence. */
+export const SCHEDULE_REGISTER_TOPIC = 'schedule.register';
+/** Left in the outbox at dispatch; carried out once the receipt timeout (24 h) has passed. */
+export const RECEIPT_TIMEOUT_TOPIC = 'receipt.timeout';
+
+export interface ScheduleRegistration {
+  readonly merchantId: string;
+  readonly messageId: string;
+  readonly at: number;
+}
+
+export interface ReceiptDeadline {
+  readonly merchantId: string;
+  readonly messageId: string;
+  readonly occurrence: number;
+}
 const NOT_FOUND: NotFound = { ok: false, code: 'NOT_FOUND' };
 
 export function sendReceipt(spec: MessageSpec): SendReceipt {
@@ -232,6 +254,12 @@ function completeIfDone(state: MessageState): MessageState {
 function webhookEffect(spec: MessageSpec, event: WebhookEvent): Effect {
   const payload: WebhookOutboxPayload = { merchantId: spec.merchantId, keyId: spec.keyId, callbackUrl: spec.callbackUrl, event };
   return { id: event.event_id, topic: WEBHOOK_TOPIC, payload };
+}
+
+/** What leaves with an occurrence: the dispatch, and the deadline for its receipts. */
+function dispatchEffects(spec: MessageSpec, occurrence: number): Effect[] {
+  const deadline: ReceiptDeadline = { merchantId: spec.merchantId, messageId: spec.messageId, occurrence };
+  return [dispatchEffect(spec, occurrence), { id: `timeout:${spec.messageId}:${occurrence}`, topic: RECEIPT_TIMEOUT_TOPIC, payload: deadline }];
 }
 
 function dispatchEffect(spec: MessageSpec, occurrence: number): Effect {
@@ -369,9 +397,51 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const effects: Effect[] = [queuedEffect(spec, context)];
         if (spec.sendingType === 'immediate') {
           events.push({ type: 'occurrence_dispatched', occurrence: 0, at: context.now });
-          effects.push(dispatchEffect(spec, 0));
+          effects.push(...dispatchEffects(spec, 0));
+        } else {
+          const registration: ScheduleRegistration = { merchantId: spec.merchantId, messageId: spec.messageId, at: spec.occurrences[0] ?? context.now };
+          effects.push({ id: `schedule:${spec.messageId}`, topic: SCHEDULE_REGISTER_TOPIC, payload: registration });
         }
         return { events, effects, reply: { ok: true, created: true, receipt: sendReceipt(spec) } };
+      },
+
+      dispatch_due: (state, _command, context) => {
+        const spec = state.spec;
+        if (!spec) return { events: [], reply: NOT_FOUND };
+        const waiting = state.occurrences.filter((o) => o.status === 'scheduled');
+        const nextAfterNow = waiting.find((o) => o.scheduledAt > context.now)?.scheduledAt ?? null;
+        if (state.schedule === 'paused') {
+          // paused occurrences stay reserved until resume, unless none is left to come: then the schedule
+          // completes and every skipped occurrence is refunded
+          if (nextAfterNow !== null || waiting.length === 0) return { events: [], reply: { ok: true, dispatched: [], next: nextAfterNow } };
+          const skipped = skip(state, spec, waiting.map((o) => o.index), context.now);
+          return { events: skipped.events, effects: skipped.adjust ? [adjustmentEffect(skipped.adjust)] : [], reply: { ok: true, dispatched: [], next: null } };
+        }
+        if (state.schedule !== 'active') return { events: [], reply: { ok: true, dispatched: [], next: null } };
+        // late occurrences (the node was down at their time) still go: a crash never skips one
+        const due = waiting.filter((o) => o.scheduledAt <= context.now).map((o) => o.index);
+        const events: MessageEvent[] = due.map((occurrence) => ({ type: 'occurrence_dispatched', occurrence, at: context.now }));
+        const completes = events.reduce(applyMessageEvent, state).schedule === 'completed';
+        const effects = [...due.flatMap((occurrence) => dispatchEffects(spec, occurrence)), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])];
+        return { events, effects, reply: { ok: true, dispatched: due, next: nextAfterNow } };
+      },
+
+      receipt_timeout: (state, command, context) => {
+        const occurrence = state.occurrences[command.occurrence];
+        if (!state.spec || !occurrence?.recipients) return { events: [], reply: NOT_FOUND };
+        const events: MessageEvent[] = [];
+        const effects: Effect[] = [];
+        let working = state;
+        occurrence.recipients.forEach((recipient, index) => {
+          const signal: RecipientSignal = { type: 'receipt_timeout', at: context.now };
+          const transition = applySignal(recipient, signal);
+          if (!transition.changed) return;
+          const event: MessageEvent = { type: 'recipient_signal', occurrence: command.occurrence, recipient: index, signal, at: context.now };
+          effects.push(...recipientEffects(working, command.occurrence, index, transition.state, transition.events, context));
+          working = applyMessageEvent(working, event);
+          events.push(event);
+        });
+        return { events, effects, reply: { ok: true, failed: events.length } };
       },
 
       dispatch_occurrence: (state, command, context) => {
@@ -394,7 +464,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const completes = applyMessageEvent(state, event).schedule === 'completed';
         return {
           events: [event],
-          effects: [dispatchEffect(spec, command.occurrence), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])],
+          effects: [...dispatchEffects(spec, command.occurrence), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])],
           reply: { ok: true, dispatched: true },
         };
       },

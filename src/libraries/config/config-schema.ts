@@ -89,6 +89,7 @@ export const configSchema = Joi.object({
     ),
     maxScheduledSms: setting(positiveInt(), 'MAX_SCHEDULED_SMS', 'Cap on total_messages of a recurring schedule.'),
     receiptTimeoutMs: setting(positiveInt(), 'RECEIPT_TIMEOUT_MS', 'A recipient with no final receipt after this long fails with 1503.'),
+    processEveryMs: setting(positiveInt(), 'SCHEDULER_PROCESS_EVERY_MS', 'How often Agenda looks for due occurrences (its latency on PGlite, which has no LISTEN/NOTIFY).'),
   }),
   webhooks: Joi.object({
     timeoutMs: setting(positiveInt(), 'WEBHOOK_TIMEOUT_MS', 'A merchant endpoint slower than this counts as failed.'),

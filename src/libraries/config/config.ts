@@ -34,7 +34,12 @@ export interface Config {
     readonly suspendAfterRejections: number;
     readonly suspensionMs: number;
   };
-  readonly scheduling: { readonly openEndedHorizonDays: number; readonly maxScheduledSms: number; readonly receiptTimeoutMs: number };
+  readonly scheduling: {
+    readonly openEndedHorizonDays: number;
+    readonly maxScheduledSms: number;
+    readonly receiptTimeoutMs: number;
+    readonly processEveryMs: number;
+  };
   readonly webhooks: {
     readonly timeoutMs: number;
     readonly retryDelaysMs: readonly number[];

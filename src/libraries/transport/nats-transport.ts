@@ -179,7 +179,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     return body;
   }
 
-  function serve(subject: string, handler: (payload: unknown) => Promise<unknown>): Promise<{ stop(): Promise<void> }> {
+  async function serve(subject: string, handler: (payload: unknown) => Promise<unknown>): Promise<{ stop(): Promise<void> }> {
     const inFlight = new Set<Promise<void>>();
     const answer = async (msg: Msg): Promise<void> => {
       try {
@@ -209,7 +209,9 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
       },
     };
     servers.add(server);
-    return Promise.resolve(server);
+    // the server knows the subscription once flushed: a request from another connection then finds it
+    await nc.flush();
+    return server;
   }
 
   return {

@@ -204,6 +204,7 @@ describe('message behaviour', () => {
             ],
           },
         },
+        { id: 'timeout:msg-1:0', topic: 'receipt.timeout', payload: { merchantId: MERCHANT, messageId: MESSAGE_ID, occurrence: 0 } },
       ]);
     });
 
@@ -237,7 +238,7 @@ describe('message behaviour', () => {
       const decision = story.create(scheduledSpec());
 
       expect(decision.events.map((e) => e.type)).to.deep.equal(['message_created']);
-      expect(decision.effects?.map((e) => e.topic)).to.deep.equal(['webhook.event']);
+      expect(decision.effects?.map((e) => e.topic)).to.deep.equal(['webhook.event', 'schedule.register']);
       expect(webhookEvents(decision.effects ?? [])[0]?.data).to.deep.equal({
         total_recipients: 3,
         total_messages: 12,
@@ -272,7 +273,10 @@ describe('message behaviour', () => {
 
       expect(decision.reply).to.deep.equal({ ok: true, dispatched: true });
       expect(decision.events).to.deep.equal([{ type: 'occurrence_dispatched', occurrence: 0, at: OCCURRENCE_0 }]);
-      expect(decision.effects?.map((e) => [e.id, e.topic])).to.deep.equal([['dispatch:msg-1:0', 'carrier.dispatch']]);
+      expect(decision.effects?.map((e) => [e.id, e.topic])).to.deep.equal([
+        ['dispatch:msg-1:0', 'carrier.dispatch'],
+        ['timeout:msg-1:0', 'receipt.timeout'],
+      ]);
       expect(decision.effects?.[0]?.payload).to.have.property('occurrence', 0);
       expect(story.state.schedule).to.equal('active');
     });
@@ -816,7 +820,7 @@ describe('message behaviour', () => {
             if (c.type === 'create') story.create(c.spec);
             else if (c.type === 'dispatch_occurrence') story.dispatch(c.occurrence);
             else if (c.type === 'apply_receipt') story.receipt(c.receipt);
-            else story.status(c.merchantId);
+            else if (c.type === 'status') story.status(c.merchantId);
           });
 
           const recovered = story.journal.reduce(apply, behaviour.initialState(MESSAGE_ID));
@@ -844,7 +848,7 @@ describe('message behaviour', () => {
                   ? story.dispatch(c.occurrence)
                   : c.type === 'apply_receipt'
                     ? story.receipt(c.receipt)
-                    : story.status(c.merchantId);
+                    : story.status(c.type === 'status' ? c.merchantId : '');
             const reply = decision.reply as { ok: boolean; changed?: boolean; dispatched?: boolean; created?: boolean };
             const noChange = !reply.ok || reply.changed === false || reply.dispatched === false || reply.created === false || c.type === 'status';
             if (noChange) {

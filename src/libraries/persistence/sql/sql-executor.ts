@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import pg from 'pg';
 
 /** The SQL the adapters need, whether the database is a PostgreSQL server (pg) or PGlite in-process. */
@@ -13,6 +14,11 @@ export interface SqlExecutor extends SqlQueries {
   transaction<T>(work: (tx: SqlQueries) => Promise<T>): Promise<T>;
   close(): Promise<void>;
   readonly dialect: 'postgres' | 'pglite';
+  /**
+   * A PostgreSQL connection string to this database, for collaborators that bring their own driver (Agenda).
+   * PGlite serves itself on a loopback port for that, started on first call.
+   */
+  connectionString(): Promise<string>;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]*$/;
@@ -75,6 +81,7 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
       }
     },
     close: () => pool.end(),
+    connectionString: () => Promise.resolve(options.connectionString),
   };
 }
 
@@ -87,6 +94,7 @@ export interface PgliteOptions {
 export async function openPglite(options: PgliteOptions): Promise<SqlExecutor> {
   checkSchema(options.schema);
   const db = options.dataDir ? await PGlite.create(options.dataDir) : await PGlite.create();
+  let socket: Promise<PGLiteSocketServer> | null = null;
   if (options.schema) {
     await db.exec(`CREATE SCHEMA IF NOT EXISTS ${options.schema}; SET search_path TO ${options.schema}`);
   }
@@ -109,6 +117,19 @@ export async function openPglite(options: PgliteOptions): Promise<SqlExecutor> {
         }),
       );
     },
-    close: () => db.close(),
+    async close() {
+      if (socket) await (await socket).stop();
+      await db.close();
+    },
+    async connectionString() {
+      socket ??= (async () => {
+        // a handful of pooled connections; PGlite still runs one query at a time
+        const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 16 });
+        await server.start();
+        return server;
+      })();
+      const server = await socket;
+      return `postgresql://postgres@${server.getServerConn()}/postgres?sslmode=disable`;
+    },
   };
 }

@@ -1,0 +1,118 @@
+import { Agenda, type AgendaBackend, type Job } from 'agenda';
+import type { ActorRouter } from '../cluster/actor-router.js';
+import type { ScheduleRegistration } from '../messaging/message-behaviour.js';
+
+/**
+ * Scheduled and recurring occurrences, timed by Agenda on the journal's database. One Agenda job per message wakes
+ * it at its next occurrence; the MessageActor dispatches what is due (recording each occurrence as dispatched in
+ * its journal before the dispatch leaves, so a duplicate run, a retry or two nodes running Agenda never send one
+ * twice) and answers when to come back.
+ */
+export const OCCURRENCE_JOB = 'message-occurrences';
+
+interface OccurrenceJobData {
+  readonly merchantId: string;
+  readonly messageId: string;
+}
+
+export interface ScheduledJobView {
+  readonly jobId: string;
+  readonly merchantId: string;
+  readonly messageId: string;
+  readonly nextRunAt: string | null;
+  readonly lastRunAt: string | null;
+  readonly lastFinishedAt: string | null;
+  readonly lockedAt: string | null;
+  readonly failReason: string | null;
+}
+
+export interface OccurrenceSchedulerOptions {
+  readonly backend: AgendaBackend;
+  readonly router: ActorRouter;
+  /** This node's name, recorded on the jobs it runs. */
+  readonly name: string;
+  /** How often Agenda looks for due jobs (PGlite has no LISTEN/NOTIFY, so this is its latency there). */
+  readonly processEveryMs: number;
+  /** How long until a job whose actor could not answer is tried again. */
+  readonly retryDelayMs?: number;
+  readonly now?: () => number;
+  readonly onError?: (error: unknown) => void;
+  readonly onTick?: (sample: { messageId: string; dispatched: number; lagSeconds: number }) => void;
+}
+
+export interface OccurrenceScheduler {
+  /** Idempotent: a message already registered keeps its job. */
+  register(registration: ScheduleRegistration): Promise<void>;
+  jobs(options?: { readonly messageId?: string; readonly limit?: number }): Promise<ScheduledJobView[]>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
+
+export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): OccurrenceScheduler {
+  const now = options.now ?? Date.now;
+  const agenda = new Agenda({
+    backend: options.backend,
+    name: options.name,
+    processEvery: options.processEveryMs,
+    maxConcurrency: 64,
+    defaultConcurrency: 64,
+    defaultLockLimit: 0,
+    defaultLockLifetime: 60_000,
+  });
+
+  agenda.define<OccurrenceJobData>(
+    OCCURRENCE_JOB,
+    async (job: Job<OccurrenceJobData>) => {
+      const { merchantId, messageId } = job.attrs.data;
+      const scheduledFor = job.attrs.lastRunAt?.getTime() ?? now();
+      try {
+        const reply = await options.router.message(merchantId, messageId).ask({ type: 'dispatch_due' });
+        // Agenda saves nextRunAt after the handler: the job comes back at the next occurrence, or never
+        job.attrs.nextRunAt = reply.ok && reply.next !== null ? new Date(reply.next) : null;
+        if (reply.ok) options.onTick?.({ messageId, dispatched: reply.dispatched.length, lagSeconds: Math.max(0, (now() - scheduledFor) / 1000) });
+      } catch (error) {
+        options.onError?.(error);
+        job.attrs.nextRunAt = new Date(now() + (options.retryDelayMs ?? 5_000));
+      }
+    },
+    { concurrency: 64, lockLimit: 0 },
+  );
+
+  return {
+    async register(registration) {
+      await agenda
+        .create<OccurrenceJobData>(OCCURRENCE_JOB, { merchantId: registration.merchantId, messageId: registration.messageId })
+        .unique({ 'data.messageId': registration.messageId }, { insertOnly: true })
+        .schedule(new Date(registration.at))
+        .save();
+    },
+    async jobs({ messageId, limit = 100 } = {}) {
+      const result = await agenda.queryJobs({
+        name: OCCURRENCE_JOB,
+        ...(messageId ? { data: { messageId } } : {}),
+        limit,
+        sort: { nextRunAt: 'asc' },
+      });
+      return result.jobs.map((job) => {
+        const data = job.data as OccurrenceJobData;
+        return {
+          jobId: String(job._id),
+          merchantId: data.merchantId,
+          messageId: data.messageId,
+          nextRunAt: iso(job.nextRunAt),
+          lastRunAt: iso(job.lastRunAt),
+          lastFinishedAt: iso(job.lastFinishedAt),
+          lockedAt: iso(job.lockedAt),
+          failReason: job.failReason ?? null,
+        };
+      });
+    },
+    start: () => agenda.start(),
+    async stop() {
+      await agenda.drain(10_000);
+      await agenda.stop(true);
+    },
+  };
+}
