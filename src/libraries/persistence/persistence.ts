@@ -1,5 +1,7 @@
 import type { DeadLetters } from './dead-letters-port.js';
 import type { Directory } from './directory-port.js';
+import type { LeaseStore } from './lease-port.js';
+import { createSqlLeases } from './sql/sql-leases.js';
 import type { Journal, Outbox } from './journal-port.js';
 import { migrate } from './sql/migrations.js';
 import { connectPostgres, openPglite, type SqlExecutor } from './sql/sql-executor.js';
@@ -14,6 +16,8 @@ export interface Persistence {
   readonly outbox: Outbox;
   readonly directory: Directory;
   readonly deadLetters: DeadLetters;
+  /** Shard leases for the cluster (server mode). */
+  readonly leases: LeaseStore;
   /** Resolves when the database answers; for health checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -30,6 +34,7 @@ export async function sqlPersistence(db: SqlExecutor, journalOptions: SqlJournal
     outbox: journal,
     directory: createSqlDirectory(db),
     deadLetters: createSqlDeadLetters(db),
+    leases: createSqlLeases(db),
     ping: async () => {
       await db.query('SELECT 1');
     },

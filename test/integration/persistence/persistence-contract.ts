@@ -216,6 +216,62 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
   });
 
+  describe('shard leases', () => {
+    it('when nodes heartbeat, then they are live until they leave', async () => {
+      await store.leases.heartbeat('node-b', 60_000);
+      await store.leases.heartbeat('node-a', 60_000);
+      expect(await store.leases.liveNodes()).to.deep.equal(['node-a', 'node-b']);
+      await store.leases.leave('node-b');
+      expect(await store.leases.liveNodes()).to.deep.equal(['node-a']);
+    });
+
+    it('when two nodes race for the same shards, then each shard has one owner, with epoch 1', async () => {
+      const shards = Array.from({ length: 16 }, (_, i) => i);
+      const [a, b] = await Promise.all([store.leases.acquire('node-a', shards, 16, 60_000), store.leases.acquire('node-b', shards, 16, 60_000)]);
+      const owned = [...a, ...b].map((l) => l.shard).sort((x, y) => x - y);
+      expect(owned).to.deep.equal(shards);
+      expect([...a, ...b].every((l) => l.epoch === 1)).to.equal(true);
+      expect(await store.leases.acquire('node-c', shards, 16, 60_000)).to.deep.equal([]);
+    });
+
+    it('when a node asks for at most N, then it gets at most N', async () => {
+      expect(await store.leases.acquire('node-a', [0, 1, 2, 3], 2, 60_000)).to.have.length(2);
+    });
+
+    it('when a lease is renewed at its epoch, then it is kept; at another epoch or by another node, it is not', async () => {
+      const [lease] = await store.leases.acquire('node-a', [5], 1, 60_000);
+      expect(await store.leases.renew('node-a', [{ shard: 5, epoch: lease!.epoch }], 60_000)).to.deep.equal([5]);
+      expect(await store.leases.renew('node-a', [{ shard: 5, epoch: lease!.epoch + 1 }], 60_000)).to.deep.equal([]);
+      expect(await store.leases.renew('node-b', [{ shard: 5, epoch: lease!.epoch }], 60_000)).to.deep.equal([]);
+    });
+
+    it('when a lease is released or expires, then another node takes it with the next epoch and the old holder cannot renew', async () => {
+      await store.leases.acquire('node-a', [7], 1, 60_000);
+      await store.leases.release('node-a', [7]);
+      const [taken] = await store.leases.acquire('node-b', [7], 1, 60_000);
+      expect(taken).to.include({ shard: 7, owner: 'node-b', epoch: 2 });
+      expect(await store.leases.renew('node-a', [{ shard: 7, epoch: 1 }], 60_000)).to.deep.equal([]);
+      await store.leases.acquire('node-a', [8], 1, 1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await store.leases.acquire('node-b', [8], 1, 60_000))[0]).to.include({ owner: 'node-b', epoch: 2 });
+      expect((await store.leases.list()).map((l) => [l.shard, l.owner, l.epoch])).to.deep.equal([
+        [7, 'node-b', 2],
+        [8, 'node-b', 2],
+      ]);
+    });
+
+    it('when an append carries a fence, then it is written only while that lease is current', async () => {
+      const [lease] = await store.leases.acquire('node-a', [3], 1, 60_000);
+      const fence = { shard: 3, owner: 'node-a', epoch: lease!.epoch };
+      await store.journal.append(append('fenced:1', 1, [{ ok: true }], { fence }));
+      await store.leases.release('node-a', [3]);
+      await store.leases.acquire('node-b', [3], 1, 60_000);
+      const stale = await store.journal.append(append('fenced:1', 2, [{ ok: false }], { fence })).catch((e: unknown) => e);
+      expect(stale).to.be.instanceOf(JournalConflictError).with.property('reason', 'fenced');
+      expect((await store.journal.read('fenced:1', 0)).map((r) => r.seq)).to.deep.equal([1]);
+    });
+  });
+
   it('answers a ping', async () => {
     await store.ping();
   });

@@ -13,6 +13,7 @@ import {
 } from '../journal-port.js';
 import type { Persistence } from '../persistence.js';
 import type { DeadLetter, DeadLetters } from '../dead-letters-port.js';
+import type { Lease, LeaseStore } from '../lease-port.js';
 
 /**
  * The MongoDB adapter of the persistence port (ARCHITECTURE.md §4). It passes the same contract suite as the SQL
@@ -122,6 +123,11 @@ interface MessageOwnerDoc {
   readonly createdAt: number;
 }
 
+interface NodeDoc {
+  readonly _id: string;
+  readonly expiresAt: Date;
+}
+
 interface DeadLetterDoc extends Omit<DeadLetter, 'id'> {
   readonly _id: string;
 }
@@ -134,6 +140,7 @@ interface Collections {
   readonly apiKeys: Collection<KeyDoc>;
   readonly messageOwners: Collection<MessageOwnerDoc>;
   readonly deadLetters: Collection<DeadLetterDoc>;
+  readonly clusterNodes: Collection<NodeDoc>;
 }
 
 function collectionsOf(db: Db): Collections {
@@ -145,6 +152,7 @@ function collectionsOf(db: Db): Collections {
     apiKeys: db.collection<KeyDoc>('api_keys'),
     messageOwners: db.collection<MessageOwnerDoc>('message_owners'),
     deadLetters: db.collection<DeadLetterDoc>('webhook_dead_letters'),
+    clusterNodes: db.collection<NodeDoc>('cluster_nodes'),
   };
 }
 
@@ -649,6 +657,69 @@ export function createMongoDeadLetters(c: Collections): DeadLetters {
   };
 }
 
+/**
+ * Leases on MongoDB: one document per shard, changed by single-document atomic updates whose time is the server's
+ * (`$$NOW` in pipeline updates), so two nodes cannot both take a shard and nodes' clocks do not matter.
+ */
+export function createMongoLeases(c: Collections): LeaseStore {
+  const expiry = (ttlMs: number) => ({ $add: ['$$NOW', ttlMs] });
+  const toLease = (doc: LeaseDoc): Lease => ({
+    shard: doc._id,
+    owner: String(doc.owner),
+    epoch: Number(doc.epoch),
+    expiresAt: doc.expiresAt instanceof Date ? doc.expiresAt.getTime() : 0,
+  });
+  return {
+    async heartbeat(nodeId, ttlMs) {
+      await c.clusterNodes.updateOne({ _id: nodeId }, [{ $set: { expiresAt: expiry(ttlMs) } }], { upsert: true });
+    },
+    async liveNodes() {
+      const docs = await c.clusterNodes.find({ $expr: { $gt: ['$expiresAt', '$$NOW'] } }).sort({ _id: 1 }).toArray();
+      return docs.map((d) => d._id);
+    },
+    async renew(nodeId, held, ttlMs) {
+      const kept: number[] = [];
+      for (const { shard, epoch } of held) {
+        const result = await c.shardLeases.updateOne(
+          { _id: shard, owner: nodeId, epoch, $expr: { $gt: ['$expiresAt', '$$NOW'] } },
+          [{ $set: { expiresAt: expiry(ttlMs) } }],
+        );
+        if (result.modifiedCount === 1) kept.push(shard);
+      }
+      return kept;
+    },
+    async acquire(nodeId, candidates, max, ttlMs) {
+      const taken: Lease[] = [];
+      for (const shard of candidates) {
+        if (taken.length >= max) break;
+        try {
+          const doc = await c.shardLeases.findOneAndUpdate(
+            { _id: shard, $expr: { $lte: ['$expiresAt', '$$NOW'] } },
+            [{ $set: { owner: nodeId, epoch: { $add: [{ $ifNull: ['$epoch', 0] }, 1] }, expiresAt: expiry(ttlMs) } }],
+            { upsert: true, returnDocument: 'after' },
+          );
+          if (doc) taken.push(toLease(doc));
+        } catch (error) {
+          // a live lease exists: the upsert's insert collides with it
+          if (!isDuplicateKey(error)) throw error;
+        }
+      }
+      return taken;
+    },
+    async release(nodeId, shards) {
+      if (shards.length === 0) return;
+      await c.shardLeases.updateMany({ _id: { $in: [...shards] }, owner: nodeId }, [{ $set: { expiresAt: '$$NOW' } }]);
+    },
+    async leave(nodeId) {
+      await c.clusterNodes.deleteOne({ _id: nodeId });
+    },
+    async list() {
+      const docs = await c.shardLeases.find({}).sort({ _id: 1 }).toArray();
+      return docs.map(toLease);
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Composition
 
@@ -666,6 +737,7 @@ export async function openMongoPersistence(options: MongoPersistenceOptions): Pr
       outbox: journal,
       directory: createMongoDirectory(collections),
       deadLetters: createMongoDeadLetters(collections),
+      leases: createMongoLeases(collections),
       ping: async () => {
         await db.command({ ping: 1 });
       },

@@ -111,6 +111,16 @@ export const MIGRATIONS: readonly Migration[] = [
     // the relay asks per topic for entries older than a grace period (24 h for receipt deadlines)
     sql: `CREATE INDEX outbox_by_topic_and_age ON outbox (topic, created_at);`,
   },
+  {
+    version: 5,
+    name: 'cluster nodes',
+    sql: `
+      CREATE TABLE cluster_nodes (
+        node_id    text PRIMARY KEY,
+        expires_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
 
 const MIGRATION_LOCK = 4_242_001;
