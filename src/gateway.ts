@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createApiKeyUseCases } from './api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type DomainHosts } from './cluster/actor-router.js';
+import { createClusterRouter, type ClusterRouter } from './cluster/cluster-router.js';
+import { createShardManager, type ShardManager } from './cluster/shard-manager.js';
+import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
@@ -70,6 +73,11 @@ export interface GatewayOptions {
   readonly webhookSender?: WebhookSender;
   /** Agenda's storage for scheduled occurrences; without it, scheduled sends wait in the outbox. */
   readonly agendaBackend?: AgendaBackend;
+  /**
+   * `client`: reach the cluster's actors without joining it (the operator CLI): owns no shard, asks every actor on
+   * its owner's node. Default `node`.
+   */
+  readonly role?: 'node' | 'client';
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
 }
 
@@ -99,6 +107,16 @@ export async function openPersistence(config: Config): Promise<Persistence> {
   throw new Error('server mode needs DATABASE_URL (PostgreSQL) or MONGO_URL (MongoDB)');
 }
 
+/** A cluster client owns nothing: every ask goes to the shard's owner. */
+const NO_SHARDS: ShardManager = {
+  owns: () => false,
+  ownedShards: () => [],
+  fenceOf: (shard) => ({ shard, owner: '', epoch: -1 }),
+  start: () => Promise.resolve(),
+  stop: () => Promise.resolve(),
+  tick: () => Promise.resolve(),
+};
+
 /** The wired node: persistence, actors, use cases and the outbox relay, with one start and one stop. */
 export async function createGateway(options: GatewayOptions) {
   const { config } = options;
@@ -116,12 +134,50 @@ export async function createGateway(options: GatewayOptions) {
       report({ what: `${incident.what} ${incident.key}`, error: incident.error });
     },
   });
+  // server mode with a transport is a cluster (of one node or many): shards by lease, fenced appends, routing
+  const clusterTransport = config.mode === 'server' ? options.transport : undefined;
+  const clustered = clusterTransport !== undefined;
+  const client = clustered && options.role === 'client';
+  const nodeId = config.cluster.nodeId || `${hostname()}-${process.pid}-${ids.eventId().slice(0, 8)}`;
+  let clusterRouter: ClusterRouter | null = null;
+  const manager: ShardManager | null = clustered && !client
+    ? createShardManager({
+        nodeId,
+        shards: config.cluster.shards,
+        leases: persistence.leases,
+        ttlMs: config.cluster.leaseTtlMs,
+        onAcquired: async (shard) => {
+          await clusterRouter?.serveShard(shard);
+        },
+        onLost: async (shard) => {
+          await clusterRouter?.leaveShard(shard);
+        },
+        onError: (error) => {
+          report({ what: 'shard_lease_failed', error });
+        },
+      })
+    : null;
   const hosts: DomainHosts = createDomainHosts(runtime, {
-    host: { askTimeoutMs: config.actors.askTimeoutMs, idleShutdownMs: config.actors.idleShutdownMs, snapshotEvery: config.actors.snapshotEvery },
+    host: {
+      askTimeoutMs: config.actors.askTimeoutMs,
+      idleShutdownMs: config.actors.idleShutdownMs,
+      snapshotEvery: config.actors.snapshotEvery,
+      ...(manager ? { fenceOf: (shard: number) => manager.fenceOf(shard) } : {}),
+    },
     ratePolicy: ratePolicyOf(config),
     idempotencyTtlMs: config.idempotency.ttlMs,
   });
-  const router: ActorRouter = createLocalActorRouter(hosts, config.cluster.shards);
+  if (clusterTransport) {
+    clusterRouter = createClusterRouter({
+      hosts,
+      shards: config.cluster.shards,
+      manager: manager ?? NO_SHARDS,
+      transport: clusterTransport,
+      requestTimeoutMs: config.actors.askTimeoutMs,
+      failoverDeadlineMs: config.cluster.failoverDeadlineMs,
+    });
+  }
+  const router: ActorRouter = clusterRouter ?? createLocalActorRouter(hosts, config.cluster.shards);
   const catalog = createMerchantCatalog({ directory: persistence.directory, clock, ttlMs: 5_000, defaultUnitPrice: config.merchantDefaults.unitPrice });
   const doneMarker = createDoneMarker(persistence.outbox, 20, (error) => {
     report({ what: 'outbox_mark_done_failed', error });
@@ -238,6 +294,8 @@ export async function createGateway(options: GatewayOptions) {
     },
     pollIntervalMs: config.outbox.pollIntervalMs,
     batchSize: 200,
+    // in a cluster each node relays what its own shards wrote
+    ...(manager ? { shards: () => manager.ownedShards() } : {}),
     onError: (error) => {
       report({ what: 'outbox_relay_failed', error });
     },
@@ -284,10 +342,13 @@ export async function createGateway(options: GatewayOptions) {
     runtime,
     hosts,
     router,
+    nodeId,
+    shardManager: manager,
     catalog,
     useCases,
     relay,
     async start() {
+      await manager?.start();
       relay.start();
       await receipts?.start();
       await webhooks?.start();
@@ -295,6 +356,8 @@ export async function createGateway(options: GatewayOptions) {
     },
     async stop() {
       await scheduler?.stop();
+      // hand the shards over first: their actors stop here, and other nodes take them over at once
+      await manager?.stop();
       await relay.stop();
       await receipts?.stop();
       await webhooks?.stop();

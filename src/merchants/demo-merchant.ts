@@ -1,5 +1,6 @@
 import type { Gateway } from '../gateway.js';
 import { mustParseMoney } from '../pricing/money.js';
+import { DuplicateRecordError } from '../libraries/persistence/directory-port.js';
 
 /** What a new user gets on the first start of the sandbox: a funded merchant, a price list and a key. */
 export interface DemoMerchant {
@@ -16,10 +17,21 @@ export const DEMO_PRICING = [
   { countryCallingCode: '243', networkPrefix: '99', price: '0.025', carrier: 'airtel-cd' },
 ] as const;
 
-/** Creates the demo merchant unless the directory already has a merchant; returns it (with its key) when created. */
+export const DEMO_MERCHANT_ID = 'mer_demo';
+
+/**
+ * Creates the demo merchant unless the directory already has a merchant; returns it (with its key) when created.
+ * Its fixed id makes nodes that start together create it once.
+ */
 export async function seedDemoMerchant(gateway: Gateway): Promise<DemoMerchant | null> {
   if ((await gateway.persistence.directory.merchants()).length > 0) return null;
-  const created = await gateway.useCases.merchants.createMerchant({ name: 'Demo shop', timezone: 'Africa/Kinshasa', defaultCountry: 'CD', currency: 'USD' });
+  let created;
+  try {
+    created = await gateway.useCases.merchants.createMerchant({ id: DEMO_MERCHANT_ID, name: 'Demo shop', timezone: 'Africa/Kinshasa', defaultCountry: 'CD', currency: 'USD' });
+  } catch (error) {
+    if (error instanceof DuplicateRecordError) return null;
+    throw error;
+  }
   if (!created.ok) throw new Error(`demo merchant refused: ${JSON.stringify(created.issues)}`);
   const merchantId = created.value.id;
   await gateway.useCases.wallets.openWallet(merchantId, 'prepaid');

@@ -55,8 +55,8 @@ export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
   ref(id: string, shard: number): ActorRef<C, RM>;
   /** Actors currently in memory. */
   activeCount(): number;
-  /** Stops the in-memory actors whose id matches (all when omitted); their journal stays. */
-  passivate(filter?: (id: string) => boolean): void;
+  /** Stops the in-memory actors that match (all when omitted); their journal stays. */
+  passivate(filter?: (id: string, shard: number) => boolean): void;
 }
 
 export interface ActorRuntime {
@@ -309,7 +309,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       activeCount: () => live.size,
       passivate: (filter) => {
         for (const [id, activation] of [...live]) {
-          if (filter && !filter(id)) continue;
+          if (filter && !filter(id, activation.shard)) continue;
           live.delete(id);
           stopNact(activation.ref);
         }

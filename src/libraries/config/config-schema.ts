@@ -110,6 +110,11 @@ export const configSchema = Joi.object({
     nodeId: setting(Joi.string().allow(''), 'NODE_ID', 'Name of this node (random when empty).'),
     shards: setting(positiveInt(), 'CLUSTER_SHARDS', 'Number of shards actors are spread over; fixed per deployment.'),
     leaseTtlMs: setting(positiveInt(), 'CLUSTER_LEASE_TTL_MS', 'A shard lease not renewed for this long expires.'),
+    failoverDeadlineMs: setting(
+      positiveInt(),
+      'CLUSTER_FAILOVER_DEADLINE_MS',
+      'How long a request waits for a shard without owner (a node died) before answering 503/1402.',
+    ),
   }),
   carriers: Joi.object({
     defaultCarrier: setting(

@@ -1,0 +1,145 @@
+import pRetry, { AbortError } from 'p-retry';
+import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
+import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
+import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
+import type { ActorRouter, DomainHosts } from './actor-router.js';
+import type { ShardManager } from './shard-manager.js';
+import { shardOf } from './shards.js';
+
+type ActorKind = 'wallet' | 'apiKey' | 'message';
+
+/** What crosses the wire to a shard's owner. */
+interface ShardRequest {
+  readonly kind: ActorKind;
+  readonly id: string;
+  readonly command: Command;
+}
+
+type ShardReply =
+  | { readonly outcome: 'ok'; readonly value: unknown }
+  | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
+  | { readonly outcome: 'not_owner' };
+
+export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
+
+/** Tried again elsewhere: nothing was applied (nobody served the shard, the server did not own it, or its write was fenced). */
+class NotApplied extends Error {}
+
+export interface ClusterRouterOptions {
+  readonly hosts: DomainHosts;
+  readonly shards: number;
+  readonly manager: ShardManager;
+  readonly transport: Transport;
+  /** How long one remote ask may take. */
+  readonly requestTimeoutMs: number;
+  /** How long to keep trying while a shard has no owner (failover), before answering 503. */
+  readonly failoverDeadlineMs: number;
+  readonly onRemoteHop?: (seconds: number) => void;
+}
+
+export interface ClusterRouter extends ActorRouter {
+  /** Starts answering `gw.shard.<shard>` (on acquiring it). */
+  serveShard(shard: number): Promise<void>;
+  /** Stops answering and stops the shard's actors (on losing it). */
+  leaveShard(shard: number): Promise<void>;
+}
+
+/**
+ * The cluster implementation of ActorRouter (ARCHITECTURE.md §6): an actor of an owned shard is asked here; any
+ * other is asked through NATS on `gw.shard.<n>`, which only its owner serves. While a shard has no owner (a node
+ * died, a hand-over is under way) the ask is retried with backoff until a deadline, then fails as unavailable.
+ * A request that timed out is not retried: it may have been applied.
+ */
+export function createClusterRouter(options: ClusterRouterOptions): ClusterRouter {
+  const { hosts, manager, transport } = options;
+  const serving = new Map<number, { stop(): Promise<void> }>();
+
+  function hostOf(kind: ActorKind): ActorHost<Command, ReplyMap<Command>> {
+    const host = kind === 'wallet' ? hosts.wallets : kind === 'apiKey' ? hosts.apiKeys : hosts.messages;
+    return host as unknown as ActorHost<Command, ReplyMap<Command>>;
+  }
+
+  async function askLocal(kind: ActorKind, id: string, shard: number, command: Command): Promise<unknown> {
+    try {
+      return await hostOf(kind)
+        .ref(id, shard)
+        .ask(command);
+    } catch (error) {
+      // our lease went away under us: the command was not applied, its new owner will take it
+      if (error instanceof ActorFailureError && error.reason === 'fenced') throw new NotApplied(error.message);
+      throw error;
+    }
+  }
+
+  async function askRemote(kind: ActorKind, id: string, shard: number, command: Command): Promise<unknown> {
+    const started = process.hrtime.bigint();
+    let reply: ShardReply;
+    try {
+      reply = (await transport.request(shardSubject(shard), { kind, id, command } satisfies ShardRequest, options.requestTimeoutMs)) as ShardReply;
+    } catch (error) {
+      if (error instanceof NoResponderError) throw new NotApplied(error.message);
+      if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(`${kind}:${id}`, 'timeout', error.message));
+      throw error;
+    } finally {
+      options.onRemoteHop?.(Number(process.hrtime.bigint() - started) / 1e9);
+    }
+    if (reply.outcome === 'ok') return reply.value;
+    if (reply.outcome === 'not_owner' || reply.reason === 'fenced') throw new NotApplied(`shard ${shard} changed hands`);
+    throw new AbortError(new ActorFailureError(`${kind}:${id}`, reply.reason, reply.detail));
+  }
+
+  async function ask(kind: ActorKind, merchantId: string, id: string, command: Command): Promise<unknown> {
+    const shard = shardOf(merchantId, options.shards);
+    try {
+      return await pRetry(() => (manager.owns(shard) ? askLocal(kind, id, shard, command) : askRemote(kind, id, shard, command)), {
+        retries: 1_000,
+        minTimeout: 25,
+        maxTimeout: 500,
+        factor: 1.6,
+        maxRetryTime: options.failoverDeadlineMs,
+        shouldRetry: ({ error }) => error instanceof NotApplied,
+      });
+    } catch (error) {
+      if (error instanceof NotApplied) throw new ActorFailureError(`${kind}:${id}`, 'unavailable', `shard ${shard} has no owner: ${error.message}`);
+      throw error;
+    }
+  }
+
+  function ref<C extends Command, RM extends ReplyMap<C>>(kind: ActorKind, merchantId: string, id: string): ActorRef<C, RM> {
+    return {
+      key: `${kind}:${id}`,
+      ask: (command) => ask(kind, merchantId, id, command) as Promise<never>,
+    };
+  }
+
+  async function answer(shard: number, payload: unknown): Promise<ShardReply> {
+    if (!manager.owns(shard)) return { outcome: 'not_owner' };
+    const request = payload as ShardRequest;
+    try {
+      return { outcome: 'ok', value: await hostOf(request.kind).ref(request.id, shard).ask(request.command) };
+    } catch (error) {
+      if (error instanceof ActorFailureError) return { outcome: 'failed', reason: error.reason, detail: error.message };
+      throw error;
+    }
+  }
+
+  return {
+    wallet: (merchantId) => ref('wallet', merchantId, merchantId),
+    apiKey: (merchantId, keyId) => ref('apiKey', merchantId, keyId),
+    message: (merchantId, messageId) => ref('message', merchantId, messageId),
+    shardOf: (merchantId) => shardOf(merchantId, options.shards),
+    async serveShard(shard) {
+      if (serving.has(shard)) return;
+      serving.set(shard, await transport.serve(shardSubject(shard), (payload) => answer(shard, payload)));
+    },
+    async leaveShard(shard) {
+      const server = serving.get(shard);
+      serving.delete(shard);
+      await server?.stop();
+      const inShard = (_id: string, actorShard: number) => actorShard === shard;
+      hosts.wallets.passivate(inShard);
+      hosts.apiKeys.passivate(inShard);
+      hosts.messages.passivate(inShard);
+    },
+  };
+}
