@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { AppError, isAppError, type FieldIssue } from '../../../src/libraries/errors/app-error.js';
+import { AppError, failure, isAppError, success, type FieldIssue } from '../../../src/libraries/errors/app-error.js';
 import {
   CARRIER_CODE_RANGE,
   entryByCode,
@@ -161,5 +161,18 @@ describe('AppError', () => {
     expect(isAppError(new Error('x'))).to.equal(false);
     expect(isAppError({ code: '1110', httpStatus: 400 })).to.equal(false);
     expect(isAppError(null)).to.equal(false);
+  });
+});
+
+describe('Result (a use case\'s answer)', () => {
+  it('when success wraps a value, then it is ok with that value', () => {
+    expect(success({ message_id: 'm-1' })).to.deep.equal({ ok: true, value: { message_id: 'm-1' } });
+  });
+
+  it('when failure wraps an AppError, then it is not ok and carries that very error', () => {
+    const error = new AppError('INSUFFICIENT_BALANCE');
+    const result = failure(error);
+    expect(result).to.deep.equal({ ok: false, error });
+    expect(result.ok ? null : result.error).to.equal(error);
   });
 });
