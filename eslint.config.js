@@ -34,6 +34,16 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { paths: [NACT_ONLY_IN_ACTORS_LIBRARY, ...IO_MODULES] }] },
   },
   {
+    // the client ships to merchants on its own: Node built-ins, p-retry and its own files only
+    files: ['src/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|p-retry$|\\./)', message: 'The client is self-contained: import only node:*, p-retry and ./ files.' }] },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       // chai's property assertions (expect(x).to.be.true) read as expressions
