@@ -355,13 +355,14 @@ export async function createGateway(options: GatewayOptions) {
       await scheduler?.start();
     },
     async stop() {
+      // stop taking work first (nothing in flight then waits for a shard's new owner), then hand the shards over:
+      // their actors stop here and other nodes take them at once
       await scheduler?.stop();
-      // hand the shards over first: their actors stop here, and other nodes take them over at once
-      await manager?.stop();
-      await relay.stop();
       await receipts?.stop();
       await webhooks?.stop();
+      await relay.stop();
       await doneMarker.flush();
+      await manager?.stop();
       if (!options.webhookSender) await sender.close();
       runtime.stop();
       if (ownsPersistence) await persistence.close();

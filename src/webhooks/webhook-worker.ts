@@ -116,6 +116,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         concurrency: options.concurrency,
         // an attempt takes at most the endpoint timeout; this only covers a worker that died mid-attempt
         ackWaitMs: 30_000,
+        // every job waiting for its retry time or for its busy merchant is unsettled on the broker: with a bound,
+        // one dead endpoint's backlog would stop every merchant's deliveries
+        unboundedRetries: true,
         handler: handle,
       });
     },

@@ -105,7 +105,9 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(spec.ackWaitMs),
       max_deliver: -1,
-      max_ack_pending: Math.max(1_000, 10 * spec.concurrency),
+      // a nak'ed message counts against max_ack_pending until it is redelivered: -1 (unlimited) for consumers that
+      // park many (the pull batch, `concurrency`, still bounds what this process holds)
+      max_ack_pending: spec.unboundedRetries ? -1 : Math.max(1_000, 10 * spec.concurrency),
     });
     const messages = await (await js.consumers.get(stream, spec.durable)).consume({ max_messages: spec.concurrency });
     // abandoned: stop() gave up waiting, so a handler finishing later behaves as if its process had died

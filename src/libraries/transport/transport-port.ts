@@ -54,6 +54,12 @@ export interface ConsumerSpec {
   readonly concurrency: number;
   /** A delivery not settled within this time is redelivered (the consumer is presumed dead). */
   readonly ackWaitMs: number;
+  /**
+   * Deliveries retried with a delay stay unsettled on the broker until they come back. A consumer that parks many
+   * of them (webhook jobs waiting for their retry time or for a busy merchant) sets this, so the broker's bound on
+   * unsettled deliveries cannot stop the whole consumer; how many are handled at once is still `concurrency`.
+   */
+  readonly unboundedRetries?: boolean;
   readonly handler: (delivery: Delivery) => Promise<Disposition>;
 }
 
