@@ -1,6 +1,8 @@
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
+import { createDocsRouter } from './entry-points/http/docs-routes.js';
 import { createHttpApp, type HealthReport } from './entry-points/http/http-app.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
+import { buildOpenApiDocument } from './entry-points/http/openapi.js';
 import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
 import type { Logger } from './libraries/logger/logger.js';
@@ -107,6 +109,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     bodyLimitBytes: config.http.bodyLimitBytes,
     health,
     logger,
+    extraRouters: [createDocsRouter(buildOpenApiDocument({ version: config.version }))],
   });
   const http = createHttpServer(app, { host: config.http.host, port: config.http.port });
   const announce =

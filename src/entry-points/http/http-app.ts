@@ -37,8 +37,9 @@ interface Locals {
 }
 
 const locals = (res: Response): Locals => res.locals as Locals;
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
+/** A well-formed incoming X-Request-Id is kept; any other is replaced (the OpenAPI document quotes both patterns). */
+export const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+export const IDEMPOTENCY_KEY = /^[\x21-\x7E]{1,255}$/;
 
 /** 1110 with one detail on `body`, at the status DECISIONS.md gives (400, 413 or 415). */
 function bodyError(httpStatus: 400 | 413 | 415, message: string, type: string): AppError {
