@@ -3,14 +3,15 @@ import type { Command, CommandArgs, CommandSpec } from './command.js';
 import { KEY_COMMANDS } from './key-commands.js';
 import { MERCHANT_COMMANDS } from './merchant-commands.js';
 import { PRICING_COMMANDS } from './pricing-commands.js';
+import { SCHEDULE_COMMANDS } from './schedule-commands.js';
 import { WALLET_COMMANDS } from './wallet-commands.js';
 
-export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICING_COMMANDS, ...WALLET_COMMANDS, ...KEY_COMMANDS];
+export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICING_COMMANDS, ...WALLET_COMMANDS, ...KEY_COMMANDS, ...SCHEDULE_COMMANDS];
 
 export type ParsedCommandLine =
   | { readonly type: 'help'; readonly text: string }
   | { readonly type: 'usage_error'; readonly message: string; readonly hint: string }
-  | { readonly type: 'run'; readonly name: string; readonly json: boolean; readonly command: Command };
+  | { readonly type: 'run'; readonly name: string; readonly json: boolean; readonly needsScheduler: boolean; readonly command: Command };
 
 const HELP_FLAGS = new Set(['help', '--help', '-h']);
 
@@ -86,5 +87,5 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
   };
   const prepared = spec.prepare(args);
   if (typeof prepared !== 'function') return usageError(prepared.usageError, hint);
-  return { type: 'run', name: spec.words.join(' '), json: values.json === true, command: prepared };
+  return { type: 'run', name: spec.words.join(' '), json: values.json === true, needsScheduler: spec.needsScheduler === true, command: prepared };
 }

@@ -1,7 +1,10 @@
 import type { Gateway } from '../../src/gateway.js';
 
-/** What a command needs of the wired node: its use cases, its store (for reads) and its settings. */
-export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router'>;
+/**
+ * What a command needs of the wired node: its use cases, its store (for reads) and its settings; `scheduler` is
+ * there (not started: it only reads Agenda's jobs) for the commands that ask for it.
+ */
+export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler'>;
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes
@@ -38,6 +41,8 @@ export interface CommandSpec {
   readonly usage?: string;
   readonly summary: string;
   readonly options?: Readonly<Record<string, OptionSpec>>;
+  /** The command reads Agenda's jobs: the CLI opens Agenda's backend on the database too. */
+  readonly needsScheduler?: boolean;
   /** The command, or the usage error that prevents it. */
   prepare(args: CommandArgs): Command | { readonly usageError: string };
 }

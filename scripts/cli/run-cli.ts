@@ -1,5 +1,7 @@
-import { createGateway } from '../../src/gateway.js';
+import type { AgendaBackend } from 'agenda';
+import { createGateway, openPersistence } from '../../src/gateway.js';
 import { ConfigError, loadConfig, type Config } from '../../src/libraries/config/config.js';
+import type { Persistence } from '../../src/libraries/persistence/persistence.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
@@ -10,18 +12,47 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
-  /** Opens the node the command runs on; the real one by default (tests may pass their own). */
-  readonly openGateway?: (config: Config, err: (text: string) => void) => Promise<CliGateway & { stop(): Promise<void> }>;
+  /**
+   * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
+   * command reads Agenda's jobs.
+   */
+  readonly openGateway?: (config: Config, err: (text: string) => void, needs: { readonly scheduler: boolean }) => Promise<CliGateway & { stop(): Promise<void> }>;
 }
 
-const openRealGateway = (config: Config, err: (text: string) => void) =>
+/** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
+async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
+  if (persistence.sql) {
+    const { PostgresBackend } = await import('@agendajs/postgres-backend');
+    return new PostgresBackend({ connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite', poolConfig: { max: 2 } });
+  }
+  const { MongoBackend } = await import('@agendajs/mongo-backend');
+  return new MongoBackend({ address: config.database.mongoUrl });
+}
+
+async function openRealGateway(config: Config, err: (text: string) => void, needs: { readonly scheduler: boolean }) {
+  const onIncident = ({ what, error }: { what: string; error: unknown }) => {
+    err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
+  };
   // the relay is not started: a CLI run carries out its own command only
-  createGateway({
-    config,
-    onIncident: ({ what, error }) => {
-      err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
-    },
-  });
+  if (!needs.scheduler) return createGateway({ config, onIncident });
+  const persistence = await openPersistence(config);
+  try {
+    const gateway = await createGateway({ config, persistence, agendaBackend: await openAgendaBackend(config, persistence), onIncident });
+    const stop = gateway.stop.bind(gateway);
+    return Object.assign(gateway, {
+      async stop() {
+        try {
+          await stop();
+        } finally {
+          await persistence.close();
+        }
+      },
+    });
+  } catch (error) {
+    await persistence.close();
+    throw error;
+  }
+}
 
 function print(outcome: CommandOutcome, json: boolean, io: CliIo): ExitCode {
   if (!outcome.ok) {
@@ -65,7 +96,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
     io.err(`error: ${error.message}\n`);
     return EXIT.usage;
   }
-  const gateway = await (io.openGateway ?? openRealGateway)(config, io.err);
+  const gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler });
   try {
     return print(await parsed.command(gateway), parsed.json, io);
   } finally {

@@ -43,8 +43,10 @@ export interface OccurrenceSchedulerOptions {
 export interface OccurrenceScheduler {
   /** Idempotent: a message already registered keeps its job. */
   register(registration: ScheduleRegistration): Promise<void>;
-  jobs(options?: { readonly messageId?: string; readonly limit?: number }): Promise<ScheduledJobView[]>;
+  /** Occurrence jobs by next run, optionally of one message or one merchant. */
+  jobs(options?: { readonly messageId?: string; readonly merchantId?: string; readonly limit?: number }): Promise<ScheduledJobView[]>;
   start(): Promise<void>;
+  /** Stops running jobs; a scheduler never started (one that only registers or lists jobs) closes its backend. */
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ const iso = (date: Date | null | undefined): string | null => (date ? date.toISO
 
 export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): OccurrenceScheduler {
   const now = options.now ?? Date.now;
+  let started = false;
   const agenda = new Agenda({
     backend: options.backend,
     name: options.name,
@@ -88,10 +91,11 @@ export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): 
         .schedule(new Date(registration.at))
         .save();
     },
-    async jobs({ messageId, limit = 100 } = {}) {
+    async jobs({ messageId, merchantId, limit = 100 } = {}) {
+      const data = { ...(messageId ? { messageId } : {}), ...(merchantId ? { merchantId } : {}) };
       const result = await agenda.queryJobs({
         name: OCCURRENCE_JOB,
-        ...(messageId ? { data: { messageId } } : {}),
+        ...(messageId || merchantId ? { data } : {}),
         limit,
         sort: { nextRunAt: 'asc' },
       });
@@ -109,8 +113,17 @@ export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): 
         };
       });
     },
-    start: () => agenda.start(),
+    async start() {
+      started = true;
+      await agenda.start();
+    },
     async stop() {
+      if (!started) {
+        // Agenda only disconnects a backend it started; this one connected when Agenda was created
+        await agenda.ready;
+        await options.backend.disconnect();
+        return;
+      }
       await agenda.drain(10_000);
       await agenda.stop(true);
     },

@@ -44,7 +44,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let unsubscribe: (() => void) | null = null;
 
   async function relayTopic(topic: string, handler: TopicHandler): Promise<boolean> {
-    const olderThan = handler.graceMs ? options.clock.now() - handler.graceMs : undefined;
+    // an entry exactly graceMs old is no longer younger than the grace period (`olderThan` is exclusive): the
+    // 24-hour receipt deadline is reached at 24 h, not 24 h + 1 ms
+    const olderThan = handler.graceMs ? options.clock.now() - handler.graceMs + 1 : undefined;
     const shards = options.shards?.();
     const entries = await options.outbox.pending({
       limit: options.batchSize,
