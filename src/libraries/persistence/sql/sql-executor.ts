@@ -1,5 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 
 /** The SQL the adapters need, whether the database is a PostgreSQL server (pg) or PGlite in-process. */
@@ -91,9 +93,56 @@ export interface PgliteOptions {
   readonly schema?: string;
 }
 
+/** PGlite is single-process: a second process opening the same directory would corrupt it. */
+export class DataDirectoryInUseError extends Error {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number,
+  ) {
+    super(`the data directory ${dataDir} is in use by process ${pid}; stop it first (PGlite serves one process)`);
+    this.name = 'DataDirectoryInUseError';
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Takes the directory's lock file (a stale one, whose process is gone, is taken over). */
+function lockDataDir(dataDir: string): () => void {
+  mkdirSync(dataDir, { recursive: true });
+  const lockFile = path.join(dataDir, 'gateway.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      return () => {
+        rmSync(lockFile, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number(readFileSync(lockFile, 'utf8'));
+      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) throw new DataDirectoryInUseError(dataDir, holder);
+      rmSync(lockFile, { force: true });
+    }
+  }
+  throw new Error(`cannot lock ${dataDir}`);
+}
+
 export async function openPglite(options: PgliteOptions): Promise<SqlExecutor> {
   checkSchema(options.schema);
-  const db = options.dataDir ? await PGlite.create(options.dataDir) : await PGlite.create();
+  const unlock = options.dataDir ? lockDataDir(options.dataDir) : () => undefined;
+  let db: PGlite;
+  try {
+    db = options.dataDir ? await PGlite.create(options.dataDir) : await PGlite.create();
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   let socket: Promise<PGLiteSocketServer> | null = null;
   if (options.schema) {
     await db.exec(`CREATE SCHEMA IF NOT EXISTS ${options.schema}; SET search_path TO ${options.schema}`);
@@ -120,6 +169,7 @@ export async function openPglite(options: PgliteOptions): Promise<SqlExecutor> {
     async close() {
       if (socket) await (await socket).stop();
       await db.close();
+      unlock();
     },
     async connectionString() {
       socket ??= (async () => {

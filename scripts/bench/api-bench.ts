@@ -1,0 +1,338 @@
+/**
+ * npm run bench:api — merchant API throughput with autocannon, in two modes:
+ *   embedded:   PGlite in a temp dir, the database bus, the in-process simulator;
+ *   PostgreSQL: a private PostgreSQL server and a private nats-server (the production shape), the in-process simulator.
+ * Per mode one node in this process (rate limits raised, a merchant with large wallets), then one autocannon run per
+ * endpoint: GET /health (the floor), GET /status/{id}, GET /balance, POST /send with 1 and with 1 000 recipients.
+ * Prints a Markdown table for docs/performance.md. Measures and reports; asserts nothing.
+ *
+ * Environment:
+ *   BENCH_DURATION_S    seconds per endpoint (10)
+ *   BENCH_CONNECTIONS   connections of the light endpoints (32); BENCH_BULK_CONNECTIONS for 1 000 recipients (4)
+ *   BENCH_SEPARATE      1 (default): autocannon in a child process (`npx autocannon --json`); 0: in this process
+ *   BENCH_MODES         comma-separated subset of embedded,postgres (both)
+ *   BENCH_SETTLE_MAX_S  longest wait for the pipeline to go quiet between runs (60)
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { createGatewayNode, type GatewayNode } from '../../src/gateway-node.js';
+import type { Config, DeepPartial } from '../../src/libraries/config/config.js';
+import { openPglitePersistence, openPostgresPersistence, type Persistence } from '../../src/libraries/persistence/persistence.js';
+import { createDatabaseBus } from '../../src/libraries/transport/database-bus.js';
+import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
+import type { Transport } from '../../src/libraries/transport/transport-port.js';
+import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
+import { startTestNats } from '../../test/helpers/nats.js';
+import { startTestPostgres } from '../../test/helpers/postgres.js';
+import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
+
+const DURATION_S = envNumber('BENCH_DURATION_S', 10);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
+const BULK_CONNECTIONS = envNumber('BENCH_BULK_CONNECTIONS', 4);
+const SEPARATE = process.env.BENCH_SEPARATE !== '0';
+const SETTLE_MAX_S = envNumber('BENCH_SETTLE_MAX_S', 60);
+const MODES = (process.env.BENCH_MODES ?? 'embedded,postgres').split(',').map((m) => m.trim());
+const MANY = 10_000_000;
+const OVERRIDES: DeepPartial<Config> = {
+  rateLimits: { send: MANY, status: MANY, balance: MANY, calculate: MANY, management: MANY },
+};
+
+interface LoadSpec {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+  readonly connections: number;
+}
+
+interface LoadResult {
+  readonly rps: number;
+  readonly total: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+/** The part of autocannon's result (in-process object or CLI `--json` output) this report reads. */
+interface AutocannonSummary {
+  readonly requests: { readonly average: number; readonly total: number };
+  readonly latency: { readonly p50: number; readonly p99: number };
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+const toLoadResult = (r: AutocannonSummary): LoadResult => ({
+  rps: r.requests.average,
+  total: r.requests.total,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  non2xx: r.non2xx,
+  errors: r.errors,
+});
+
+/** Temp dir of the request bodies given to the child autocannon. */
+let scratch: string | null = null;
+const removeScratch = (): void => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  scratch = null;
+};
+
+/** `npx autocannon --json …` in a child process, so the load generator does not share the server's event loop. */
+async function runSeparate(spec: LoadSpec): Promise<LoadResult> {
+  const args = ['autocannon', '--json', '-n', '-c', String(spec.connections), '-d', String(DURATION_S), '-m', spec.method];
+  for (const [name, value] of Object.entries(spec.headers)) args.push('-H', `${name}=${value}`);
+  if (spec.body !== undefined) {
+    scratch ??= mkdtempSync(path.join(tmpdir(), 'gw-bench-api-'));
+    const file = path.join(scratch, `body-${Date.now()}.json`);
+    writeFileSync(file, spec.body);
+    args.push('-i', file);
+  }
+  args.push(spec.url);
+  const child = spawn('npx', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    err = (err + chunk.toString()).slice(-4_000);
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`npx autocannon exited with ${code ?? 'a signal'}:\n${err}`);
+  const json = out.slice(out.indexOf('{'));
+  return toLoadResult(JSON.parse(json) as AutocannonSummary);
+}
+
+async function runInProcess(spec: LoadSpec): Promise<LoadResult> {
+  const result = await autocannon({
+    url: spec.url,
+    method: spec.method,
+    headers: spec.headers,
+    ...(spec.body !== undefined ? { body: spec.body } : {}),
+    connections: spec.connections,
+    duration: DURATION_S,
+  });
+  return toLoadResult(result);
+}
+
+const load = (spec: LoadSpec): Promise<LoadResult> => (SEPARATE ? runSeparate(spec) : runInProcess(spec));
+
+interface RunningMode {
+  readonly label: string;
+  readonly node: GatewayNode;
+  readonly persistence: Persistence;
+  readonly baseUrl: string;
+  stop(): Promise<void>;
+}
+
+async function startNode(label: string, config: Config, persistence: Persistence, transport: Transport, logger: ReturnType<typeof countingLogger>['logger']) {
+  const node = await createGatewayNode({ config, persistence, transport, inProcessSimulator: true, logger, announce: () => undefined });
+  const port = await node.start();
+  return { label, node, persistence, baseUrl: `http://127.0.0.1:${port}` };
+}
+
+async function startEmbedded(logger: ReturnType<typeof countingLogger>['logger']): Promise<RunningMode> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'gw-bench-pglite-'));
+  const config = testConfig({ mode: 'embedded', database: { dataDir }, ...OVERRIDES });
+  const persistence = await openPglitePersistence({ dataDir });
+  const sql = persistence.sql;
+  if (!sql) throw new Error('PGlite persistence without SQL');
+  const transport = createDatabaseBus({ db: sql });
+  const running = await startNode('Embedded (PGlite + database bus)', config, persistence, transport, logger);
+  return {
+    ...running,
+    async stop() {
+      await running.node.stop();
+      await transport.close();
+      await persistence.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startServerMode(logger: ReturnType<typeof countingLogger>['logger']): Promise<RunningMode> {
+  const pg = await startTestPostgres();
+  const nats = await startTestNats().catch(async (error: unknown) => {
+    await pg.stop();
+    throw error;
+  });
+  // stopped in reverse order, also when starting fails half way
+  const opened: (() => Promise<void>)[] = [() => pg.stop(), () => nats.stop()];
+  const closeAll = async () => {
+    for (const close of opened.reverse()) await close().catch((error: unknown) => process.stderr.write(`stop: ${String(error)}\n`));
+  };
+  try {
+    const url = await pg.createDatabase('bench_api');
+    const config = testConfig({ database: { url }, nats: { url: nats.url }, ...OVERRIDES });
+    const persistence = await openPostgresPersistence({ url, poolSize: config.database.poolSize });
+    opened.push(() => persistence.close());
+    const transport = await connectNatsTransport({ servers: nats.url, name: 'bench-api' });
+    opened.push(() => transport.close());
+    const running = await startNode('PostgreSQL + NATS', config, persistence, transport, logger);
+    opened.push(() => running.node.stop());
+    return { ...running, stop: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** Share of one core this process used over `ms`. */
+async function cpuShare(ms: number): Promise<number> {
+  const before = process.cpuUsage();
+  const t0 = performance.now();
+  await sleep(ms);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / (performance.now() - t0);
+}
+
+/**
+ * Waits until the outbox has stopped changing and this process is back to its idle CPU use (pollers included) for
+ * a second, so one run's pipeline work (dispatches, receipts, webhook events) does not land in the next run's
+ * numbers. (Not until the outbox is empty: some entries wait on purpose, e.g. one receipt timeout per message.)
+ */
+async function settle(persistence: Persistence, idleShare: number): Promise<{ seconds: number; quiet: boolean }> {
+  const started = performance.now();
+  let quietSamples = 0;
+  let lastBacklog = await persistence.outbox.backlog();
+  while (performance.now() - started < SETTLE_MAX_S * 1000) {
+    const share = await cpuShare(500);
+    const backlog = await persistence.outbox.backlog();
+    quietSamples = backlog === lastBacklog && share < idleShare + 0.1 ? quietSamples + 1 : 0;
+    lastBacklog = backlog;
+    if (quietSamples >= 2) return { seconds: (performance.now() - started) / 1000, quiet: true };
+  }
+  return { seconds: (performance.now() - started) / 1000, quiet: false };
+}
+
+/** One request before the run: it must succeed, else the run would measure error answers. */
+async function probe(spec: LoadSpec): Promise<unknown> {
+  const response = await fetch(spec.url, { method: spec.method, headers: spec.headers, ...(spec.body !== undefined ? { body: spec.body } : {}) });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${spec.method} ${spec.url} answered ${response.status}: ${text.slice(0, 500)}`);
+  return text === '' ? null : (JSON.parse(text) as unknown);
+}
+
+interface Row {
+  readonly name: string;
+  readonly connections: number;
+  readonly result: LoadResult;
+  readonly target: string;
+  readonly note: string;
+}
+
+async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: number }> {
+  const shop = await seedMerchant(mode.node.gateway, { prepaid: '100000000', postpaid: '100000000', timezone: 'Africa/Kinshasa' });
+  const api = `${mode.baseUrl}${API_ROOT}`;
+  const auth = { 'app-key': shop.apiKey };
+  const json = { ...auth, 'content-type': 'application/json' };
+  const one = JSON.stringify({ to: deliverableNumbers(1), message: 'Your code is 123456' });
+  const thousand = JSON.stringify({ to: deliverableNumbers(1000), message: 'Your code is 123456' });
+  const sent = (await probe({ url: `${api}/send`, method: 'POST', headers: json, body: one, connections: 1 })) as { data?: { message_id?: string } };
+  const messageId = sent.data?.message_id;
+  if (!messageId) throw new Error(`POST /send gave no message_id: ${JSON.stringify(sent)}`);
+  const postgres = mode.persistence.kind === 'postgres';
+  // what the idle node costs (its pollers): the settle threshold between runs
+  await sleep(1_000);
+  const idleShare = Math.max(await cpuShare(1_000), await cpuShare(1_000));
+  process.stderr.write(`  ${mode.label}: idle CPU ${(idleShare * 100).toFixed(0)} % of a core\n`);
+
+  const cases: { name: string; spec: LoadSpec; target: string }[] = [
+    { name: 'GET /health (floor)', spec: { url: `${api}/health`, method: 'GET', headers: {}, connections: CONNECTIONS }, target: '' },
+    {
+      name: 'GET /status/{id}',
+      spec: { url: `${api}/status/${messageId}`, method: 'GET', headers: auth, connections: CONNECTIONS },
+      target: postgres ? '≥ 3 000 req/s' : '',
+    },
+    { name: 'GET /balance', spec: { url: `${api}/balance`, method: 'GET', headers: auth, connections: CONNECTIONS }, target: '' },
+    {
+      name: 'POST /send, 1 recipient',
+      spec: { url: `${api}/send`, method: 'POST', headers: json, body: one, connections: CONNECTIONS },
+      target: '≥ 1 000 req/s, p99 < 50 ms',
+    },
+    {
+      name: 'POST /send, 1 000 recipients',
+      spec: { url: `${api}/send`, method: 'POST', headers: json, body: thousand, connections: BULK_CONNECTIONS },
+      target: '',
+    },
+  ];
+
+  const rows: Row[] = [];
+  await settle(mode.persistence, idleShare);
+  for (const c of cases) {
+    await probe({ ...c.spec, connections: 1 });
+    process.stderr.write(`  ${mode.label}: ${c.name}…\n`);
+    const result = await load(c.spec);
+    // the pipeline work the run left behind, drained before the next run
+    const after = await settle(mode.persistence, idleShare);
+    const notes = [after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`];
+    if (c.spec.method === 'POST') notes.push(`${fmt(result.total * (c.spec.body === thousand ? 1000 : 1))} recipients submitted`);
+    rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; ') });
+  }
+  return { rows, idleShare };
+}
+
+async function main(): Promise<void> {
+  const log = countingLogger();
+  const sections: string[] = [];
+  for (const mode of MODES) {
+    if (mode !== 'embedded' && mode !== 'postgres') throw new Error(`unknown mode ${mode} in BENCH_MODES`);
+    process.stderr.write(`starting ${mode}…\n`);
+    const running = mode === 'embedded' ? await startEmbedded(log.logger) : await startServerMode(log.logger);
+    let rows: Row[];
+    let idleShare: number;
+    try {
+      ({ rows, idleShare } = await benchMode(running));
+    } finally {
+      process.stderr.write(`stopping ${mode}…\n`);
+      await running.stop();
+    }
+    const floor = rows[0]?.result.rps ?? Number.NaN;
+    const lines = [
+      `### ${running.label}`,
+      '',
+      `Idle node: ${(idleShare * 100).toFixed(0)} % of a core (pollers).`,
+      '',
+      '| Endpoint | Connections | req/s | p50 ms | p99 ms | non-2xx | errors | × floor | Target | Notes |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.name} | ${r.connections} | ${fmt(r.result.rps)} | ${fmt(r.result.p50, 1)} | ${fmt(r.result.p99, 1)} | ${fmt(r.result.non2xx)} | ${fmt(r.result.errors)} | ${fmt(r.result.rps / floor, 2)} | ${r.target} | ${r.note} |`,
+      ),
+    ];
+    sections.push(lines.join('\n'));
+  }
+  console.log(machineLine());
+  console.log(commandLine('bench:api'));
+  console.log(
+    `Load generator: ${SEPARATE ? 'autocannon in a child process (`npx autocannon --json`)' : 'autocannon in the server process (BENCH_SEPARATE=0)'}; ` +
+      `${fmt(DURATION_S)} s per endpoint; server and load generator share this machine.`,
+  );
+  console.log(
+    'Notes: "pipeline busy" is how long the node took after the run to go back to idle (outbox steady, CPU at its idle level, checked every 0.5 s, so at least 1 s): the dispatch, receipt and webhook work the run left behind.',
+  );
+  console.log(
+    'GET /health pings the database and the transport on every request: a floor for endpoints that do I/O, not for ones an actor answers from memory (GET /balance can beat it).',
+  );
+  console.log(`Targets (compared, not asserted): POST /send (1 recipient) ≥ 1 000 req/s at p99 < 50 ms; GET /status ≥ 3 000 req/s with PostgreSQL.`);
+  console.log('');
+  console.log(sections.join('\n\n'));
+  if (log.count() > 0) {
+    console.log('');
+    console.log(`The node logged ${fmt(log.count())} warnings or errors; first: ${log.first().join(' | ')}`);
+  }
+}
+
+try {
+  await main();
+} finally {
+  removeScratch();
+}
+exitSoon();

@@ -1,0 +1,82 @@
+/**
+ * Shared pieces of the HTTP and pipeline benchmarks (scripts/bench/api-bench.ts, pipeline-bench.ts): the machine
+ * line, the command line, number formatting, a logger that counts what the node reported, and bench phone numbers.
+ */
+import os from 'node:os';
+import { createLogger, type Logger } from '../../src/libraries/logger/logger.js';
+
+export const API_ROOT = '/api/v1/messaging/sms-api';
+
+export function machineLine(): string {
+  const cpus = os.cpus();
+  return `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+}
+
+/** `BENCH_X=1 npm run <script>` with the BENCH_* variables this run was given. */
+export function commandLine(script: string): string {
+  const vars = Object.entries(process.env)
+    .filter(([name, value]) => name.startsWith('BENCH_') && value !== undefined)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, value]) => `${name}=${value ?? ''}`);
+  return `Command: \`${[...vars, 'npm run', script].join(' ')}\``;
+}
+
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** A warn-level logger that keeps a count and the first few lines, so a run can say whether the node complained. */
+export function countingLogger(): { logger: Logger; count(): number; first(): readonly string[] } {
+  let count = 0;
+  const first: string[] = [];
+  const logger = createLogger({
+    level: 'warn',
+    destination: {
+      write(line: string) {
+        count++;
+        if (first.length < 3) first.push(line.trim().slice(0, 400));
+      },
+    },
+  });
+  return { logger, count: () => count, first: () => first };
+}
+
+/**
+ * `n` distinct Vodacom DR Congo numbers (priced 0.02 by seedMerchant) whose last two digits are 00–88, which the
+ * sandbox simulator always delivers (processing, accepted, enroute, delivered).
+ */
+export function deliverableNumbers(n: number, offset = 0): string[] {
+  return Array.from({ length: n }, (_, k) => {
+    const i = offset + k;
+    return `+24381${String(Math.floor(i / 89)).padStart(5, '0')}${String(i % 89).padStart(2, '0')}`;
+  });
+}
+
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => {
+    setTimeout(resolve, ms);
+  });
+
+/** Percentile (0–100) of an ascending array, nearest rank. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank] ?? Number.NaN;
+}
+
+/**
+ * Everything was stopped: exit once the event loop is empty, or after a few seconds if some component left a handle
+ * open (a benchmark must not hang after printing its report).
+ */
+export function exitSoon(): void {
+  setTimeout(() => {
+    process.stderr.write('handles still open 5 s after the report; exiting\n');
+    process.exit();
+  }, 5_000).unref();
+}
