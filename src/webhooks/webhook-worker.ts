@@ -22,8 +22,12 @@ export interface WebhookWorkerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** When a merchant is at its limit, its job goes back to the broker for this long (nothing is held meanwhile). */
+/** When a merchant is at its limit and its few waiting places are taken, its job goes back to the broker for this long. */
 const BUSY_MERCHANT_DELAY_MS = 250;
+/** Jobs that may wait here for a merchant's free slot, per slot (more go back to the broker). */
+const WAITING_PER_SLOT = 2;
+/** How long a key's webhook credentials are reused before asking its actor again. */
+const CREDENTIALS_TTL_MS = 5_000;
 
 const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, signingSecret: null };
 
@@ -33,15 +37,22 @@ const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, sig
  * recorded as dropped. The same event_id goes out on every attempt.
  */
 export function createWebhookWorker(options: WebhookWorkerOptions) {
-  const inFlight = new Map<string, number>();
+  const slots = createMerchantSlots(options.concurrencyPerMerchant, options.concurrencyPerMerchant * WAITING_PER_SLOT);
+  const credentials = new Map<string, { value: WebhookCredentials; at: number }>();
   let consumer: Consumer | null = null;
 
   async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
     if (job.auth === 'none') return NO_CREDENTIALS;
+    const cached = credentials.get(job.keyId);
+    if (cached && options.clock.now() - cached.at < CREDENTIALS_TTL_MS) return cached.value;
     const reply = await options.router.apiKey(job.merchantId, job.keyId).ask({ type: 'webhook_target' });
-    if (!reply.ok) return NO_CREDENTIALS;
-    const webhook = reply.target.webhook;
-    return { username: webhook?.username ?? null, password: webhook?.password ?? null, signingSecret: reply.target.signingSecret };
+    const webhook = reply.ok ? reply.target.webhook : null;
+    const value: WebhookCredentials = reply.ok
+      ? { username: webhook?.username ?? null, password: webhook?.password ?? null, signingSecret: reply.target.signingSecret }
+      : NO_CREDENTIALS;
+    if (credentials.size > 10_000) credentials.clear();
+    credentials.set(job.keyId, { value, at: options.clock.now() });
+    return value;
   }
 
   async function giveUp(job: WebhookJob, reason: 'rejected' | 'retries_exhausted' | 'refused_address', result: AttemptResult): Promise<void> {
@@ -91,9 +102,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     const job = delivery.payload;
     const wait = job.dueAt - options.clock.now();
     if (wait > 5) return retryAfter(wait);
-    const busy = inFlight.get(job.merchantId) ?? 0;
-    if (busy >= options.concurrencyPerMerchant) return retryAfter(BUSY_MERCHANT_DELAY_MS);
-    inFlight.set(job.merchantId, busy + 1);
+    // a merchant at its limit: wait for its next free slot if few already wait, otherwise back to the broker
+    const release = await slots.acquire(job.merchantId);
+    if (!release) return retryAfter(BUSY_MERCHANT_DELAY_MS);
     try {
       await deliver(job);
       return ACK;
@@ -101,9 +112,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       options.onError?.(error);
       return retryAfter(1_000);
     } finally {
-      const left = (inFlight.get(job.merchantId) ?? 1) - 1;
-      if (left <= 0) inFlight.delete(job.merchantId);
-      else inFlight.set(job.merchantId, left);
+      release();
     }
   }
 
@@ -126,6 +135,54 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       await consumer?.stop();
       consumer = null;
     },
+  };
+}
+
+/**
+ * Per-merchant delivery slots: at most `limit` deliveries at once per merchant, and at most `waiting` jobs waiting
+ * here for one; a job beyond that is refused (null) and goes back to the broker, so a slow merchant can only hold
+ * a bounded share of the worker.
+ */
+export function createMerchantSlots(limit: number, waiting: number) {
+  const busy = new Map<string, number>();
+  const queues = new Map<string, (() => void)[]>();
+
+  function release(merchantId: string): void {
+    const queue = queues.get(merchantId);
+    const next = queue?.shift();
+    if (queue?.length === 0) queues.delete(merchantId);
+    // the slot passes from the finishing delivery straight to a waiting one (busy stays the same)
+    if (next) {
+      next();
+      return;
+    }
+    const left = (busy.get(merchantId) ?? 1) - 1;
+    if (left <= 0) busy.delete(merchantId);
+    else busy.set(merchantId, left);
+  }
+
+  return {
+    /** Resolves with the slot's release function, or null when the merchant is full and so is its queue. */
+    acquire(merchantId: string): Promise<(() => void) | null> {
+      const done = () => {
+        release(merchantId);
+      };
+      const inUse = busy.get(merchantId) ?? 0;
+      if (inUse < limit) {
+        busy.set(merchantId, inUse + 1);
+        return Promise.resolve(done);
+      }
+      const queue = queues.get(merchantId) ?? [];
+      if (queue.length >= waiting) return Promise.resolve(null);
+      queues.set(merchantId, queue);
+      return new Promise((resolve) => {
+        queue.push(() => {
+          resolve(done);
+        });
+      });
+    },
+    inUse: (merchantId: string) => busy.get(merchantId) ?? 0,
+    waiting: (merchantId: string) => queues.get(merchantId)?.length ?? 0,
   };
 }
 
