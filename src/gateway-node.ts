@@ -2,6 +2,7 @@ import { createSimulatorConnector, type SimulatorConnector } from './carriers/si
 import { createDocsRouter } from './entry-points/http/docs-routes.js';
 import { createHttpApp, type HealthReport } from './entry-points/http/http-app.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
+import { createOperatorServer, type OperatorServer } from './entry-points/http/operator-server.js';
 import { buildOpenApiDocument } from './entry-points/http/openapi.js';
 import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
@@ -21,7 +22,11 @@ export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'tra
   readonly inProcessSimulator?: boolean;
   /** Where the one-time sandbox key line goes (stdout by default). */
   readonly announce?: (line: string) => void;
+  // `metrics` (from GatewayOptions): with it, the node also serves GET /metrics on config.metrics.port
 }
+
+/** Share of the shutdown grace the merchant port gets to finish in-flight requests; the rest drains the workers. */
+const HTTP_SHARE_OF_GRACE = 0.4;
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -59,12 +64,26 @@ async function openTransport(config: Config, persistence: Persistence, logger: L
   });
 }
 
+/** Serializes the creation of Agenda's tables by nodes that start together (PostgreSQL advisory lock). */
+const AGENDA_SCHEMA_LOCK = 4_242_002;
+
 /** Agenda on the journal's database: PostgreSQL (or PGlite served on a loopback port), or MongoDB. */
 async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
   if (persistence.sql) {
     const { PostgresBackend } = await import('@agendajs/postgres-backend');
     // PGlite never delivers NOTIFY to a listener: it relies on polling
-    return new PostgresBackend({ connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite', poolConfig: { max: 4 } });
+    const settings = { connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite' };
+    if (persistence.kind !== 'postgres') return new PostgresBackend({ ...settings, poolConfig: { max: 4 } });
+    // Agenda's schema statements (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION) race when nodes start
+    // together: the loser gets a unique violation in pg_catalog, an unhandled rejection in Agenda. One node at a time
+    // ensures the schema under a lock; the backend the node keeps leaves the schema alone.
+    const setup = new PostgresBackend({ ...settings, disableNotifications: true, poolConfig: { max: 1 } });
+    await persistence.sql.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [AGENDA_SCHEMA_LOCK]);
+      await setup.connect();
+    });
+    await setup.disconnect();
+    return new PostgresBackend({ ...settings, ensureSchema: false, poolConfig: { max: 4 } });
   }
   const { MongoBackend } = await import('@agendajs/mongo-backend');
   return new MongoBackend({ address: config.database.mongoUrl });
@@ -110,8 +129,22 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     health,
     logger,
     extraRouters: [createDocsRouter(buildOpenApiDocument({ version: config.version }))],
+    onRequestFinished: (sample) => {
+      options.metrics?.requestFinished(sample);
+    },
   });
   const http = createHttpServer(app, { host: config.http.host, port: config.http.port });
+  const metrics = options.metrics;
+  const operator: OperatorServer | null = metrics
+    ? createOperatorServer({
+        host: config.http.host,
+        port: config.metrics.port,
+        scrape: () => metrics.scrape(),
+        onError: (error) => {
+          logger.warn({ err: error }, 'metrics scrape failed');
+        },
+      })
+    : null;
   const announce =
     options.announce ??
     ((line: string) => {
@@ -121,6 +154,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   return {
     gateway,
     http,
+    /** The operator port serving /metrics (null without metrics). */
+    operator,
     transport,
     simulator,
     async start(): Promise<number> {
@@ -130,15 +165,21 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       }
       await gateway.start();
       await simulator?.start();
+      const metricsPort = (await operator?.start()) ?? null;
       const port = await http.start();
-      logger.info({ port, mode: config.mode }, 'listening');
+      logger.info({ port, metrics_port: metricsPort, mode: config.mode, node_id: gateway.nodeId }, 'listening');
       return port;
     },
-    /** Stops taking requests, finishes what is in flight, then closes everything it opened. */
+    /**
+     * Stops taking requests and finishes those in flight, then stops the workers (scheduler, consumers, relay),
+     * flushes, hands the shards over and closes everything it opened. The caller bounds the whole (shutdown.graceMs).
+     */
     async stop(): Promise<void> {
-      await http.stop();
+      await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
+      logger.info('requests finished; draining');
       await simulator?.stop();
       await gateway.stop();
+      await operator?.stop();
       if (ownsTransport) await transport.close();
       if (ownsPersistence) await persistence.close();
     },

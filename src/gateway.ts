@@ -38,6 +38,8 @@ import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
 import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
 import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
+import type { Metrics } from './libraries/observability/metrics.js';
+import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
 
 /** Fresh ids: UUID v4 for events, prefixed random ids for the rest. */
 export interface IdGenerators {
@@ -79,6 +81,8 @@ export interface GatewayOptions {
    */
   readonly role?: 'node' | 'client';
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
+  /** Where the components' numbers go (the node serves them on its operator port); none without it. */
+  readonly metrics?: Metrics;
 }
 
 export function ratePolicyOf(config: Config): RateLimitPolicy {
@@ -125,9 +129,14 @@ export async function createGateway(options: GatewayOptions) {
   const ownsPersistence = !options.persistence;
   const persistence = options.persistence ?? (await openPersistence(config));
   const report = options.onIncident ?? (() => undefined);
+  const metrics = options.metrics;
 
   const runtime: ActorRuntime = createActorRuntime({
-    journal: persistence.journal,
+    journal: metrics
+      ? meteredJournal(persistence.journal, metrics, persistence.directory, (error) => {
+          report({ what: 'metrics_failed', error });
+        })
+      : persistence.journal,
     clock,
     newId: ids.eventId,
     onIncident: (incident) => {
@@ -175,6 +184,9 @@ export async function createGateway(options: GatewayOptions) {
       transport: clusterTransport,
       requestTimeoutMs: config.actors.askTimeoutMs,
       failoverDeadlineMs: config.cluster.failoverDeadlineMs,
+      onRemoteHop: (seconds) => {
+        metrics?.remoteHop(seconds);
+      },
     });
   }
   const router: ActorRouter = clusterRouter ?? createLocalActorRouter(hosts, config.cluster.shards);
@@ -253,6 +265,9 @@ export async function createGateway(options: GatewayOptions) {
         onError: (error) => {
           report({ what: 'occurrence_dispatch_failed', error });
         },
+        onTick: (sample) => {
+          metrics?.schedulerTick(sample.lagSeconds);
+        },
       })
     : null;
   const schedulerHandlers: Record<string, TopicHandler> = scheduler
@@ -312,6 +327,9 @@ export async function createGateway(options: GatewayOptions) {
         onRejected: (reason) => {
           report({ what: 'receipt_rejected', error: new Error(reason) });
         },
+        onReceipt: (sample) => {
+          metrics?.receipt(sample);
+        },
       })
     : null;
   const webhooks = transport
@@ -319,7 +337,7 @@ export async function createGateway(options: GatewayOptions) {
         transport,
         router,
         sender,
-        deadLetters: persistence.deadLetters,
+        deadLetters: metrics ? meteredDeadLetters(persistence.deadLetters, metrics) : persistence.deadLetters,
         clock,
         retryDelaysMs: config.webhooks.retryDelaysMs,
         concurrencyPerMerchant: config.webhooks.concurrencyPerMerchant,
@@ -327,8 +345,12 @@ export async function createGateway(options: GatewayOptions) {
         onError: (error) => {
           report({ what: 'webhook_delivery_failed', error });
         },
+        onAttempt: (outcome) => {
+          metrics?.webhookAttempt(outcome.verdict, outcome.seconds);
+        },
       })
     : null;
+  let unbindMetrics = (): void => undefined;
 
   return {
     config,
@@ -348,6 +370,12 @@ export async function createGateway(options: GatewayOptions) {
     useCases,
     relay,
     async start() {
+      unbindMetrics =
+        metrics?.bind({
+          actorsActive: () => ({ wallet: hosts.wallets.activeCount(), api_key: hosts.apiKeys.activeCount(), message: hosts.messages.activeCount() }),
+          outboxBacklog: () => persistence.outbox.backlog(),
+          ...(manager ? { shardsOwned: () => manager.ownedShards().length } : {}),
+        }) ?? unbindMetrics;
       await manager?.start();
       relay.start();
       await receipts?.start();
@@ -365,6 +393,7 @@ export async function createGateway(options: GatewayOptions) {
       await manager?.stop();
       if (!options.webhookSender) await sender.close();
       runtime.stop();
+      unbindMetrics();
       if (ownsPersistence) await persistence.close();
     },
   };

@@ -1,15 +1,12 @@
-import { createGatewayNode } from './gateway-node.js';
-import { ConfigError, loadConfig } from './libraries/config/config.js';
+import { createGatewayNode, type GatewayNode } from './gateway-node.js';
+import { ConfigError, loadConfig, type Config } from './libraries/config/config.js';
+import { createProcessTerminator } from './libraries/lifecycle/process-terminator.js';
 import { createLogger } from './libraries/logger/logger.js';
+import { createMetrics } from './libraries/observability/metrics.js';
 
-/**
- * Process entry: configuration first (a bad value stops here, before anything connects), then the node; one place
- * handles signals, uncaught exceptions and unhandled rejections.
- */
-async function main(): Promise<void> {
-  let config;
+function loadConfigOrExit(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -17,35 +14,42 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+}
+
+/**
+ * Process entry: configuration first (a bad value stops here, before anything connects), then the node. Signals,
+ * uncaught exceptions, unhandled rejections and a failed start all end in the one terminator.
+ */
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
   const logger = createLogger({ level: config.log.level, base: { service: 'sms-gateway', environment: config.environment } });
-  const node = await createGatewayNode({ config, logger });
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    node.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
+  let node: GatewayNode | null = null;
+  const terminate = createProcessTerminator({
+    logger,
+    graceMs: config.shutdown.graceMs,
+    stop: async () => {
+      await node?.stop();
+    },
+    exit: (code) => process.exit(code),
+  });
   process.on('SIGTERM', () => {
-    shutdown('SIGTERM');
+    terminate('SIGTERM');
   });
   process.on('SIGINT', () => {
-    shutdown('SIGINT');
+    terminate('SIGINT');
   });
   process.on('uncaughtException', (error) => {
-    logger.fatal({ err: error }, 'uncaught exception');
-    shutdown('uncaughtException');
+    terminate('uncaughtException', error);
   });
   process.on('unhandledRejection', (reason) => {
-    logger.error({ err: reason }, 'unhandled rejection');
+    terminate('unhandledRejection', reason);
   });
-  await node.start();
+  try {
+    node = await createGatewayNode({ config, logger, metrics: createMetrics() });
+    await node.start();
+  } catch (error) {
+    terminate('startFailed', error);
+  }
 }
 
 await main();

@@ -278,7 +278,13 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
 
   const api = express.Router({ strict: false, caseSensitive: true });
   for (const definition of ROUTES) {
-    const chain: RequestHandler[] = [];
+    // named before authentication, so a 401/403/429 is logged and counted under its route
+    const chain: RequestHandler[] = [
+      (_req, res, next) => {
+        locals(res).route = definition.name;
+        next();
+      },
+    ];
     if (definition.bucket !== null) chain.push(authenticate(definition.bucket));
     if (definition.body) chain.push(...readBody);
     chain.push(handlers[definition.name]);

@@ -42,6 +42,13 @@ export const configSchema = Joi.object({
       'Minimum level of the JSON logs.',
     ),
   }),
+  shutdown: Joi.object({
+    graceMs: setting(
+      positiveInt(),
+      'SHUTDOWN_GRACE_MS',
+      'On SIGTERM/SIGINT: how long the node may take to finish requests, drain and hand its shards over before it exits 1.',
+    ),
+  }),
   database: Joi.object({
     dataDir: setting(Joi.string(), 'DATA_DIR', 'Embedded mode: directory of the PGlite database.'),
     url: setting(Joi.string().allow(''), 'DATABASE_URL', 'Server mode: PostgreSQL connection string.'),

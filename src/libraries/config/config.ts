@@ -14,6 +14,7 @@ export interface Config {
   readonly http: { readonly host: string; readonly port: number; readonly bodyLimitBytes: number };
   readonly metrics: { readonly port: number };
   readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  readonly shutdown: { readonly graceMs: number };
   readonly database: { readonly dataDir: string; readonly url: string; readonly mongoUrl: string; readonly poolSize: number };
   readonly nats: { readonly url: string };
   readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number };

@@ -1,0 +1,87 @@
+import type { Metrics } from './libraries/observability/metrics.js';
+import type { DeadLetters } from './libraries/persistence/dead-letters-port.js';
+import type { Directory } from './libraries/persistence/directory-port.js';
+import type { Journal, JournalAppend } from './libraries/persistence/journal-port.js';
+import { WEBHOOK_TOPIC, type MessageEvent, type WebhookOutboxPayload } from './messaging/message-behaviour.js';
+import { add, toDecimalNumber } from './pricing/money.js';
+import type { WalletEvent } from './wallets/wallet-behaviour.js';
+
+/**
+ * Composition-root wiring of the business numbers that no single component sees whole: they are read from what
+ * the journal durably recorded. Counting at the journal (after a successful append) counts each fact once, on the
+ * node that wrote it: a replayed Idempotency-Key, a duplicate refund or a repeated create writes no event, and a
+ * fenced or conflicting append counts nothing.
+ */
+
+const CURRENCY_CACHE_LIMIT = 10_000;
+
+/** Wallet currency per merchant; a merchant's currency never changes, so it is remembered. */
+function currencyLookup(directory: Directory): (merchantId: string) => Promise<string> {
+  const known = new Map<string, string>();
+  return async (merchantId) => {
+    const cached = known.get(merchantId);
+    if (cached) return cached;
+    const currency = (await directory.merchant(merchantId))?.currency ?? 'unknown';
+    if (known.size >= CURRENCY_CACHE_LIMIT) known.clear();
+    known.set(merchantId, currency);
+    return currency;
+  };
+}
+
+function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): void {
+  const separator = append.key.indexOf(':');
+  const kind = append.key.slice(0, separator);
+  const id = append.key.slice(separator + 1);
+  if (kind === 'message') {
+    for (const event of append.events as readonly MessageEvent[]) {
+      if (event.type === 'message_created') metrics.messageCreated(event.spec.sendingType);
+    }
+    // every recipient status change records its webhook event in the same append (with or without a target)
+    for (const entry of append.outbox) {
+      if (entry.topic !== WEBHOOK_TOPIC) continue;
+      const type = (entry.payload as WebhookOutboxPayload).event.event_type;
+      if (type !== 'sms.queued') metrics.recipientTransition(type.slice('sms.'.length));
+    }
+  } else if (kind === 'wallet') {
+    const movements = (append.events as readonly WalletEvent[]).filter((event) => event.type === 'charged' || event.type === 'refunded');
+    if (movements.length === 0) return;
+    currencyOf(id).then((currency) => {
+      for (const event of movements) {
+        const amount = toDecimalNumber(add(event.prepaid, event.postpaid));
+        if (event.type === 'charged') metrics.charged(currency, amount);
+        else metrics.refunded(currency, amount);
+      }
+    }, onError);
+  }
+}
+
+/** The journal, with each append timed and, once durable, counted. */
+export function meteredJournal(journal: Journal, metrics: Metrics, directory: Directory, onError: (error: unknown) => void): Journal {
+  const currencyOf = currencyLookup(directory);
+  return {
+    async append(append) {
+      const started = process.hrtime.bigint();
+      try {
+        await journal.append(append);
+      } finally {
+        metrics.journalAppend(Number(process.hrtime.bigint() - started) / 1e9);
+      }
+      countAppend(append, metrics, currencyOf, onError);
+    },
+    read: (key, afterSeq) => journal.read(key, afterSeq),
+    latestSnapshot: (key) => journal.latestSnapshot(key),
+    saveSnapshot: (snapshot) => journal.saveSnapshot(snapshot),
+  };
+}
+
+/** Dead letters, counted by reason as they are recorded (the worker's drops). */
+export function meteredDeadLetters(deadLetters: DeadLetters, metrics: Metrics): DeadLetters {
+  return {
+    async record(letter) {
+      await deadLetters.record(letter);
+      metrics.webhookDropped(letter.reason);
+    },
+    list: (options) => deadLetters.list(options),
+    take: (id) => deadLetters.take(id),
+  };
+}

@@ -1,0 +1,311 @@
+import { expect } from 'chai';
+import type { Clock } from '../../../src/libraries/clock/clock.js';
+import { createMetrics, type Metrics } from '../../../src/libraries/observability/metrics.js';
+import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
+import { dataOf, expectEnvelope, type SendData } from '../../helpers/api-helpers.js';
+import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
+import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
+import { startTestNats, type TestNats } from '../../helpers/nats.js';
+import { testPostgres } from '../../helpers/postgres.js';
+import { always, eventually, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// The Prometheus text format, read back
+
+interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+interface Exposition {
+  readonly samples: readonly Sample[];
+  /** `# TYPE` of each metric family. */
+  readonly types: ReadonlyMap<string, string>;
+}
+
+const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+function parseExposition(text: string): Exposition {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type) types.set(type[1]!, type[2]!);
+    if (line.startsWith('#')) continue;
+    const match = SAMPLE_LINE.exec(line);
+    if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const label of (match[2] ?? '').matchAll(LABEL)) labels[label[1]!] = label[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    const raw = match[3]!;
+    samples.push({ name: match[1]!, labels, value: raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw) });
+  }
+  return { samples, types };
+}
+
+/** The value of the sample with exactly these labels; undefined when there is none. */
+function valueOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
+  const wanted = Object.entries(labels);
+  return exposition.samples.find(
+    (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
+  )?.value;
+}
+
+const M = (suffix: string): string => `sms_gateway_${suffix}`;
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The real clock, shifted by hand: a scheduled date can then be "ahead" when sent and due at once in real time. */
+function shiftableClock(): Clock & { shift(ms: number): void } {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    shift(ms) {
+      offset = ms;
+    },
+  };
+}
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+/** Local date and time in Africa/Kinshasa (UTC+1, the merchants' default zone) of a whole-minute instant. */
+function kinshasaLocal(instant: number): { date: string; time: string } {
+  const local = new Date(instant + 60 * MINUTE).toISOString();
+  return { date: local.slice(0, 10), time: local.slice(11, 16) };
+}
+
+/** Ends in 12: the sandbox simulator delivers it (processing, accepted, enroute, delivered). */
+const DELIVERED = '+243812345612';
+/** Ends in 89: delivered, with every receipt sent twice. */
+const DUPLICATES = '+243812345689';
+const GENEROUS = { send: 10_000, status: 10_000, balance: 10_000, management: 10_000 } as const;
+
+describe('metrics on the operator port', function () {
+  this.timeout(90_000);
+  let url: string;
+
+  before(async () => {
+    url = await (await testPostgres()).createDatabase('metrics');
+  });
+
+  describe('one node: a send, a status, a 401, webhook deliveries, a scheduled send cancelled', () => {
+    let metrics: Metrics;
+    let fixture: ApiFixture;
+    let clock: ReturnType<typeof shiftableClock>;
+    let acknowledging: WebhookReceiver;
+    let rejecting: WebhookReceiver;
+    let shop: SeededMerchant;
+    let exposition: Exposition;
+    let metricsUrl: string;
+
+    before(async () => {
+      // Arrange
+      metrics = createMetrics();
+      clock = shiftableClock();
+      fixture = await startApi(url, { metrics, clock, inProcessSimulator: true, config: { rateLimits: GENEROUS } });
+      const port = fixture.node.operator?.port;
+      expect(port, 'operator port').to.be.a('number');
+      metricsUrl = `http://127.0.0.1:${String(port)}/metrics`;
+      const gateway = fixture.node.gateway;
+      acknowledging = await startWebhookReceiver({ path: '/ok', behaviour: always(respond(200)) });
+      rejecting = await startWebhookReceiver({ path: '/gone', behaviour: always(respond(410)) });
+      shop = await seedMerchant(gateway, { name: 'Metrics shop', prepaid: '100' });
+      await gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: acknowledging.url, username: 'hooks', password: 'metrics-password' });
+      await gateway.useCases.apiKeys.setSigning(shop.keyId, true);
+      const other = await seedMerchant(gateway, { name: 'Gone shop', prepaid: '100' });
+      await gateway.useCases.apiKeys.setWebhook(other.keyId, { url: rejecting.url, username: null, password: null });
+
+      // Act: first, while nothing else is in flight, a scheduled send of two dates: the first is due at once in real
+      // time (the clock was 5 minutes behind when it was sent), the second is tomorrow and is refunded by the cancel
+      const due = Math.floor(Date.now() / MINUTE) * MINUTE;
+      clock.shift(-5 * MINUTE);
+      const scheduled = dataOf<SendData>(
+        await call(`${fixture.api}/send`, {
+          method: 'POST',
+          key: shop.apiKey,
+          json: { to: [DELIVERED], message: 'metrics', sending_type: 'scheduled', scheduled_dates: [kinshasaLocal(due), kinshasaLocal(due + DAY)] },
+        }),
+        201,
+      );
+      clock.shift(0);
+      // then an immediate send of 2, its status, a 401, another merchant's send whose endpoint answers 410
+      const sent = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [DELIVERED, DUPLICATES], message: 'metrics' } }), 201);
+      expect((await call(`${fixture.api}/status/${sent.message_id}`, { key: shop.apiKey })).status).to.equal(200);
+      expect((await call(`${fixture.api}/balance`, { key: 'sk_test_00000000000000000000000000000000' })).status).to.equal(401);
+      dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: other.apiKey, json: { to: [DELIVERED], message: 'metrics' } }), 201);
+
+      await eventually(
+        async () => {
+          const status = await call(`${fixture.api}/status/${scheduled.message_id}`, { key: shop.apiKey });
+          return (status.body as { data: { schedule: { occurrences_dispatched: number } } }).data.schedule.occurrences_dispatched === 1;
+        },
+        20_000,
+        'the first scheduled occurrence dispatched by Agenda',
+      );
+      expect((await call(`${fixture.api}/cancel/${scheduled.message_id}`, { method: 'DELETE', key: shop.apiKey })).status).to.equal(200);
+
+      // everything settles: every recipient delivered, every event delivered (11) or dropped (4)
+      await eventually(
+        async () => {
+          for (const id of [sent.message_id, scheduled.message_id]) {
+            const status = await call(`${fixture.api}/status/${id}`, { key: shop.apiKey });
+            if ((status.body as { data: { pending: number } }).data.pending !== 0) return false;
+          }
+          return true;
+        },
+        20_000,
+        'every recipient final',
+      );
+      await acknowledging.waitFor((requests) => requests.length >= 11, 20_000, '11 events of the shop');
+      await eventually(async () => (await gateway.persistence.deadLetters.list({ merchantId: other.merchantId, limit: 10 })).length === 4, 20_000, '4 dead letters');
+      // a few more polls may still be answered after the last event: let the webhook worker and receipts go quiet
+      await new Promise((resolve) => setTimeout(resolve, 300));
+
+      const response = await fetch(metricsUrl);
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.equal('text/plain; version=0.0.4; charset=utf-8');
+      exposition = parseExposition(await response.text());
+    });
+
+    after(async () => {
+      await fixture.stop();
+      await acknowledging.close();
+      await rejecting.close();
+    });
+
+    it('counts merchant API requests by route, method and status, and times them', () => {
+      expect(valueOf(exposition, M('http_requests_total'), { route: 'send', method: 'POST', status: '201' })).to.equal(3);
+      expect(valueOf(exposition, M('http_requests_total'), { route: 'balance', method: 'GET', status: '401' })).to.equal(1);
+      expect(valueOf(exposition, M('http_requests_total'), { route: 'cancel', method: 'DELETE', status: '200' })).to.equal(1);
+      expect(valueOf(exposition, M('http_requests_total'), { route: 'status', method: 'GET', status: '200' })).to.be.at.least(1);
+      expect(exposition.types.get(M('http_requests_total'))).to.equal('counter');
+      expect(exposition.types.get(M('http_request_duration_seconds'))).to.equal('histogram');
+      expect(valueOf(exposition, M('http_request_duration_seconds_count'), { route: 'send', method: 'POST' })).to.equal(3);
+      expect(valueOf(exposition, M('http_request_duration_seconds_bucket'), { route: 'send', method: 'POST', le: '+Inf' })).to.equal(3);
+      expect(valueOf(exposition, M('http_request_duration_seconds_sum'), { route: 'send', method: 'POST' })).to.be.greaterThan(0);
+    });
+
+    it('counts messages created by sending type and recipient transitions by status', () => {
+      expect(valueOf(exposition, M('messages_created_total'), { sending_type: 'immediate' })).to.equal(2);
+      expect(valueOf(exposition, M('messages_created_total'), { sending_type: 'scheduled' })).to.equal(1);
+      // 4 recipients went out (2 + 1 immediate, 1 scheduled occurrence), each processing → sent → delivered once,
+      // however often its receipts were repeated
+      for (const status of ['processing', 'sent', 'delivered']) expect(valueOf(exposition, M('recipient_transitions_total'), { status }), status).to.equal(4);
+      expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'failed' })).to.equal(undefined);
+    });
+
+    it('counts charges and refunds with their amounts in currency units', () => {
+      expect(valueOf(exposition, M('charges_total'), { currency: 'USD' })).to.equal(3);
+      // 2 × 0.02, 1 × 0.02, 2 occurrences × 0.02
+      expect(valueOf(exposition, M('charged_amount'), { currency: 'USD' })).to.be.closeTo(0.1, 1e-9);
+      expect(valueOf(exposition, M('refunds_total'), { currency: 'USD' })).to.equal(1);
+      expect(valueOf(exposition, M('refunded_amount'), { currency: 'USD' })).to.be.closeTo(0.02, 1e-9);
+    });
+
+    it('counts webhook attempts by verdict, times them, and counts drops by reason', () => {
+      expect(valueOf(exposition, M('webhook_attempts_total'), { verdict: 'acknowledged' })).to.equal(acknowledging.requests.length);
+      expect(valueOf(exposition, M('webhook_attempts_total'), { verdict: 'rejected' })).to.equal(4);
+      expect(valueOf(exposition, M('webhook_attempt_duration_seconds_count'))).to.equal(acknowledging.requests.length + 4);
+      expect(valueOf(exposition, M('webhook_dropped_total'), { reason: 'rejected' })).to.equal(4);
+    });
+
+    it('counts receipts by whether they changed anything, and their lag', () => {
+      const changed = valueOf(exposition, M('receipts_total'), { changed: 'true' }) ?? 0;
+      const unchanged = valueOf(exposition, M('receipts_total'), { changed: 'false' }) ?? 0;
+      // 4 recipients × 4 receipts, plus the duplicated recipient's second copies, which can change nothing (a receipt
+      // overtaken by a later one changes nothing either, so the split of the others depends on arrival order)
+      expect(changed + unchanged).to.equal(20);
+      expect(unchanged).to.be.at.least(4);
+      expect(changed).to.be.at.least(4);
+      expect(valueOf(exposition, M('receipt_lag_seconds_count'))).to.equal(changed + unchanged);
+    });
+
+    it('reads actors, outbox backlog and shards at scrape time', async () => {
+      expect(valueOf(exposition, M('actors_active'), { kind: 'wallet' })).to.equal(2);
+      expect(valueOf(exposition, M('actors_active'), { kind: 'api_key' })).to.equal(2);
+      expect(valueOf(exposition, M('actors_active'), { kind: 'message' })).to.equal(3);
+      expect(exposition.types.get(M('actors_active'))).to.equal('gauge');
+      // each dispatched occurrence leaves its 24-hour receipt deadline in the outbox
+      const backlog = valueOf(exposition, M('outbox_backlog'));
+      expect(backlog).to.be.at.least(3);
+      expect(backlog).to.equal(await fixture.node.gateway.persistence.outbox.backlog());
+      expect(valueOf(exposition, M('shard_owned'))).to.equal(fixture.node.gateway.config.cluster.shards);
+    });
+
+    it('times journal appends, scheduler ticks; reports process metrics', () => {
+      expect(valueOf(exposition, M('journal_append_seconds_count'))).to.be.greaterThan(10);
+      expect(valueOf(exposition, M('journal_append_seconds_sum'))).to.be.greaterThan(0);
+      expect(valueOf(exposition, M('scheduler_lag_seconds_count'))).to.be.at.least(1);
+      expect(valueOf(exposition, M('cluster_remote_hop_seconds_count')), 'no remote hop in a cluster of one').to.equal(0);
+      expect(valueOf(exposition, M('process_cpu_user_seconds_total'))).to.be.greaterThan(0);
+      expect(valueOf(exposition, M('nodejs_heap_size_used_bytes'))).to.be.greaterThan(0);
+    });
+
+    it('is not on the merchant port: /metrics there is an unknown route (404 envelope)', async () => {
+      expectEnvelope(await call(`${fixture.baseUrl}/metrics`), 404, '1404');
+      expectEnvelope(await call(`${fixture.api}/metrics`, { key: shop.apiKey }), 404, '1404');
+      // and the operator port serves nothing else
+      expect((await fetch(metricsUrl.replace('/metrics', '/health'))).status).to.equal(404);
+    });
+  });
+
+  describe('two nodes over NATS: an ask for a shard the other node owns', () => {
+    let nats: TestNats;
+    let clusterUrl: string;
+    const transports: Transport[] = [];
+    let first: ApiFixture;
+    let second: ApiFixture | null = null;
+    let metrics: Metrics;
+
+    async function node(options: { metrics?: Metrics } = {}): Promise<ApiFixture> {
+      const transport = await connectNatsTransport({ servers: nats.url, name: `metrics-node-${transports.length + 1}` });
+      transports.push(transport);
+      return startApi(clusterUrl, { ...options, transport, config: { rateLimits: GENEROUS } });
+    }
+
+    before(async () => {
+      nats = await startTestNats();
+      clusterUrl = await (await testPostgres()).createDatabase('metrics_cluster');
+      metrics = createMetrics({ defaultMetrics: false });
+      first = await node({ metrics });
+    });
+
+    after(async () => {
+      await second?.stop();
+      await first.stop();
+      for (const transport of transports) await transport.close();
+      await nats.stop();
+    });
+
+    async function scrape(): Promise<Exposition> {
+      return parseExposition((await metrics.scrape()).body);
+    }
+
+    it('shares the shards (shard_owned) and times the remote hop (cluster_remote_hop_seconds)', async () => {
+      const shards = first.node.gateway.config.cluster.shards;
+      expect(valueOf(await scrape(), M('shard_owned'))).to.equal(shards);
+
+      second = await node();
+      await eventually(async () => valueOf(await scrape(), M('shard_owned')) === shards / 2, 30_000, 'half the shards handed over');
+      // a merchant living on the other node's shards
+      const gateway = first.node.gateway;
+      let remote: SeededMerchant | null = null;
+      for (let i = 0; i < 20 && !remote; i++) {
+        const merchant = await seedMerchant(gateway, { name: `Remote shop ${i}`, prepaid: '1', pricing: false });
+        if (!gateway.shardManager?.owns(gateway.router.shardOf(merchant.merchantId))) remote = merchant;
+      }
+      expect(remote, 'a merchant on the other node').to.not.equal(null);
+      const before = valueOf(await scrape(), M('cluster_remote_hop_seconds_count')) ?? 0;
+
+      expect((await call(`${first.api}/balance`, { key: remote!.apiKey })).status).to.equal(200);
+
+      const after = await scrape();
+      // authentication (the key's actor) and the balance (the wallet's) both live there
+      expect(valueOf(after, M('cluster_remote_hop_seconds_count'))).to.be.at.least(before + 2);
+      expect(valueOf(after, M('cluster_remote_hop_seconds_sum'))).to.be.greaterThan(0);
+    });
+  });
+});
