@@ -1,3 +1,4 @@
+import { renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from '../src/carriers/simulator/simulator-connector.js';
 import { ConfigError, loadConfig } from '../src/libraries/config/config.js';
 import { createLogger } from '../src/libraries/logger/logger.js';
@@ -7,6 +8,9 @@ import { createLogger } from '../src/libraries/logger/logger.js';
  * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s); the delays come from the
  * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS). SIGTERM/SIGINT stop it gracefully: no new jobs,
  * receipts already planned are still published.
+ *
+ * SIMULATOR_REPORT_FILE (tests): every 200 ms and on stop, the connector writes `{ sent: { <dispatch id>: <deliveries
+ * seen> }, writtenAt }` there, so a test can check that no dispatch id reached it twice.
  */
 async function main(): Promise<void> {
   let config;
@@ -37,14 +41,27 @@ async function main(): Promise<void> {
     },
   });
 
+  const reportFile = process.env.SIMULATOR_REPORT_FILE ?? '';
+  const writeReport = (): void => {
+    if (reportFile === '') return;
+    const report = { sent: Object.fromEntries(connector.dispatchesSeen()), writtenAt: Date.now() };
+    writeFileSync(`${reportFile}.tmp`, JSON.stringify(report));
+    renameSync(`${reportFile}.tmp`, reportFile);
+  };
+  const reporting = reportFile === '' ? null : setInterval(writeReport, 200);
+
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: no new jobs, publishing the receipts already planned');
+    if (reporting) clearInterval(reporting);
     connector
       .stop()
-      .then(() => transport.close())
+      .then(() => {
+        writeReport();
+        return transport.close();
+      })
       .then(
         () => {
           logger.info('stopped');
