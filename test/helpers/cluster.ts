@@ -434,7 +434,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     await cluster.waitForBalance(nodes.map((n) => n.id), 60_000);
 
     if (options.simulator !== false) {
-      simulator = spawnTs('scripts/connector-simulator.ts', { NODE_ENV: 'test', NATS_URL: nats.url, LOG_LEVEL: 'warn', SIMULATOR_REPORT_FILE: reportFile });
+      simulator = spawnTs('src/carriers/simulator/simulator-main.ts', { NODE_ENV: 'test', NATS_URL: nats.url, LOG_LEVEL: 'warn', SIMULATOR_REPORT_FILE: reportFile });
       await cluster.simulatorReport(60_000);
     }
     return cluster;

@@ -4,14 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import type { Gateway } from '../../../src/gateway.js';
 import { mustParseMoney } from '../../../src/pricing/money.js';
-import type { CommandOutcome } from '../../../scripts/cli/command.js';
-import { parseCommandLine } from '../../../scripts/cli/command-line.js';
-import { parsePricingCsv } from '../../../scripts/cli/csv.js';
-import { createKey, deleteKey, listKeys, rotateKey, setKeyStatus, setSigning, setWebhook } from '../../../scripts/cli/key-commands.js';
-import { createMerchant, listMerchants, showMerchant } from '../../../scripts/cli/merchant-commands.js';
-import { importPricing, listPricing } from '../../../scripts/cli/pricing-commands.js';
-import { runCli } from '../../../scripts/cli/run-cli.js';
-import { openWallet, topUp, walletBalance, walletLedger } from '../../../scripts/cli/wallet-commands.js';
+import type { CommandOutcome } from '../../../src/entry-points/cli/command.js';
+import { parseCommandLine } from '../../../src/entry-points/cli/command-line.js';
+import { parsePricingCsv } from '../../../src/entry-points/cli/csv.js';
+import { createKey, deleteKey, listKeys, rotateKey, setKeyStatus, setSigning, setWebhook } from '../../../src/entry-points/cli/key-commands.js';
+import { createMerchant, listMerchants, showMerchant } from '../../../src/entry-points/cli/merchant-commands.js';
+import { importPricing, listPricing } from '../../../src/entry-points/cli/pricing-commands.js';
+import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { openWallet, topUp, walletBalance, walletLedger } from '../../../src/entry-points/cli/wallet-commands.js';
 import { gatewayOnPostgres } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 
@@ -36,7 +36,7 @@ function listOf(outcome: CommandOutcome): Json[] {
 
 function runCliProcess(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/cli.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry-points/cli/cli-main.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

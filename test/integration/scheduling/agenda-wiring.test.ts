@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Gateway } from '../../../src/gateway.js';
-import type { CommandOutcome } from '../../../scripts/cli/command.js';
-import { listSchedules, showSchedule } from '../../../scripts/cli/schedule-commands.js';
+import type { CommandOutcome } from '../../../src/entry-points/cli/command.js';
+import { listSchedules, showSchedule } from '../../../src/entry-points/cli/schedule-commands.js';
 import { client, dataOf, NUMBERS, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, testConfig } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';

@@ -1,5 +1,5 @@
-import type { JournalRecord } from '../../src/libraries/persistence/journal-port.js';
-import type { WalletEvent, WalletKind } from '../../src/wallets/wallet-behaviour.js';
+import type { JournalRecord } from '../../libraries/persistence/journal-port.js';
+import type { WalletEvent, WalletKind } from '../../wallets/wallet-behaviour.js';
 
 /** One wallet movement with the balances right after it (money in integer 1/10 000). */
 export interface LedgerLine {

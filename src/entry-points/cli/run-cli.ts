@@ -1,7 +1,7 @@
 import type { AgendaBackend } from 'agenda';
-import { createGateway, openPersistence } from '../../src/gateway.js';
-import { ConfigError, loadConfig, type Config } from '../../src/libraries/config/config.js';
-import type { Persistence } from '../../src/libraries/persistence/persistence.js';
+import { createGateway, openPersistence } from '../../gateway.js';
+import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
+import type { Persistence } from '../../libraries/persistence/persistence.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 

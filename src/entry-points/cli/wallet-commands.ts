@@ -1,5 +1,5 @@
-import { parseMoney } from '../../src/pricing/money.js';
-import type { BalanceView, WalletKind } from '../../src/wallets/wallet-behaviour.js';
+import { parseMoney } from '../../pricing/money.js';
+import type { BalanceView, WalletKind } from '../../wallets/wallet-behaviour.js';
 import { done, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { decimal, decimalNumber, fields, humanTime, isoTime, signedDecimal, table } from './format.js';
 import { ledgerLines, type LedgerLine } from './wallet-ledger.js';

@@ -1,4 +1,4 @@
-import type { Gateway } from '../../src/gateway.js';
+import type { Gateway } from '../../gateway.js';
 
 /**
  * What a command needs of the wired node: its use cases, its store (for reads) and its settings; `scheduler` is

@@ -1,5 +1,5 @@
-import { messageStatusView } from '../../src/messaging/message-view.js';
-import type { ScheduledJobView } from '../../src/scheduling/occurrence-scheduler.js';
+import { messageStatusView } from '../../messaging/message-view.js';
+import type { ScheduledJobView } from '../../scheduling/occurrence-scheduler.js';
 import { done, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { fields, humanTime, table } from './format.js';
 

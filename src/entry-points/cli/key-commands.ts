@@ -1,6 +1,6 @@
-import { KEY_STATUSES, type KeyStatus } from '../../src/api-keys/api-key.js';
-import type { KeyView } from '../../src/api-keys/api-key-behaviour.js';
-import { isAcceptableCallbackUrl } from '../../src/messaging/send-request.js';
+import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
+import type { KeyView } from '../../api-keys/api-key-behaviour.js';
+import { isAcceptableCallbackUrl } from '../../messaging/send-request.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
 

@@ -1,7 +1,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
-import { createSimulatorConnector } from '../src/carriers/simulator/simulator-connector.js';
-import { ConfigError, loadConfig } from '../src/libraries/config/config.js';
-import { createLogger } from '../src/libraries/logger/logger.js';
+import { createSimulatorConnector } from './simulator-connector.js';
+import { ConfigError, loadConfig } from '../../libraries/config/config.js';
+import { createLogger } from '../../libraries/logger/logger.js';
 
 /**
  * The sandbox simulator as its own connector process on NATS (`npm run connector:simulator`), exactly as a third
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   }
 
   // loaded lazily: the NATS client is only needed by this process, not by whoever imports the connector
-  const { connectNatsTransport } = await import('../src/libraries/transport/nats-transport.js');
+  const { connectNatsTransport } = await import('../../libraries/transport/nats-transport.js');
   const transport = await connectNatsTransport({ servers, name: 'connector-simulator' });
   const connector = createSimulatorConnector({
     transport,

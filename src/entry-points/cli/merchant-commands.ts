@@ -1,4 +1,4 @@
-import type { MerchantRecord } from '../../src/libraries/persistence/directory-port.js';
+import type { MerchantRecord } from '../../libraries/persistence/directory-port.js';
 import { done, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { decimal, decimalNumber, fields, humanTime, isoTime, table } from './format.js';
 

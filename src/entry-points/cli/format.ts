@@ -1,4 +1,4 @@
-import { fromUnits, toDecimalNumber, toDecimalString } from '../../src/pricing/money.js';
+import { fromUnits, toDecimalNumber, toDecimalString } from '../../pricing/money.js';
 
 /** Left-aligned columns separated by two spaces, with a header row; an empty table says so. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[], empty = '(none)'): string {

@@ -1,5 +1,5 @@
-import { parseMoney } from '../../src/pricing/money.js';
-import type { PricingRow } from '../../src/pricing/pricing-table.js';
+import { parseMoney } from '../../pricing/money.js';
+import type { PricingRow } from '../../pricing/pricing-table.js';
 
 export const PRICING_CSV_HEADER = ['country_calling_code', 'network_prefix', 'price', 'carrier'] as const;
 
