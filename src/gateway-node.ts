@@ -48,7 +48,8 @@ const probe = (ms: number, check: () => Promise<void>) =>
     () => 'down' as const,
   );
 
-async function openTransport(config: Config, persistence: Persistence, logger: Logger): Promise<Transport> {
+/** The node's transport: the database bus in embedded mode, NATS in server mode. */
+export async function openTransport(config: Config, persistence: Persistence, logger: Logger): Promise<Transport> {
   if (config.mode === 'embedded') {
     if (!persistence.sql) throw new Error('embedded mode needs the SQL database for its bus');
     return createDatabaseBus({ db: persistence.sql });

@@ -4,7 +4,7 @@ import type { Gateway } from '../../gateway.js';
  * What a command needs of the wired node: its use cases, its store (for reads) and its settings; `scheduler` is
  * there (not started: it only reads Agenda's jobs) for the commands that ask for it.
  */
-export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler'>;
+export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'>;
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes

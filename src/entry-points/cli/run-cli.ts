@@ -2,6 +2,9 @@ import type { AgendaBackend } from 'agenda';
 import { createGateway, openPersistence } from '../../gateway.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
+import { silentLogger } from '../../libraries/logger/logger.js';
+import type { Transport } from '../../libraries/transport/transport-port.js';
+import { openTransport } from '../../gateway-node.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
@@ -29,30 +32,55 @@ async function openAgendaBackend(config: Config, persistence: Persistence): Prom
   return new MongoBackend({ address: config.database.mongoUrl });
 }
 
+/**
+ * How the CLI reaches the actors. Embedded mode, or server mode with no live node: it runs them itself (nobody else
+ * writes). Server mode with live nodes: it joins the cluster as a client (owns no shard) over NATS, so every command
+ * reaches the actor on its shard's owner, exactly as an HTTP request on any node would; without NATS_URL it refuses
+ * rather than write beside the owners.
+ */
 async function openRealGateway(config: Config, err: (text: string) => void, needs: { readonly scheduler: boolean }) {
   const onIncident = ({ what, error }: { what: string; error: unknown }) => {
     err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
   };
-  // the relay is not started: a CLI run carries out its own command only
-  if (!needs.scheduler) return createGateway({ config, onIncident });
   const persistence = await openPersistence(config);
+  let transport: Transport | null = null;
   try {
-    const gateway = await createGateway({ config, persistence, agendaBackend: await openAgendaBackend(config, persistence), onIncident });
+    const liveNodes = config.mode === 'server' ? await persistence.leases.liveNodes() : [];
+    if (liveNodes.length > 0 && !config.nats.url) {
+      throw new CliRefusal(`nodes are running (${liveNodes.join(', ')}): set NATS_URL so the CLI reaches their actors`);
+    }
+    // the database bus in embedded mode (a replayed webhook waits there for the server), NATS in a running cluster
+    if (config.mode === 'embedded' || liveNodes.length > 0) transport = await openTransport(config, persistence, silentLogger);
+    const gateway = await createGateway({
+      config,
+      persistence,
+      ...(transport ? { transport } : {}),
+      ...(liveNodes.length > 0 ? { role: 'client' as const } : {}),
+      ...(needs.scheduler ? { agendaBackend: await openAgendaBackend(config, persistence) } : {}),
+      onIncident,
+    });
     const stop = gateway.stop.bind(gateway);
+    const opened = transport;
+    // the relay and consumers are not started: a CLI run carries out its own command only
     return Object.assign(gateway, {
       async stop() {
         try {
           await stop();
         } finally {
+          await opened?.close();
           await persistence.close();
         }
       },
     });
   } catch (error) {
+    await transport?.close();
     await persistence.close();
     throw error;
   }
 }
+
+/** A condition that stops the CLI before any command runs (exit code 1, message on stderr). */
+class CliRefusal extends Error {}
 
 function print(outcome: CommandOutcome, json: boolean, io: CliIo): ExitCode {
   if (!outcome.ok) {
@@ -96,7 +124,14 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
     io.err(`error: ${error.message}\n`);
     return EXIT.usage;
   }
-  const gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler });
+  let gateway;
+  try {
+    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler });
+  } catch (error) {
+    if (!(error instanceof CliRefusal)) throw error;
+    io.err(`error: ${error.message}\n`);
+    return EXIT.usage;
+  }
   try {
     return print(await parsed.command(gateway), parsed.json, io);
   } finally {

@@ -1,12 +1,14 @@
 import { expect } from 'chai';
 import { call, type CallResult } from '../../helpers/http-fixture.js';
-import { startCluster, type TestCluster } from '../../helpers/cluster.js';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT, TSX_LOADER, startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
 /** The contract's balance limit: 30 per key per minute (config default). */
 const BALANCE_LIMIT = 30;
 
-describe('cluster rate limits: one key, three nodes', function () {
+describe('cluster: one key across three nodes, and the operator CLI', function () {
   this.timeout(120_000);
   let cluster: TestCluster;
   let merchant: ClusterMerchant;
@@ -64,5 +66,63 @@ describe('cluster rate limits: one key, three nodes', function () {
       const balance = await call(`${node.api}/balance`, { key: merchant.apiKey });
       expect(balance.status, `${node.id}: ${balance.text}`).to.equal(429);
     }
+  });
+
+  describe('operator CLI against the running cluster', () => {
+    const runCli = (args: readonly string[], env: Readonly<Record<string, string>>) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, 'src/entry-points/cli/cli-main.ts'), ...args], {
+          cwd: REPO_ROOT,
+          env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: cluster.databaseUrl, CLUSTER_SHARDS: String(cluster.shards), ...env },
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => {
+          resolve({ code, stdout, stderr });
+        });
+      });
+
+    it('when `cluster status` runs, then it lists the three live nodes, every shard held once and none unowned', async () => {
+      const { code, stdout, stderr } = await runCli(['cluster', 'status', '--json'], { NATS_URL: cluster.nats.url });
+      expect(code, stderr).to.equal(0);
+      const status = JSON.parse(stdout) as { shards: number; live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; live: boolean; shard_count: number; shards: { shard: number; epoch: number }[] }[] };
+      expect(status.shards).to.equal(cluster.shards);
+      expect(status.live_nodes).to.deep.equal(['node-1', 'node-2', 'node-3']);
+      expect(status.unowned_shards).to.deep.equal([]);
+      const held = status.nodes.flatMap((node) => node.shards.map((s) => s.shard)).sort((a, b) => a - b);
+      expect(held).to.deep.equal(Array.from({ length: cluster.shards }, (_, shard) => shard));
+      const owners = await cluster.ownership();
+      for (const node of status.nodes) expect(node.shards.map((s) => s.shard), node.node_id).to.deep.equal(owners.get(node.node_id));
+
+      const text = await runCli(['cluster', 'status'], { NATS_URL: cluster.nats.url });
+      expect(text.stdout).to.match(/Live nodes:\s+3/).and.to.match(/Unowned shards:\s+none/).and.to.match(/node-2\s+yes\s+\d+/);
+    });
+
+    it("when the CLI tops a wallet up, then the command reaches the wallet's actor on its owner node: GET /balance on every node shows it at once", async () => {
+      // a merchant of its own: the first one's balance bucket is spent
+      const [fresh] = await seedMerchants(cluster, { count: 1 });
+      const { code, stderr } = await runCli(['wallet', 'top-up', fresh!.merchantId, 'prepaid', '7.5'], { NATS_URL: cluster.nats.url });
+      expect(code, stderr).to.equal(0);
+      const shown = await runCli(['wallet', 'balance', fresh!.merchantId, '--json'], { NATS_URL: cluster.nats.url });
+      expect(shown.code, shown.stderr).to.equal(0);
+      expect((JSON.parse(shown.stdout) as { sms_wallet_balance: number }).sms_wallet_balance).to.equal(1007.5);
+      // the owner's actor (in memory, warm from the seeding) took it: an actor copy in the CLI process would have
+      // left the owner's state stale
+      for (const node of cluster.running()) {
+        const answer = await call(`${node.api}/balance`, { key: fresh!.apiKey });
+        expect(answer.status, answer.text).to.equal(200);
+        expect((answer.body as { data: { sms_wallet_balance: number } }).data.sms_wallet_balance, node.id).to.equal(1007.5);
+      }
+    });
+
+    it('when nodes are running and NATS_URL is missing, then the CLI refuses (exit 1) instead of writing beside the owners', async () => {
+      const { code, stdout, stderr } = await runCli(['wallet', 'top-up', merchant.merchantId, 'prepaid', '1'], {});
+      expect(code).to.equal(1);
+      expect(stdout).to.equal('');
+      expect(stderr).to.contain('nodes are running').and.to.contain('set NATS_URL');
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
+import { listDeadLetters, replayDeadLetter as replayWithCli } from '../../../src/entry-points/cli/webhook-commands.js';
 import type { DeadLetter } from '../../../src/libraries/persistence/dead-letters-port.js';
 import {
   always,
@@ -150,16 +151,23 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
       expect(letter.event).to.deep.equal(groups.get(letter.eventId)![0]!.body);
     }
 
-    // the operator replays one once the endpoint is back
+    // the operator lists them with the CLI and replays one once the endpoint is back
+    const gateway = pipeline.api.node.gateway;
+    const listed = await listDeadLetters(gateway, { merchantId: merchant.merchantId });
+    if (!listed.ok) throw new Error(listed.message);
+    expect((listed.json as { id: string; reason: string; attempts: number }[]).map((l) => [l.id, l.reason, l.attempts])).to.have.deep.members(letters.map((l) => [l.id, 'retries_exhausted', 5]));
+    for (const letter of letters) expect(listed.text).to.contain(letter.id);
     receiver.setBehaviour(always(respond(200)));
     const replayed = letters[0]!;
-    expect(await pipeline.api.node.gateway.replayDeadLetter(replayed.id)).to.equal(true);
+    const replay = await replayWithCli(gateway, replayed.id);
+    expect(replay.ok && replay.json).to.deep.equal({ replayed: replayed.id });
     await receiver.waitFor(() => receiver.deliveriesOf(replayed.eventId).length === 6, 10_000, 'the replayed delivery');
     const sixth = receiver.deliveriesOf(replayed.eventId)[5]!;
     expect(sixth.body).to.deep.equal(replayed.event);
     expect((await deadLetters('always-500')).map((l) => l.id).sort()).to.deep.equal(letters.slice(1).map((l) => l.id).sort());
     // a replayed letter is gone: replaying it again does nothing
-    expect(await pipeline.api.node.gateway.replayDeadLetter(replayed.id)).to.equal(false);
+    const again = await replayWithCli(gateway, replayed.id);
+    expect(again.ok ? 'replayed' : again.message).to.equal(`no dropped webhook event ${replayed.id}`);
   });
 
   for (const status of [400, 404, 410]) {
