@@ -160,11 +160,12 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     transport,
     simulator,
     async start(): Promise<number> {
+      await gateway.start();
+      // after start: in a cluster the demo merchant's actors live on whichever node owns its shard
       if (config.demo.seedMerchant && config.environment === 'sandbox') {
         const demo = await seedDemoMerchant(gateway);
         if (demo) announce(`Sandbox API key: ${demo.apiKey}`);
       }
-      await gateway.start();
       await simulator?.start();
       const metricsPort = (await operator?.start()) ?? null;
       const port = await http.start();

@@ -30,13 +30,13 @@ export interface MainProcess {
 }
 
 /**
- * Starts `node --import tsx src/main.ts` with `env` over a clean profile: NODE_ENV is unset (config/default.json
- * applies) unless `env` sets it.
+ * Starts `node --import tsx src/main.ts` (or another node command line, e.g. the built `dist/main.js` in a runtime
+ * directory) with `env` over a clean profile: NODE_ENV is unset (config/default.json applies) unless `env` sets it.
  */
-export function startMain(env: Record<string, string>): MainProcess {
+export function startMain(env: Record<string, string>, command: { readonly argv: readonly string[]; readonly cwd: string } = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...command.argv], {
+    cwd: command.cwd,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

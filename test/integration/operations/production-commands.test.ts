@@ -1,0 +1,236 @@
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
+import { httpCall, startMain, type MainProcess } from '../../helpers/main-process.js';
+import { testNats } from '../../helpers/nats.js';
+import { freePort } from '../../helpers/ports.js';
+import { testPostgres } from '../../helpers/postgres.js';
+import { eventually } from '../../helpers/webhook-receiver.js';
+
+/**
+ * Docker cannot run here, so this test runs what the Dockerfile and docker-compose.yml run, read from those files:
+ * the build stage's `npm run build`, the runtime stage's COPY lines and `npm ci --omit=dev` in a fresh directory,
+ * then the compose services' commands (two gateway nodes, the simulator connector, the CLI) with the compose
+ * environment — only the hostnames `postgres` and `nats` become private servers, and the published ports free ones.
+ * If either file drifts from what works (a missing COPY, a wrong path in a command, a bad variable), this fails.
+ */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const API = '/api/v1/messaging/sms-api';
+const run = promisify(execFile);
+
+interface Stage {
+  readonly name: string;
+  readonly lines: string[];
+}
+
+/** The Dockerfile's stages and their instructions (continuation lines joined). */
+function dockerfileStages(): Stage[] {
+  const text = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n\s*/g, '');
+  const stages: Stage[] = [];
+  for (const line of text.split('\n').map((l) => l.trim())) {
+    if (line === '' || line.startsWith('#')) continue;
+    const from = /^FROM\s+\S+\s+AS\s+(\S+)$/i.exec(line);
+    if (from) stages.push({ name: from[1]!, lines: [] });
+    else stages.at(-1)?.lines.push(line);
+  }
+  return stages;
+}
+
+/** An exec-form instruction's argv: `CMD ["node", "dist/main.js"]`. */
+function execForm(line: string, instruction: string): string[] {
+  const json = line.slice(line.indexOf('[', instruction.length));
+  const argv = JSON.parse(json) as unknown;
+  if (!Array.isArray(argv) || !argv.every((a): a is string => typeof a === 'string')) throw new Error(`not an exec form: ${line}`);
+  return argv;
+}
+
+interface ComposeService {
+  readonly command?: string[];
+  readonly entrypoint?: string[];
+  readonly environment?: Record<string, string | number | boolean>;
+  readonly profiles?: string[];
+}
+
+function composeServices(): Record<string, ComposeService> {
+  const compose = parseYaml(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+  return compose.services;
+}
+
+/** A compose service's environment with the compose hostnames pointed at the private servers. */
+function environmentOf(service: ComposeService, hosts: { databaseUrl: string; natsUrl: string }): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(service.environment ?? {})) env[name] = String(value);
+  if (env.DATABASE_URL) env.DATABASE_URL = hosts.databaseUrl;
+  if (env.NATS_URL) env.NATS_URL = hosts.natsUrl;
+  return env;
+}
+
+describe('production commands of the Dockerfile and docker-compose.yml, run without Docker', function () {
+  this.timeout(300_000);
+  const stages = dockerfileStages();
+  const runtime = stages.find((stage) => stage.name === 'runtime');
+  const services = composeServices();
+  let workDir = '';
+  let appDir = '';
+  let databaseUrl = '';
+  let natsUrl = '';
+  const started: MainProcess[] = [];
+  const nodes: { name: string; process: MainProcess; port: number }[] = [];
+  let apiKey = '';
+
+  before(async function () {
+    this.timeout(300_000);
+    if (!runtime) throw new Error('the Dockerfile has no "runtime" stage');
+    workDir = mkdtempSync(path.join(tmpdir(), 'gw-image-'));
+    appDir = path.join(workDir, 'app');
+    mkdirSync(appDir);
+
+    // build stage: `npm run build` (output into the work directory instead of the image's /app/dist)
+    const build = stages.find((stage) => stage.name === 'build');
+    expect(build?.lines, 'the build stage runs npm run build').to.include('RUN npm run build');
+    await run('npm', ['run', 'build', '--', '--outDir', path.join(workDir, 'dist')], { cwd: ROOT });
+
+    // runtime stage, instruction by instruction
+    for (const line of runtime.lines) {
+      const copy = /^COPY\s+(--from=build\s+)?(.+)\s+(\S+)$/.exec(line);
+      if (copy) {
+        const target = path.join(appDir, copy[3]!);
+        const sources = copy[2]!.split(/\s+/);
+        for (const source of sources) {
+          const from = copy[1] ? path.join(workDir, path.relative('/app', source)) : path.join(ROOT, source);
+          const to = sources.length > 1 || copy[3]!.endsWith('/') ? path.join(target, path.basename(source)) : target;
+          cpSync(from, to, { recursive: true });
+        }
+        continue;
+      }
+      if (line.startsWith('RUN npm ci')) {
+        const npmCi = line.slice('RUN '.length).split('&&')[0]!.trim().split(/\s+/);
+        expect(npmCi).to.include('--omit=dev');
+        // the cache already holds every package (npm ci ran in the repository)
+        await run(npmCi[0]!, [...npmCi.slice(1), '--prefer-offline'], { cwd: appDir });
+        continue;
+      }
+      if (line.startsWith('RUN mkdir')) {
+        mkdirSync(path.join(appDir, 'data'), { recursive: true });
+      }
+    }
+
+    databaseUrl = await (await testPostgres()).createDatabase('image');
+    natsUrl = (await testNats()).url;
+  });
+
+  after(async () => {
+    await Promise.all(started.map((p) => p.kill()));
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('when the runtime directory is assembled, then it has no development dependency and only what the image copies', () => {
+    const installed = (name: string): boolean => {
+      try {
+        readFileSync(path.join(appDir, 'node_modules', name, 'package.json'));
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(installed('express'), 'a runtime dependency').to.equal(true);
+    expect(installed('@electric-sql/pglite'), 'a runtime dependency').to.equal(true);
+    for (const dev of ['typescript', 'tsx', 'mocha', 'eslint']) expect(installed(dev), dev).to.equal(false);
+    expect(() => readFileSync(path.join(appDir, 'src/main.ts')), 'no TypeScript sources').to.throw();
+  });
+
+  it('when the two compose gateway nodes start with the image CMD and their compose environment, then both serve and the HEALTHCHECK passes', async () => {
+    const cmd = runtime!.lines.find((line) => line.startsWith('CMD'));
+    const argv = execForm(cmd!, 'CMD');
+    expect(argv[0]).to.equal('node');
+    for (const name of ['gateway-1', 'gateway-2']) {
+      const service = services[name];
+      expect(service, `compose service ${name}`).to.not.equal(undefined);
+      const env = environmentOf(service!, { databaseUrl, natsUrl });
+      expect(env).to.include({ NODE_ENV: 'production', GATEWAY_MODE: 'server' });
+      const port = await freePort();
+      const main = startMain({ ...env, PORT: String(port), METRICS_PORT: String(await freePort()), HOST: '127.0.0.1', DATA_DIR: path.join(appDir, 'data') }, { argv: argv.slice(1), cwd: appDir });
+      started.push(main);
+      nodes.push({ name, process: main, port });
+    }
+    for (const node of nodes) await node.process.waitForLog((line) => line.msg === 'listening', 90_000);
+
+    const healthcheck = runtime!.lines.find((line) => line.startsWith('HEALTHCHECK'))!;
+    const check = execForm(healthcheck.slice(healthcheck.indexOf('CMD')), 'CMD');
+    for (const node of nodes) {
+      const health = await httpCall(`http://127.0.0.1:${node.port}${API}/health`);
+      expect(health.status, health.body).to.equal(200);
+      const probe = await run(check[0]!, check.slice(1), { cwd: appDir, env: { ...process.env, PORT: String(node.port) } }).then(
+        () => 0,
+        (error: unknown) => (error as { code?: number }).code ?? -1,
+      );
+      expect(probe, `HEALTHCHECK of ${node.name}`).to.equal(0);
+    }
+    // the healthcheck fails when nothing answers
+    const deadPort = await freePort();
+    const failed = await run(check[0]!, check.slice(1), { cwd: appDir, env: { ...process.env, PORT: String(deadPort) } }).then(
+      () => 0,
+      (error: unknown) => (error as { code?: number }).code ?? -1,
+    );
+    expect(failed).to.equal(1);
+
+    // one of them seeded the sandbox demo merchant (SEED_DEMO_MERCHANT in compose) and printed its key once
+    const keyLines = nodes.flatMap((node) => node.process.lines.filter((line) => line.startsWith('Sandbox API key: ')));
+    expect(keyLines).to.have.length(1);
+    apiKey = keyLines[0]!.slice('Sandbox API key: '.length);
+  });
+
+  it('when the compose simulator runs its command, then a send on one node is delivered and visible on the other', async () => {
+    const service = services.simulator!;
+    expect(service.command?.[0]).to.equal('node');
+    const simulator = startMain(environmentOf(service, { databaseUrl, natsUrl }), { argv: service.command!.slice(1), cwd: appDir });
+    started.push(simulator);
+    const [first, second] = nodes;
+    const sent = await httpCall(`http://127.0.0.1:${first!.port}${API}/send`, { method: 'POST', headers: { 'app-key': apiKey }, json: { to: ['+243812345600'], message: 'From the image' } });
+    expect(sent.status, sent.body).to.equal(201);
+    const messageId = (JSON.parse(sent.body) as { data: { message_id: string } }).data.message_id;
+    await eventually(
+      async () => {
+        const status = await httpCall(`http://127.0.0.1:${second!.port}${API}/status/${messageId}`, { headers: { 'app-key': apiKey } });
+        return status.status === 200 && (JSON.parse(status.body) as { data: { recipients: { status: string }[] } }).data.recipients[0]?.status === 'delivered' ? true : null;
+      },
+      30_000,
+      'the message delivered',
+      200,
+    );
+  });
+
+  it('when the compose cli service runs `cluster status`, then it sees both nodes and every shard held', async () => {
+    const service = services.cli!;
+    const entrypoint = service.entrypoint!;
+    const env = environmentOf(service, { databaseUrl, natsUrl });
+    const { stdout } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(entrypoint[0]!, [...entrypoint.slice(1), 'cluster', 'status', '--json'], { cwd: appDir, env: { PATH: process.env.PATH ?? '', ...env } });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => {
+        if (code !== 0) reject(new Error(`cli exited ${String(code)}: ${err}`));
+        else resolve({ code, stdout: out, stderr: err });
+      });
+    });
+    const status = JSON.parse(stdout) as { live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; shard_count: number }[] };
+    expect(status.live_nodes).to.deep.equal(['gateway-1', 'gateway-2']);
+    expect(status.unowned_shards).to.deep.equal([]);
+    expect(status.nodes.map((n) => n.shard_count).reduce((a, b) => a + b, 0)).to.equal(64);
+  });
+
+  it('when the nodes get SIGTERM (docker stop), then they exit 0 within the compose stop_grace_period', async () => {
+    for (const node of nodes) node.process.signal('SIGTERM');
+    const exits = await Promise.all(nodes.map((node) => node.process.exited));
+    for (const exit of exits) expect(exit.code).to.equal(0);
+  });
+});
