@@ -105,6 +105,10 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     onIncident: (incident) => {
       logger.error({ err: incident.error }, incident.what);
     },
+    onShardChange: ({ shard, change }) => {
+      if (change === 'lost') logger.warn({ shard }, 'shard lease lost: its actors stopped');
+      else logger.info({ shard }, change === 'acquired' ? 'shard acquired' : 'shard handed over');
+    },
   });
   const simulator: SimulatorConnector | null =
     (options.inProcessSimulator ?? config.mode === 'embedded')

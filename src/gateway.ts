@@ -81,6 +81,8 @@ export interface GatewayOptions {
    */
   readonly role?: 'node' | 'client';
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
+  /** This node took a shard, lost its lease (expired or superseded), or handed it over (cluster mode). */
+  readonly onShardChange?: (change: { readonly shard: number; readonly change: 'acquired' | 'lost' | 'handed_over' }) => void;
   /** Where the components' numbers go (the node serves them on its operator port); none without it. */
   readonly metrics?: Metrics;
 }
@@ -157,9 +159,11 @@ export async function createGateway(options: GatewayOptions) {
         ttlMs: config.cluster.leaseTtlMs,
         onAcquired: async (shard) => {
           await clusterRouter?.serveShard(shard);
+          options.onShardChange?.({ shard, change: 'acquired' });
         },
-        onLost: async (shard) => {
+        onLost: async (shard, why) => {
           await clusterRouter?.leaveShard(shard);
+          options.onShardChange?.({ shard, change: why === 'expired' ? 'lost' : 'handed_over' });
         },
         onError: (error) => {
           report({ what: 'shard_lease_failed', error });

@@ -206,31 +206,48 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     );
   });
 
-  it('when the compose cli service runs `cluster status`, then it sees both nodes and every shard held', async () => {
+  it('when the compose cli service runs `cluster status`, then it sees both nodes and, once balanced, every shard held', async () => {
     const service = services.cli!;
     const entrypoint = service.entrypoint!;
     const env = environmentOf(service, { databaseUrl, natsUrl });
-    const { stdout } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(entrypoint[0]!, [...entrypoint.slice(1), 'cluster', 'status', '--json'], { cwd: appDir, env: { PATH: process.env.PATH ?? '', ...env } });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => {
-        if (code !== 0) reject(new Error(`cli exited ${String(code)}: ${err}`));
-        else resolve({ code, stdout: out, stderr: err });
+    type Status = { live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; shard_count: number }[] };
+    const clusterStatus = () =>
+      new Promise<Status>((resolve, reject) => {
+        const child = spawn(entrypoint[0]!, [...entrypoint.slice(1), 'cluster', 'status', '--json'], { cwd: appDir, env: { PATH: process.env.PATH ?? '', ...env } });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => {
+          if (code !== 0) reject(new Error(`cli exited ${String(code)}: ${err}`));
+          else resolve(JSON.parse(out) as Status);
+        });
       });
-    });
-    const status = JSON.parse(stdout) as { live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; shard_count: number }[] };
+    // a shard handed over by one node is taken by the other at its next lease tick: poll until balanced
+    const status = await eventually(
+      async () => {
+        const current = await clusterStatus();
+        return current.unowned_shards.length === 0 && current.nodes.every((n) => n.shard_count === 32) ? current : null;
+      },
+      30_000,
+      'every shard held, 32 each',
+      500,
+    );
     expect(status.live_nodes).to.deep.equal(['gateway-1', 'gateway-2']);
-    expect(status.unowned_shards).to.deep.equal([]);
-    expect(status.nodes.map((n) => n.shard_count).reduce((a, b) => a + b, 0)).to.equal(64);
+    // each node logged its ownership changes: what it took minus what it handed over is what it holds
+    for (const node of nodes) {
+      const count = (msg: string): number => node.process.logs.filter((line) => line.msg === msg).length;
+      expect(count('shard acquired') - count('shard handed over'), node.name).to.equal(32);
+    }
   });
 
-  it('when the nodes get SIGTERM (docker stop), then they exit 0 within the compose stop_grace_period', async () => {
+  it('when the nodes get SIGTERM (docker stop), then they hand their shards over and exit 0', async () => {
     for (const node of nodes) node.process.signal('SIGTERM');
     const exits = await Promise.all(nodes.map((node) => node.process.exited));
     for (const exit of exits) expect(exit.code).to.equal(0);
+    // the last to stop handed over everything it held; together they logged every shard they ended with
+    const handedOver = nodes.flatMap((node) => node.process.logs.filter((line) => line.msg === 'shard handed over' && typeof line.shard === 'number'));
+    expect(handedOver.length).to.be.at.least(64);
   });
 });
