@@ -12,6 +12,7 @@
  *   BENCH_SEPARATE      1 (default): autocannon in a child process (`npx autocannon --json`); 0: in this process
  *   BENCH_MODES         comma-separated subset of embedded,postgres (both)
  *   BENCH_SETTLE_MAX_S  longest wait for the pipeline to go quiet between runs (60)
+ *   BENCH_ONLY          run only the endpoints whose name contains this text (e.g. "send, 1 recipient"); the floor always runs
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,7 @@ const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
 const BULK_CONNECTIONS = envNumber('BENCH_BULK_CONNECTIONS', 4);
 const SEPARATE = process.env.BENCH_SEPARATE !== '0';
 const SETTLE_MAX_S = envNumber('BENCH_SETTLE_MAX_S', 60);
+const ONLY = process.env.BENCH_ONLY ?? '';
 const MODES = (process.env.BENCH_MODES ?? 'embedded,postgres').split(',').map((m) => m.trim());
 const MANY = 10_000_000;
 const OVERRIDES: DeepPartial<Config> = {
@@ -266,7 +268,7 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
 
   const rows: Row[] = [];
   await settle(mode.persistence, idleShare);
-  for (const c of cases) {
+  for (const c of cases.filter((candidate, i) => i === 0 || candidate.name.includes(ONLY))) {
     await probe({ ...c.spec, connections: 1 });
     process.stderr.write(`  ${mode.label}: ${c.name}…\n`);
     const result = await load(c.spec);

@@ -90,6 +90,14 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
 
   async function ask(kind: ActorKind, merchantId: string, id: string, command: Command): Promise<unknown> {
     const shard = shardOf(merchantId, options.shards);
+    // the common case, an owned shard, goes straight to the actor; the retry loop is for hand-overs and failovers
+    if (manager.owns(shard)) {
+      try {
+        return await askLocal(kind, id, shard, command);
+      } catch (error) {
+        if (!(error instanceof NotApplied)) throw error;
+      }
+    }
     try {
       return await pRetry(() => (manager.owns(shard) ? askLocal(kind, id, shard, command) : askRemote(kind, id, shard, command)), {
         retries: 1_000,

@@ -389,6 +389,9 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
     kind: 'message',
     initialState: () => EMPTY_MESSAGE,
     apply: applyMessageEvent,
+    // message ids are generated at submit: a create wakes a message with no journal (save after a crash, when the
+    // outbox relay repeats it and the runtime's conflict retry reads the journal)
+    startsFresh: (command) => command.type === 'create',
     handlers: {
       create: (state, command, context) => {
         if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };

@@ -96,10 +96,12 @@ function describe(error: unknown): string {
 }
 
 /** nact's persistence engine over our Journal port. */
-function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOptions['onIncident']>): NactPersistenceEngine {
+function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOptions['onIncident']>, freshKeys: Set<string>): NactPersistenceEngine {
   return {
     events: (key, afterSeq) => ({
       reduce: async (fn, initial) => {
+        // an activation for a creation under a fresh id: nothing to read (a wrong guess conflicts on append)
+        if (freshKeys.delete(key)) return initial;
         const records = await journal.read(key, afterSeq);
         return records.reduce(
           (acc, record, index) =>
@@ -109,6 +111,7 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
       },
     }),
     latestSnapshot: async (key) => {
+      if (freshKeys.has(key)) return undefined;
       const snapshot = await journal.latestSnapshot(key);
       return snapshot ? { data: snapshot.state, sequenceNumber: snapshot.seq, key, createdAt: snapshot.at } : undefined;
     },
@@ -142,7 +145,9 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
  */
 export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const onIncident = options.onIncident ?? (() => undefined);
-  const root = startNact(journalEngine(options.journal, onIncident));
+  /** Keys whose next activation skips recovery (Behaviour.startsFresh). */
+  const freshKeys = new Set<string>();
+  const root = startNact(journalEngine(options.journal, onIncident, freshKeys));
   let stopped = false;
 
   function host<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, hostOptions: ActorHostOptions): ActorHost<C, RM> {
@@ -297,6 +302,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
           if (queue && index >= 0) queue.splice(index, 1);
           pending.reject(new ActorFailureError(key, 'timeout', `no answer within ${hostOptions.askTimeoutMs} ms`));
         }, hostOptions.askTimeoutMs);
+        if (!live.has(id) && behaviour.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);
       });
     }

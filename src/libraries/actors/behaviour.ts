@@ -49,6 +49,12 @@ export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
   apply(state: S, event: E): S;
   /** What a snapshot stores; drop anything not derived from events. Defaults to the state itself. */
   toSnapshot?(state: S): S;
+  /**
+   * True for a command that normally reaches an actor with no journal yet (a creation under a fresh id): if it
+   * wakes the actor, the activation skips reading the journal. A wrong guess costs one conflicting append, after
+   * which the runtime reads the journal and decides the command again.
+   */
+  startsFresh?(command: C): boolean;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {

@@ -171,6 +171,55 @@ describe('actor runtime', () => {
     expect(await counters.ref('norecovery', 7).ask({ type: 'read' })).to.deep.equal({ total: 0, applied: 0 });
   });
 
+  describe('a command that starts fresh (Behaviour.startsFresh)', () => {
+    const freshCounters = { ...counterBehaviour, startsFresh: (command: { readonly type: string }) => command.type === 'add' };
+    const countReads = () => {
+      const reads: string[] = [];
+      const read = journal.read.bind(journal);
+      const snapshot = journal.latestSnapshot.bind(journal);
+      journal.read = (key, afterSeq) => {
+        reads.push(`read ${key}`);
+        return read(key, afterSeq);
+      };
+      journal.latestSnapshot = (key) => {
+        reads.push(`snapshot ${key}`);
+        return snapshot(key);
+      };
+      return reads;
+    };
+
+    it('when it wakes an actor with no journal, then the activation reads nothing and the command is journaled at 1', async () => {
+      const reads = countReads();
+      const counters = runtime.host(freshCounters, HOST);
+      expect(await counters.ref('new', 7).ask({ type: 'add', amount: 2 })).to.deep.equal({ total: 2 });
+      expect(reads).to.deep.equal([]);
+      expect(journal.records('counter:new').map((r) => r.seq)).to.deep.equal([1]);
+    });
+
+    it('when the guess is wrong (the journal exists), then the append conflicts, the journal is read and the command decided again on it', async () => {
+      const counters = runtime.host(freshCounters, HOST);
+      await counters.ref('old', 7).ask({ type: 'add', amount: 5 });
+      counters.passivate();
+      const reads = countReads();
+      expect(await counters.ref('old', 7).ask({ type: 'add', amount: 1 })).to.deep.equal({ total: 6 });
+      expect(reads).to.include('read counter:old');
+      expect(journal.records('counter:old').map((r) => [r.seq, r.events])).to.deep.equal([
+        [1, [{ type: 'added', amount: 5 }]],
+        [2, [{ type: 'added', amount: 1 }]],
+      ]);
+      expect(await counters.ref('old', 7).ask({ type: 'read' })).to.deep.equal({ total: 6, applied: 2 });
+    });
+
+    it('when another command wakes the actor, then it recovers from the journal as usual', async () => {
+      const counters = runtime.host(freshCounters, HOST);
+      await counters.ref('other', 7).ask({ type: 'add', amount: 3 });
+      counters.passivate();
+      const reads = countReads();
+      expect(await counters.ref('other', 7).ask({ type: 'read' })).to.deep.equal({ total: 3, applied: 1 });
+      expect(reads).to.include('read counter:other');
+    });
+  });
+
   it('refuses ids that are not safe actor names', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
     const error = await counters.ref('a:b', 7).ask({ type: 'read' }).catch((e: unknown) => e);
