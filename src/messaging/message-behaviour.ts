@@ -115,7 +115,8 @@ export interface MessageReplies {
     | NotFound
     | { readonly ok: false; readonly code: 'INVALID_STATE'; readonly state: OccurrenceStatus };
   readonly apply_receipt: { readonly ok: true; readonly changed: boolean; readonly events: readonly EventType[] } | NotFound;
-  readonly dispatch_due: { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null } | NotFound;
+  /** `lateMs`: how long after its instant the earliest occurrence dispatched now was due (null: none dispatched). */
+  readonly dispatch_due: { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null; readonly lateMs?: number | null } | NotFound;
   readonly receipt_timeout: { readonly ok: true; readonly failed: number } | NotFound;
   readonly status: { readonly ok: true; readonly state: MessageState } | NotFound;
   readonly cancel: ManagementReply;
@@ -422,11 +423,13 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         }
         if (state.schedule !== 'active') return { events: [], reply: { ok: true, dispatched: [], next: null } };
         // late occurrences (the node was down at their time) still go: a crash never skips one
-        const due = waiting.filter((o) => o.scheduledAt <= context.now).map((o) => o.index);
+        const dueOccurrences = waiting.filter((o) => o.scheduledAt <= context.now);
+        const due = dueOccurrences.map((o) => o.index);
+        const lateMs = dueOccurrences.length > 0 ? context.now - Math.min(...dueOccurrences.map((o) => o.scheduledAt)) : null;
         const events: MessageEvent[] = due.map((occurrence) => ({ type: 'occurrence_dispatched', occurrence, at: context.now }));
         const completes = events.reduce(applyMessageEvent, state).schedule === 'completed';
         const effects = [...due.flatMap((occurrence) => dispatchEffects(spec, occurrence)), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])];
-        return { events, effects, reply: { ok: true, dispatched: due, next: nextAfterNow } };
+        return { events, effects, reply: { ok: true, dispatched: due, next: nextAfterNow, lateMs } };
       },
 
       receipt_timeout: (state, command, context) => {

@@ -115,6 +115,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
     },
     create: (spec: MessageSpec) => run<'create'>({ type: 'create', spec }),
     dispatch: (occurrence: number) => run<'dispatch_occurrence'>({ type: 'dispatch_occurrence', occurrence }),
+    dispatchDue: () => run<'dispatch_due'>({ type: 'dispatch_due' }),
     receipt: (receipt: CarrierReceipt) => run<'apply_receipt'>({ type: 'apply_receipt', receipt }),
     status: (merchantId: string) => run<'status'>({ type: 'status', merchantId }),
   };
@@ -279,6 +280,19 @@ describe('message behaviour', () => {
       ]);
       expect(decision.effects?.[0]?.payload).to.have.property('occurrence', 0);
       expect(story.state.schedule).to.equal('active');
+    });
+
+    it('when dispatch_due runs late, then it dispatches what is due and says how late the earliest of them was', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(OCCURRENCE_0 - SECOND);
+      expect(story.dispatchDue().reply).to.deep.include({ ok: true, dispatched: [] }).and.to.not.have.property('lateMs', 0);
+      story.clock.set(OCCURRENCE_0 + 3 * SECOND);
+
+      const decision = story.dispatchDue();
+
+      expect(decision.reply).to.deep.include({ ok: true, dispatched: [0], lateMs: 3 * SECOND });
+      expect(decision.events).to.deep.equal([{ type: 'occurrence_dispatched', occurrence: 0, at: OCCURRENCE_0 + 3 * SECOND }]);
     });
 
     it('when an occurrence is triggered twice, then the second trigger journals nothing and dispatches nothing', () => {
