@@ -1,9 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { configurationTable } from '../../../src/libraries/config/config-table.js';
+import { describeSettings } from '../../../src/libraries/config/config.js';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
 
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+
+/** Environment variables the README may name besides the settings: Node's, and the MongoDB suite's switch. */
+const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL'];
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string): string =>
+  heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
 
 describe('README', () => {
   it('has the configuration table generated from the schema and config/default.json', () => {
@@ -18,5 +30,34 @@ describe('README', () => {
       expect(row, `${entry.code} ${name}`).to.be.a('string');
       expect(row).to.contain(entry.httpStatus === null ? 'event only' : String(entry.httpStatus));
     }
+  });
+
+  it('links only to headings it has', () => {
+    const anchors = new Set(
+      README.split('\n')
+        .filter((line) => /^#{1,6} /.test(line))
+        .map((line) => anchorOf(line.replace(/^#+ /, ''))),
+    );
+    const links = [...README.matchAll(/\]\(#([^)]+)\)/g)].map((match) => match[1]);
+    expect(links).not.to.be.empty;
+    for (const link of links) expect(anchors, `#${String(link)}`).to.include(link);
+  });
+
+  it('names only npm scripts package.json has', () => {
+    const scripts = [...README.matchAll(/npm run ([a-z][\w:-]*)/g)].map((match) => match[1]);
+    expect(scripts).not.to.be.empty;
+    for (const script of scripts) expect(PACKAGE.scripts, `npm run ${String(script)}`).to.have.property(String(script));
+  });
+
+  it('names only environment variables the configuration reads', () => {
+    const known = new Set([...describeSettings().map((setting) => setting.env), ...OTHER_VARIABLES]);
+    const inline = [...README.matchAll(/`[^`\n]*`/g)].flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? []);
+    // assignments in the shell blocks (`export GATEWAY_MODE=server DATABASE_URL=…`, `NODE_ID=node-1 … npm start`)
+    const shellBlocks = [...README.matchAll(/^```sh[^\n]*\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+    const assigned = shellBlocks.flatMap((block) => [...block.matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)=/g)].map((match) => String(match[1])));
+    expect(assigned).not.to.be.empty;
+    const named = [...inline, ...assigned];
+    expect(named).not.to.be.empty;
+    for (const variable of named) expect(known, variable).to.include(variable);
   });
 });
