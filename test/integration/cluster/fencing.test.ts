@@ -109,11 +109,19 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
     );
     const rejoinedAt = first!.at;
     expect(rejoinedAt, 'it took shards again after waking').to.be.greaterThan(resumeAt);
+    // from the first takeover of one of its shards (until then its leases were valid: an append it sent just as
+    // it froze may land then, legitimately) until it was given shards again, it wrote nothing
+    const [lostAt] = await cluster.sql<{ at: number }>(
+      `SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS at FROM lease_audit
+       WHERE owner <> $1 AND shard = ANY($2::int[]) AND at > to_timestamp($3::float8 / 1000)`,
+      [frozen.id, [...lost.keys()], freezeAt],
+    );
+    expect(lostAt!.at, 'its shards were taken over while it was frozen').to.be.within(freezeAt, resumeAt);
     const [writes] = await cluster.sql<{ n: number }>(
       `SELECT count(*)::int AS n FROM journal_audit WHERE writer = $1 AND at >= to_timestamp($2::float8 / 1000) AND at < to_timestamp($3::float8 / 1000)`,
-      [frozen.id, freezeAt, rejoinedAt],
+      [frozen.id, lostAt!.at, rejoinedAt],
     );
-    expect(writes!.n, 'journal records by the frozen node between the freeze and its rejoining').to.equal(0);
+    expect(writes!.n, 'journal records by the frozen node between losing its first shard and rejoining').to.equal(0);
 
     // each charge of a request it held while frozen was journaled by the shard's owner of the moment, not by it
     for (const send of accepted(staleSends)) {
