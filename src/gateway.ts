@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
-import { createDoneMarker, createOutboxRelay, type OutboxRelay, type TopicHandler } from './libraries/persistence/outbox-relay.js';
+import { createDoneMarker, createOutboxRelay, runEntryTasks, type OutboxRelay, type TopicHandler } from './libraries/persistence/outbox-relay.js';
 import { openPglitePersistence, openPostgresPersistence, type Persistence } from './libraries/persistence/persistence.js';
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
@@ -40,6 +40,9 @@ import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
 import type { Metrics } from './libraries/observability/metrics.js';
 import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
+
+/** Agenda job saves in flight at once while the relay registers a batch of schedules. */
+const SCHEDULE_REGISTRATIONS_IN_FLIGHT = 32;
 
 /** Fresh ids: UUID v4 for events, prefixed random ids for the rest. */
 export interface IdGenerators {
@@ -277,10 +280,12 @@ export async function createGateway(options: GatewayOptions) {
   const schedulerHandlers: Record<string, TopicHandler> = scheduler
     ? {
         [SCHEDULE_REGISTER_TOPIC]: {
-          async handle(entries) {
-            for (const entry of entries) await scheduler.register(entry.payload as ScheduleRegistration);
-            return entries.map((entry) => entry.id);
-          },
+          // registrations of a batch saved concurrently (bounded): one at a time, a burst of scheduled sends
+          // would reach Agenda long after their 201s
+          handle: (entries) =>
+            runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload as ScheduleRegistration)], SCHEDULE_REGISTRATIONS_IN_FLIGHT, (error) => {
+              report({ what: 'schedule_register_failed', error });
+            }),
         },
       }
     : {};
@@ -298,7 +303,13 @@ export async function createGateway(options: GatewayOptions) {
 
   const transport = options.transport;
   const transportHandlers: Record<string, TopicHandler> = transport
-    ? { [DISPATCH_TOPIC]: createDispatchRelay({ transport, clock }), [WEBHOOK_TOPIC]: createWebhookRelay({ router, transport, clock }) }
+    ? { [DISPATCH_TOPIC]: createDispatchRelay({
+          transport,
+          clock,
+          onError: (error) => {
+            report({ what: 'dispatch_relay_failed', error });
+          },
+        }), [WEBHOOK_TOPIC]: createWebhookRelay({ router, transport, clock }) }
     : {};
   const relay: OutboxRelay = createOutboxRelay({
     outbox: persistence.outbox,

@@ -1,6 +1,6 @@
 import type { Clock } from '../libraries/clock/clock.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
-import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
+import { runEntryTasks, type TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { DispatchOutboxPayload } from '../messaging/message-behaviour.js';
 import { dispatchId, dispatchSubject, type DispatchJob } from './carrier-protocol.js';
@@ -8,17 +8,21 @@ import { dispatchId, dispatchSubject, type DispatchJob } from './carrier-protoco
 /**
  * Outbox `carrier.dispatch` (one occurrence to every recipient) → one job per recipient on
  * `sms.dispatch.<carrier>`, published with the dispatch id as message id, so a relay repeated after a crash is
- * deduplicated by the broker and the connector sees each dispatch once.
+ * deduplicated by the broker and the connector sees each dispatch once. The publishes of a batch run concurrently
+ * (bounded): one at a time, the broker's acknowledgements would cap dispatch at a few hundred per second.
  */
-export function createDispatchRelay(deps: { transport: Transport; clock: Clock }): TopicHandler {
+/** Publishes in flight at once across a relay batch (each waits for the broker's acknowledgement). */
+export const DISPATCH_PUBLISHES_IN_FLIGHT = 256;
+
+export function createDispatchRelay(deps: { transport: Transport; clock: Clock; onError?: (error: unknown) => void }): TopicHandler {
   return {
-    async handle(entries) {
-      const done: string[] = [];
-      for (const entry of entries) {
-        const payload = entry.payload as DispatchOutboxPayload;
-        const submittedAt = toIsoUtc(deps.clock.now());
-        await Promise.all(
-          payload.recipients.map((recipient) => {
+    handle(entries) {
+      const submittedAt = toIsoUtc(deps.clock.now());
+      return runEntryTasks(
+        entries,
+        (entry) => {
+          const payload = entry.payload as DispatchOutboxPayload;
+          return payload.recipients.map((recipient) => () => {
             const id = dispatchId(payload.messageId, payload.occurrence, recipient.index);
             const job: DispatchJob = {
               version: 1,
@@ -34,11 +38,11 @@ export function createDispatchRelay(deps: { transport: Transport; clock: Clock }
               submitted_at: submittedAt,
             };
             return deps.transport.publish(dispatchSubject(recipient.carrier), job, { id });
-          }),
-        );
-        done.push(entry.id);
-      }
-      return done;
+          });
+        },
+        DISPATCH_PUBLISHES_IN_FLIGHT,
+        deps.onError ?? (() => undefined),
+      );
     },
   };
 }

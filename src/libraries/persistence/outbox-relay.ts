@@ -133,3 +133,38 @@ export function createDoneMarker(outbox: Outbox, flushMs: number, onError?: (err
     },
   };
 }
+
+/**
+ * Runs the tasks of a batch of outbox entries (each entry has one or more: a publish per recipient, a job to
+ * save), at most `limit` at once across the batch, and returns the ids of the entries all of whose tasks succeeded,
+ * in entry order. An entry with a failed task stays pending for the next pass (its tasks are idempotent: publish ids,
+ * unique jobs); the first failure of the batch goes to `onError`.
+ */
+export async function runEntryTasks(
+  entries: readonly PendingOutboxEntry[],
+  tasksOf: (entry: PendingOutboxEntry) => readonly (() => Promise<void>)[],
+  limit: number,
+  onError: (error: unknown) => void,
+): Promise<string[]> {
+  const queue = entries.flatMap((entry, index) => tasksOf(entry).map((task) => ({ index, task })));
+  const failed = new Set<number>();
+  let reported = false;
+  let next = 0;
+  async function worker(): Promise<void> {
+    for (let item = queue[next++]; item !== undefined; item = queue[next++]) {
+      const { index, task } = item;
+      if (failed.has(index)) continue;
+      try {
+        await task();
+      } catch (error) {
+        failed.add(index);
+        if (!reported) {
+          reported = true;
+          onError(error);
+        }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, queue.length)) }, worker));
+  return entries.filter((_, index) => !failed.has(index)).map((entry) => entry.id);
+}

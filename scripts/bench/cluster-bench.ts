@@ -1,0 +1,666 @@
+/**
+ * npm run bench:cluster — POST /send throughput of a cluster as it grows, and what a SIGKILLed node costs.
+ * test/helpers/cluster.ts starts the real thing: a private PostgreSQL and nats-server, gateway node processes
+ * (`src/main.ts`, server mode, on free ports), the simulator connector as its own process, and an operator gateway in
+ * this process (a cluster client) that seeds the merchants.
+ *
+ *   1. Throughput, for each node count of --nodes (ascending; the cluster grows by starting nodes and waiting until
+ *      the shards are balanced): a closed loop of --concurrency requests in flight for --duration-s (after a
+ *      --warmup-s warm-up), spread round-robin over every node's HTTP port and over the merchants; req/s and
+ *      p50/p99 latency, and the CPU time the node processes spent per request (from /proc: the cost of the NATS hops
+ *      to a shard's owner shows there even when the machine has fewer cores than processes).
+ *   2. Failover, at the largest count (≥ 2): a paced load (--failover-rate sends/s, each with its Idempotency-Key);
+ *      after a third of --failover-s the node owning the most merchants is SIGKILLed and taken out of the
+ *      rotation at once (as a load balancer would, eventually); reports the time until every shard is held again by
+ *      an unexpired lease of a survivor (cluster.ownership()), and every request that failed (503/1402, the 500 of
+ *      an API-key check that timed out, connections cut by the kill). Then the failed sends are retried with their
+ *      Idempotency-Key, and every accepted send must answer GET /status and have reached the connector exactly once.
+ *      Exit 1 otherwise.
+ *
+ * Options (`npm run bench:cluster -- --nodes 1,3 --duration-s 10`; each also as an environment variable):
+ *   --nodes LIST              node counts, ascending (BENCH_NODES, 1,3)
+ *   --duration-s S            measured seconds per node count (BENCH_DURATION_S, 15)
+ *   --warmup-s S              unmeasured seconds before each (BENCH_WARMUP_S, 3)
+ *   --concurrency C           requests in flight (BENCH_CONCURRENCY, 16)
+ *   --merchants M             merchants the load is spread over (BENCH_MERCHANTS, 12)
+ *   --failover-rate R         sends/s of the failover load (BENCH_FAILOVER_RATE, 40)
+ *   --failover-s S            length of the failover load (BENCH_FAILOVER_S, 30)
+ *   --no-failover             skip the failover measurement (BENCH_NO_FAILOVER=1)
+ *   --lease-ttl-ms MS         CLUSTER_LEASE_TTL_MS of the nodes (default: config/default.json's)
+ *   --failover-deadline-ms MS CLUSTER_FAILOVER_DEADLINE_MS of the nodes (default: config/default.json's)
+ *   --shards N                CLUSTER_SHARDS (default: config/default.json's)
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { shardOf } from '../../src/cluster/shards.js';
+import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadMerchant, type LoadSend, type SendAttempt, type TestCluster } from '../../test/helpers/cluster.js';
+import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
+import { stopSharedPostgres } from '../../test/helpers/postgres.js';
+import { deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Options
+
+const USAGE =
+  'usage: npm run bench:cluster -- [--nodes 1,3] [--duration-s S] [--warmup-s S] [--concurrency C] [--merchants M] ' +
+  '[--failover-rate R] [--failover-s S] [--no-failover] [--lease-ttl-ms MS] [--failover-deadline-ms MS] [--shards N]';
+
+interface OptionSpec {
+  readonly flag: string;
+  readonly env: string;
+  readonly kind: 'value' | 'boolean';
+}
+
+const OPTION_SPECS: readonly OptionSpec[] = [
+  { flag: 'nodes', env: 'BENCH_NODES', kind: 'value' },
+  { flag: 'duration-s', env: 'BENCH_DURATION_S', kind: 'value' },
+  { flag: 'warmup-s', env: 'BENCH_WARMUP_S', kind: 'value' },
+  { flag: 'concurrency', env: 'BENCH_CONCURRENCY', kind: 'value' },
+  { flag: 'merchants', env: 'BENCH_MERCHANTS', kind: 'value' },
+  { flag: 'failover-rate', env: 'BENCH_FAILOVER_RATE', kind: 'value' },
+  { flag: 'failover-s', env: 'BENCH_FAILOVER_S', kind: 'value' },
+  { flag: 'no-failover', env: 'BENCH_NO_FAILOVER', kind: 'boolean' },
+  { flag: 'lease-ttl-ms', env: 'CLUSTER_LEASE_TTL_MS', kind: 'value' },
+  { flag: 'failover-deadline-ms', env: 'CLUSTER_FAILOVER_DEADLINE_MS', kind: 'value' },
+  { flag: 'shards', env: 'CLUSTER_SHARDS', kind: 'value' },
+];
+
+/** `--flag value`, `--flag=value` and bare boolean flags, then the environment; unknown flags fail. */
+function parseOptions(argv: readonly string[]): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const spec of OPTION_SPECS) {
+    const fromEnv = process.env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== '') values.set(spec.flag, fromEnv);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--help' || arg === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const spec = match ? OPTION_SPECS.find((s) => s.flag === match[1]) : undefined;
+    if (!match || !spec) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
+    if (spec.kind === 'boolean') {
+      values.set(spec.flag, match[2] ?? '1');
+      continue;
+    }
+    const value = match[2] ?? argv[++i];
+    if (value === undefined) throw new Error(`--${spec.flag} needs a value\n${USAGE}`);
+    values.set(spec.flag, value);
+  }
+  return values;
+}
+
+const given = parseOptions(process.argv.slice(2));
+
+function positive(flag: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+const numberOption = (flag: string, fallback: number): number => {
+  const raw = given.get(flag);
+  return raw === undefined ? fallback : positive(flag, raw);
+};
+
+/** config/default.json (what a deployment runs with unless told otherwise; the harness's own defaults are test values). */
+const DEFAULTS = JSON.parse(readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/default.json'), 'utf8')) as {
+  cluster: { shards: number; leaseTtlMs: number; failoverDeadlineMs: number };
+  actors: { askTimeoutMs: number };
+};
+
+const NODE_COUNTS = (given.get('nodes') ?? '1,3').split(',').map((n) => Math.floor(positive('nodes', n.trim())));
+const DURATION_S = numberOption('duration-s', 15);
+const WARMUP_S = given.get('warmup-s') === '0' ? 0 : numberOption('warmup-s', 3);
+const CONCURRENCY = Math.floor(numberOption('concurrency', 16));
+const MERCHANTS = Math.floor(numberOption('merchants', 12));
+const FAILOVER_RATE = numberOption('failover-rate', 40);
+const FAILOVER_S = numberOption('failover-s', 30);
+const NO_FAILOVER = ((raw) => raw !== undefined && raw !== '0' && raw !== 'false')(given.get('no-failover'));
+const LEASE_TTL_MS = Math.floor(numberOption('lease-ttl-ms', DEFAULTS.cluster.leaseTtlMs));
+const FAILOVER_DEADLINE_MS = Math.floor(numberOption('failover-deadline-ms', DEFAULTS.cluster.failoverDeadlineMs));
+const SHARDS = Math.floor(numberOption('shards', DEFAULTS.cluster.shards));
+const ASK_TIMEOUT_MS = DEFAULTS.actors.askTimeoutMs;
+const MANY = '10000000';
+
+for (let i = 1; i < NODE_COUNTS.length; i++) {
+  if ((NODE_COUNTS[i] ?? 0) <= (NODE_COUNTS[i - 1] ?? 0)) throw new Error(`--nodes must be ascending (the cluster grows), got ${NODE_COUNTS.join(',')}`);
+}
+const LARGEST = NODE_COUNTS[NODE_COUNTS.length - 1] ?? 1;
+const FAILOVER = !NO_FAILOVER && LARGEST >= 2;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cleanup: also on failure and on Ctrl-C (test/helpers/cluster.ts also SIGKILLs its children when this process exits)
+
+/** The cluster once started (an object: main() sets it, the cleanup and the error report read it). */
+const harness: { cluster: TestCluster | null } = { cluster: null };
+let cleaning: Promise<void> | null = null;
+
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    const running = harness.cluster;
+    harness.cluster = null;
+    await running?.stop().catch((error: unknown) => process.stderr.write(`cluster stop: ${String(error)}\n`));
+    // the harness takes its database on the shared private PostgreSQL server, which it does not stop
+    await stopSharedPostgres().catch((error: unknown) => process.stderr.write(`postgres stop: ${String(error)}\n`));
+  })();
+  return cleaning;
+}
+
+/** Set on Ctrl-C: what main() then throws (its resources vanish under it) is not worth reporting. */
+const interrupted = { value: false };
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interrupted.value = true;
+    process.stderr.write(`${signal}: cleaning up\n`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Throughput: a closed loop of CONCURRENCY requests, round-robin over the nodes and the merchants
+
+interface LoadStats {
+  readonly requests: number;
+  readonly seconds: number;
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly statuses: Readonly<Record<string, number>>;
+  readonly perNode: Readonly<Record<string, number>>;
+  /** CPU the gateway node processes used during the run, per request. */
+  readonly nodeCpuMsPerRequest: number;
+  /** The same less what the nodes use when idle (pollers, lease renewals), measured just before. */
+  readonly nodeCpuMsPerRequestNet: number;
+  /** The node processes' CPU when idle, in % of one core, all nodes together. */
+  readonly idleCpuShare: number;
+}
+
+/** The node processes' CPU over `ms` of no load, in ms of CPU per ms of wall time. */
+async function idleShare(nodes: readonly ClusterNode[], ms: number): Promise<number> {
+  const before = nodesCpuMs(nodes);
+  const t0 = performance.now();
+  await sleep(ms);
+  return (nodesCpuMs(nodes) - before) / (performance.now() - t0);
+}
+
+async function closedLoop(targets: readonly ClusterNode[], merchants: readonly LoadMerchant[], seconds: number, offset: number, idle = 0): Promise<LoadStats> {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  const perNode: Record<string, number> = {};
+  const numbers = deliverableNumbers(89, offset);
+  let next = 0;
+  const cpuBefore = nodesCpuMs(targets);
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < until) {
+        const i = next++;
+        const node = targets[i % targets.length];
+        const merchant = merchants[Math.floor(i / targets.length) % merchants.length];
+        if (!node || !merchant) throw new Error('no target or merchant');
+        const t0 = performance.now();
+        let outcome: string;
+        try {
+          const response = await fetch(`${node.api}/send`, {
+            method: 'POST',
+            headers: { 'app-key': merchant.apiKey, 'content-type': 'application/json' },
+            body: JSON.stringify({ to: [numbers[i % numbers.length]], message: `cluster bench ${offset + i}` }),
+          });
+          const text = await response.text();
+          outcome = String(response.status);
+          if (response.status !== 201) outcome = `${response.status} ${text.slice(0, 120)}`;
+        } catch (error) {
+          outcome = `network ${error instanceof Error ? error.message : String(error)}`;
+        }
+        latencies.push(performance.now() - t0);
+        statuses[outcome] = (statuses[outcome] ?? 0) + 1;
+        perNode[node.id] = (perNode[node.id] ?? 0) + 1;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const nodeCpuMs = nodesCpuMs(targets) - cpuBefore;
+  const nodeCpuMsPerRequest = nodeCpuMs / Math.max(1, latencies.length);
+  const nodeCpuMsPerRequestNet = (nodeCpuMs - idle * elapsed * 1000) / Math.max(1, latencies.length);
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    seconds: elapsed,
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: latencies[latencies.length - 1] ?? Number.NaN,
+    statuses,
+    perNode,
+    nodeCpuMsPerRequest,
+    nodeCpuMsPerRequestNet,
+    idleCpuShare: idle,
+  };
+}
+
+/** CPU time (user + system) the node processes have used so far, in ms, from /proc (Linux reports it in 1/100 s). */
+function nodesCpuMs(nodes: readonly ClusterNode[]): number {
+  let total = 0;
+  for (const node of nodes) {
+    try {
+      // the fields after the command name, which is in parentheses and may hold spaces
+      const stat = readFileSync(`/proc/${String(node.process.pid)}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      return Number.NaN;
+    }
+  }
+  return total;
+}
+
+/**
+ * Waits until the connector has taken a dispatch for every send accepted so far, then 2 s more for their receipts,
+ * so one run's pipeline work (dispatches, receipts) does not land in the next run's numbers.
+ */
+async function settle(running: TestCluster, acceptedSoFar: number): Promise<{ seconds: number; quiet: boolean }> {
+  const started = performance.now();
+  for (;;) {
+    const sent = Object.keys((await running.simulatorReport(15_000)).sent).length;
+    if (sent >= acceptedSoFar) break;
+    if (performance.now() - started > 60_000) return { seconds: (performance.now() - started) / 1000, quiet: false };
+    await sleep(250);
+  }
+  await sleep(2_000);
+  return { seconds: (performance.now() - started) / 1000, quiet: true };
+}
+
+const acceptedIn = (stats: LoadStats): number => stats.statuses['201'] ?? 0;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Failover
+
+interface FailoverResult {
+  readonly victim: string;
+  readonly victimShards: number;
+  readonly merchantsOnVictim: number;
+  readonly killAfterS: number;
+  /** Kill → every shard held by an unexpired lease of a survivor. */
+  readonly takeoverMs: number | null;
+  /** Kill → the first of the victim's shards held by a survivor. */
+  readonly firstTakeoverMs: number | null;
+  readonly sends: number;
+  readonly attempts: number;
+  readonly firstTryAccepted: number;
+  readonly failures: Readonly<Record<string, number>>;
+  readonly failedFirstAttempts: number;
+  /** First and last failed answer, ms after the kill. */
+  readonly failureWindowMs: readonly [number, number] | null;
+  readonly latencyBefore: { readonly p50: number; readonly p99: number };
+  readonly latencyWindow: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly latencyAfter: { readonly p50: number; readonly p99: number };
+  readonly acceptedAfterRetry: number;
+  readonly neverReached: number;
+  readonly visible: number;
+  readonly dispatchedOnce: number;
+  readonly problems: readonly string[];
+}
+
+function failureKind(a: SendAttempt): string | null {
+  if (a.outcome === 201) return null;
+  if (a.outcome === 503 && a.errorCode === '1402') return '503/1402 (shard without owner)';
+  if (a.outcome === 500 && a.detail === JSON.stringify({ detail: 'Could not verify the API key; retry.' })) return '500 (API key check timed out)';
+  if (a.outcome === 'network') return `connection cut (${a.errorCode ?? 'network'})`;
+  if (a.outcome === 'refused') return 'connection refused';
+  return `${String(a.outcome)} ${a.errorCode ?? ''} ${a.detail?.slice(0, 80) ?? ''}`.trim();
+}
+
+function latencyOf(attempts: readonly SendAttempt[]): number[] {
+  return attempts.map((a) => a.endedAt - a.startedAt).sort((a, b) => a - b);
+}
+
+async function measureFailover(running: TestCluster, merchants: readonly LoadMerchant[]): Promise<FailoverResult> {
+  const problems: string[] = [];
+  const owners = await running.ownership();
+  const ownerOf = (merchantId: string): string | undefined => [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, running.shards)))?.[0];
+  const live = running.running();
+  // the node with the most merchants: the kill then hits as much of the load as it can
+  const victim = [...live].sort(
+    (a, b) => merchants.filter((m) => ownerOf(m.merchantId) === b.id).length - merchants.filter((m) => ownerOf(m.merchantId) === a.id).length,
+  )[0];
+  if (!victim) throw new Error('no node to kill');
+  const victimShards = owners.get(victim.id) ?? [];
+  const merchantsOnVictim = merchants.filter((m) => ownerOf(m.merchantId) === victim.id).length;
+  const dead = new Set<ClusterNode>();
+  const targets = (): string[] => running.running().filter((n) => !dead.has(n)).map((n) => n.api);
+
+  const total = Math.round(FAILOVER_RATE * FAILOVER_S);
+  const killAfterMs = (FAILOVER_S * 1000) / 3;
+  // written by the killer task below, read once the load is over
+  const watch: { killAt: number; takeoverAt: number | null; firstTakeoverAt: number | null } = { killAt: 0, takeoverAt: null, firstTakeoverAt: null };
+  const numbers = deliverableNumbers(total, 500_000);
+  process.stderr.write(
+    `failover: ${fmt(total)} sends at ${fmt(FAILOVER_RATE)}/s; SIGKILL ${victim.id} (${victimShards.length} shards, ${merchantsOnVictim} of ${merchants.length} merchants) after ${fmt(killAfterMs / 1000, 1)} s…\n`,
+  );
+  const loadStarted = Date.now();
+  const killer = (async () => {
+    await sleep(killAfterMs);
+    const killAt = Date.now();
+    watch.killAt = killAt;
+    dead.add(victim);
+    const exited = running.kill(victim, 'SIGKILL');
+    const victimSet = new Set(victimShards);
+    for (;;) {
+      const current = await running.ownership();
+      const held = [...current.values()].reduce((n, list) => n + list.length, 0);
+      const now = Date.now();
+      if (watch.firstTakeoverAt === null && [...current].some(([owner, list]) => owner !== victim.id && list.some((s) => victimSet.has(s)))) watch.firstTakeoverAt = now;
+      if (!current.has(victim.id) && held === running.shards) {
+        watch.takeoverAt = now;
+        break;
+      }
+      if (now - killAt > 120_000) {
+        problems.push(`the shards were not all held again within 120 s of the kill: ${JSON.stringify(Object.fromEntries([...current].map(([o, l]) => [o, l.length])))}`);
+        break;
+      }
+      await sleep(25);
+    }
+    await exited;
+  })();
+  const sends: LoadSend[] = await runSendLoad({
+    sends: total,
+    concurrency: 16,
+    ratePerSecond: FAILOVER_RATE,
+    merchants,
+    targets,
+    recipients: (i) => [numbers[i] ?? ''],
+    runId: `failover-${loadStarted.toString(36)}`,
+  });
+  await killer;
+  const { killAt, takeoverAt, firstTakeoverAt } = watch;
+
+  const attempts = sends.flatMap((s) => s.attempts);
+  const firstAttempts = sends.map((s) => s.attempts[0]).filter((a): a is SendAttempt => a !== undefined);
+  const failures: Record<string, number> = {};
+  const failed = firstAttempts.filter((a) => failureKind(a) !== null);
+  for (const a of failed) {
+    const kind = failureKind(a) ?? '';
+    failures[kind] = (failures[kind] ?? 0) + 1;
+  }
+  const failureTimes = failed.map((a) => a.endedAt - killAt).sort((a, b) => a - b);
+  const windowEnd = (takeoverAt ?? killAt) + ASK_TIMEOUT_MS;
+  const before = latencyOf(firstAttempts.filter((a) => a.endedAt < killAt));
+  const during = latencyOf(firstAttempts.filter((a) => a.endedAt >= killAt && a.startedAt <= windowEnd));
+  const after = latencyOf(firstAttempts.filter((a) => a.startedAt > windowEnd));
+  const firstTryAccepted = sends.filter((s) => s.attempts[0]?.outcome === 201).length;
+
+  // retry what may have reached the gateway, with the same Idempotency-Key, on the survivors
+  process.stderr.write(`failover: retrying ${fmt(failed.length)} failed sends with their Idempotency-Key…\n`);
+  try {
+    await settleSends(sends, targets, 120_000);
+  } catch (error) {
+    problems.push(`retries did not settle: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`);
+  }
+  const accepted = sends.filter((s) => s.accepted !== null);
+  const neverReached = sends.filter((s) => s.accepted === null).length;
+  if (neverReached > 0) problems.push(`${fmt(neverReached)} sends not accepted even on retry`);
+
+  // every accepted send is visible on the survivors
+  process.stderr.write(`failover: checking GET /status of ${fmt(accepted.length)} accepted sends…\n`);
+  const invisible: string[] = [];
+  let turn = 0;
+  let nextCheck = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (nextCheck < accepted.length) {
+        const send = accepted[nextCheck++];
+        const messageId = send?.accepted?.messageId;
+        if (!send || messageId === undefined) continue;
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          const list = targets();
+          const api = list[turn++ % list.length] ?? '';
+          const status = await fetch(`${api}/status/${messageId}`, { headers: { 'app-key': send.merchant.apiKey } }).then(
+            async (r) => {
+              await r.arrayBuffer();
+              return r.status;
+            },
+            () => 0,
+          );
+          if (status === 200) break;
+          if (Date.now() > deadline) {
+            invisible.push(`${messageId} (${status})`);
+            break;
+          }
+          await sleep(250);
+        }
+      }
+    }),
+  );
+  if (invisible.length > 0) problems.push(`${fmt(invisible.length)} accepted sends not visible in GET /status: ${invisible.slice(0, 3).join(', ')}`);
+
+  // and reached the connector, each dispatch id once
+  const expected = accepted.flatMap((s) => (s.accepted ? [`${s.accepted.messageId}:0:0`] : []));
+  let sent: Readonly<Record<string, number>> = {};
+  const dispatchDeadline = Date.now() + 60_000;
+  for (;;) {
+    sent = (await running.simulatorReport(15_000)).sent;
+    if (expected.every((id) => sent[id] !== undefined) || Date.now() > dispatchDeadline) break;
+    await sleep(500);
+  }
+  const missing = expected.filter((id) => sent[id] === undefined);
+  const twice = expected.filter((id) => (sent[id] ?? 0) > 1);
+  if (missing.length > 0) problems.push(`${fmt(missing.length)} accepted sends never reached the connector (first: ${missing.slice(0, 3).join(', ')})`);
+  if (twice.length > 0) problems.push(`${fmt(twice.length)} dispatch ids reached the connector more than once (first: ${twice.slice(0, 3).join(', ')})`);
+
+  return {
+    victim: victim.id,
+    victimShards: victimShards.length,
+    merchantsOnVictim,
+    killAfterS: (killAt - loadStarted) / 1000,
+    takeoverMs: takeoverAt === null ? null : takeoverAt - killAt,
+    firstTakeoverMs: firstTakeoverAt === null ? null : firstTakeoverAt - killAt,
+    sends: sends.length,
+    attempts: attempts.length,
+    firstTryAccepted,
+    failures,
+    failedFirstAttempts: failed.length,
+    failureWindowMs: failureTimes.length > 0 ? [failureTimes[0] ?? 0, failureTimes[failureTimes.length - 1] ?? 0] : null,
+    latencyBefore: { p50: percentile(before, 50), p99: percentile(before, 99) },
+    latencyWindow: { p50: percentile(during, 50), p99: percentile(during, 99), max: during[during.length - 1] ?? Number.NaN },
+    latencyAfter: { p50: percentile(after, 50), p99: percentile(after, 99) },
+    acceptedAfterRetry: accepted.length,
+    neverReached,
+    visible: accepted.length - invisible.length,
+    dispatchedOnce: expected.length - missing.length - twice.length,
+    problems,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const ms = (n: number): string => (Number.isFinite(n) ? `${fmt(n, n < 10 ? 1 : 0)} ms` : 'n/a');
+
+async function main(): Promise<void> {
+  const first = NODE_COUNTS[0] ?? 1;
+  const env: Record<string, string> = {
+    RATE_LIMIT_SEND: MANY,
+    RATE_LIMIT_STATUS: MANY,
+    RATE_LIMIT_BALANCE: MANY,
+    RATE_LIMIT_CALCULATE: MANY,
+    RATE_LIMIT_MANAGEMENT: MANY,
+  };
+  process.stderr.write(`starting a cluster of ${first} node(s)…\n`);
+  let t0 = performance.now();
+  const running = await startCluster({ nodes: first, shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, env });
+  harness.cluster = running;
+  const startup: { nodes: number; seconds: number }[] = [{ nodes: first, seconds: (performance.now() - t0) / 1000 }];
+
+  const merchants: LoadMerchant[] = [];
+  for (let i = 0; i < MERCHANTS; i++) {
+    const seeded = await seedMerchant(running.operator, { name: `Bench shop ${i + 1}`, prepaid: '100000000' });
+    merchants.push(seeded);
+  }
+
+  const phases: { nodes: number; stats: LoadStats; merchantsPerNode: Record<string, number>; settleS: number }[] = [];
+  let acceptedSoFar = 0;
+  for (const [index, count] of NODE_COUNTS.entries()) {
+    if (running.running().length < count) {
+      process.stderr.write(`growing the cluster to ${count} nodes…\n`);
+      t0 = performance.now();
+      const have = running.nodes.length;
+      await Promise.all(Array.from({ length: count - have }, (_, k) => running.startNode(`node-${have + k + 1}`)));
+      await running.waitForBalance(
+        running.running().map((n) => n.id),
+        120_000,
+      );
+      startup.push({ nodes: count, seconds: (performance.now() - t0) / 1000 });
+    }
+    const owners = await running.ownership();
+    const merchantsPerNode: Record<string, number> = {};
+    for (const m of merchants) {
+      const owner = [...owners].find(([, list]) => list.includes(shardOf(m.merchantId, running.shards)))?.[0] ?? '?';
+      merchantsPerNode[owner] = (merchantsPerNode[owner] ?? 0) + 1;
+    }
+    const targets = running.running();
+    let settled = await settle(running, acceptedSoFar);
+    if (!settled.quiet) process.stderr.write(`${count} node(s): the connector still lags the earlier sends after ${fmt(settled.seconds)} s; measuring anyway\n`);
+    if (WARMUP_S > 0) {
+      process.stderr.write(`${count} node(s): warm-up ${fmt(WARMUP_S)} s…\n`);
+      acceptedSoFar += acceptedIn(await closedLoop(targets, merchants, WARMUP_S, index * 1_000_000));
+      const after = await settle(running, acceptedSoFar);
+      settled = { seconds: settled.seconds + after.seconds, quiet: settled.quiet && after.quiet };
+    }
+    process.stderr.write(`${count} node(s): ${fmt(DURATION_S)} s of POST /send, ${CONCURRENCY} in flight…\n`);
+    const idle = await idleShare(targets, 2_000);
+    const stats = await closedLoop(targets, merchants, DURATION_S, index * 1_000_000 + 100_000, idle);
+    acceptedSoFar += acceptedIn(stats);
+    process.stderr.write(`  ${fmt(stats.rps)} req/s, p50 ${ms(stats.p50)}, p99 ${ms(stats.p99)}\n`);
+    phases.push({ nodes: count, stats, merchantsPerNode, settleS: settled.seconds });
+  }
+
+  let failover: FailoverResult | null = null;
+  if (FAILOVER) {
+    await settle(running, acceptedSoFar);
+    failover = await measureFailover(running, merchants);
+  }
+
+  // ---- report
+  console.log(machineLine());
+  console.log(`Command: \`npm run bench:cluster -- ${process.argv.slice(2).join(' ')}\``.replace(/ -- `$/, '`'));
+  console.log(
+    'Shape (test/helpers/cluster.ts): private PostgreSQL + private nats-server; gateway nodes as processes (`node --import tsx src/main.ts`, server mode, ' +
+      'LOG_LEVEL=warn); the simulator connector as its own process; the load generator (fetch) in this process. Everything shares this machine, which other work may share too.',
+  );
+  console.log(
+    `Settings: ${SHARDS} shards, CLUSTER_LEASE_TTL_MS ${fmt(LEASE_TTL_MS)}, CLUSTER_FAILOVER_DEADLINE_MS ${fmt(FAILOVER_DEADLINE_MS)}, ACTOR_ASK_TIMEOUT_MS ${fmt(ASK_TIMEOUT_MS)} (default), ` +
+      `rate limits raised to ${MANY}/window; ${MERCHANTS} merchants; 1 recipient per send; ${CONCURRENCY} requests in flight, ${fmt(WARMUP_S)} s warm-up + ${fmt(DURATION_S)} s measured per node count.`,
+  );
+  console.log(`Cluster start-up (processes healthy and shards balanced): ${startup.map((s) => `${s.nodes} node(s) ${fmt(s.seconds, 1)} s`).join(', ')}.`);
+  console.log(
+    `Before each measured run (and after its warm-up) the bench waited until the connector had taken every earlier send's dispatch, plus 2 s for receipts ` +
+      `(${phases.map((p) => `${fmt(p.settleS, 1)} s`).join(', ')} in all), then measured the nodes' idle CPU for 2 s. Node CPU counts the gateway processes only (not PostgreSQL, NATS, the connector or the load generator). ` +
+      "On a node that does not own the merchant's shard, each actor ask of a send (API key, wallet, message) is a NATS request to the owner: with N nodes about (N-1)/N of the requests take those hops.",
+  );
+  console.log('');
+  console.log('| Nodes | Requests | req/s | p50 | p99 | max | non-201 | Node CPU per request (less idle) | Idle node CPU | Requests per node | Merchants per owner |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
+  for (const phase of phases) {
+    const s = phase.stats;
+    const non201 = Object.entries(s.statuses).filter(([status]) => status !== '201');
+    console.log(
+      `| ${phase.nodes} | ${fmt(s.requests)} | ${fmt(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${fmt(non201.reduce((n, [, c]) => n + c, 0))} | ${ms(s.nodeCpuMsPerRequest)} (${ms(s.nodeCpuMsPerRequestNet)}) | ${fmt(s.idleCpuShare * 100)} % | ` +
+        `${Object.entries(s.perNode).map(([id, n]) => `${id} ${fmt(n)}`).join(', ')} | ${Object.entries(phase.merchantsPerNode).map(([id, n]) => `${id} ${n}`).join(', ')} |`,
+    );
+  }
+  const odd = phases.flatMap((p) => Object.entries(p.stats.statuses).filter(([status]) => status !== '201').map(([status, n]) => `${p.nodes} nodes: ${n} × ${status}`));
+  if (odd.length > 0) console.log(`\nNon-201 answers: ${odd.slice(0, 10).join('; ')}`);
+
+  const problems = failover?.problems ?? [];
+  if (failover) {
+    const f = failover;
+    console.log('');
+    console.log(
+      `Failover: ${fmt(f.sends)} sends at ${fmt(FAILOVER_RATE)}/s (16 in flight at most, each with an Idempotency-Key) round-robin over the live nodes; ` +
+        `${f.victim} (${f.victimShards} shards, ${f.merchantsOnVictim} of ${MERCHANTS} merchants) SIGKILLed ${fmt(f.killAfterS, 1)} s in and taken out of the rotation at once.`,
+    );
+    console.log('');
+    console.log('| Failover measure | Result |');
+    console.log('|---|---:|');
+    console.log(`| Kill → first of its shards held by a survivor | ${f.firstTakeoverMs === null ? 'never' : ms(f.firstTakeoverMs)} |`);
+    console.log(`| Kill → every shard held again (unexpired lease of a survivor) | ${f.takeoverMs === null ? 'never' : ms(f.takeoverMs)} |`);
+    console.log(`| Sends failed on their first attempt | ${fmt(f.failedFirstAttempts)} of ${fmt(f.sends)} |`);
+    for (const [kind, n] of Object.entries(f.failures)) console.log(`| … ${kind} | ${fmt(n)} |`);
+    console.log(`| Failed answers, first → last, after the kill | ${f.failureWindowMs ? `${ms(f.failureWindowMs[0])} → ${ms(f.failureWindowMs[1])}` : 'none'} |`);
+    console.log(`| Latency before the kill, p50 / p99 | ${ms(f.latencyBefore.p50)} / ${ms(f.latencyBefore.p99)} |`);
+    console.log(`| Latency from the kill to takeover + ask timeout, p50 / p99 / max | ${ms(f.latencyWindow.p50)} / ${ms(f.latencyWindow.p99)} / ${ms(f.latencyWindow.max)} |`);
+    console.log(`| Latency after that, p50 / p99 | ${ms(f.latencyAfter.p50)} / ${ms(f.latencyAfter.p99)} |`);
+    console.log(`| Accepted after retrying failed sends with their Idempotency-Key | ${fmt(f.acceptedAfterRetry)} of ${fmt(f.sends)} (${fmt(f.firstTryAccepted)} at the first try) |`);
+    console.log(`| Accepted sends visible in GET /status on the survivors | ${fmt(f.visible)} of ${fmt(f.acceptedAfterRetry)} |`);
+    console.log(`| Accepted sends at the connector exactly once | ${fmt(f.dispatchedOnce)} of ${fmt(f.acceptedAfterRetry)} |`);
+    if (problems.length > 0) {
+      console.log('');
+      console.log('FAILED:');
+      for (const problem of problems) console.log(`  - ${problem}`);
+    }
+  } else {
+    console.log('');
+    console.log(`Failover: skipped (${NO_FAILOVER ? '--no-failover' : 'needs at least 2 nodes'}).`);
+  }
+  const round = (n: number | null): number | null => (n !== null && Number.isFinite(n) ? Math.round(n * 10) / 10 : null);
+  console.log('');
+  console.log(
+    JSON.stringify({
+      bench: 'cluster',
+      ok: problems.length === 0,
+      settings: { shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, askTimeoutMs: ASK_TIMEOUT_MS, merchants: MERCHANTS, concurrency: CONCURRENCY, durationS: DURATION_S, warmupS: WARMUP_S },
+      startup: startup.map((s) => ({ nodes: s.nodes, seconds: round(s.seconds) })),
+      throughput: phases.map((p) => ({
+        nodes: p.nodes,
+        requests: p.stats.requests,
+        rps: round(p.stats.rps),
+        p50Ms: round(p.stats.p50),
+        p99Ms: round(p.stats.p99),
+        maxMs: round(p.stats.max),
+        non201: Object.entries(p.stats.statuses).reduce((n, [status, c]) => n + (status === '201' ? 0 : c), 0),
+        nodeCpuMsPerRequest: round(p.stats.nodeCpuMsPerRequest),
+        nodeCpuMsPerRequestNet: round(p.stats.nodeCpuMsPerRequestNet),
+        idleNodeCpuPercent: round(p.stats.idleCpuShare * 100),
+      })),
+      failover: failover
+        ? {
+            victim: failover.victim,
+            victimShards: failover.victimShards,
+            rate: FAILOVER_RATE,
+            sends: failover.sends,
+            takeoverMs: failover.takeoverMs,
+            firstTakeoverMs: failover.firstTakeoverMs,
+            failedFirstAttempts: failover.failedFirstAttempts,
+            failures: failover.failures,
+            failureWindowMs: failover.failureWindowMs,
+            latencyBeforeMs: { p50: round(failover.latencyBefore.p50), p99: round(failover.latencyBefore.p99) },
+            latencyWindowMs: { p50: round(failover.latencyWindow.p50), p99: round(failover.latencyWindow.p99), max: round(failover.latencyWindow.max) },
+            latencyAfterMs: { p50: round(failover.latencyAfter.p50), p99: round(failover.latencyAfter.p99) },
+            accepted: failover.acceptedAfterRetry,
+            visible: failover.visible,
+            dispatchedOnce: failover.dispatchedOnce,
+          }
+        : null,
+      problems,
+    }),
+  );
+  if (problems.length > 0) process.exitCode = 1;
+}
+
+try {
+  await main();
+} catch (error) {
+  process.exitCode = 1;
+  if (!interrupted.value) console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  const logs = harness.cluster?.nodes.map((n) => `--- ${n.id} (${n.state()})\n${n.output().slice(-3_000)}`).join('\n');
+  if (logs) console.error(logs);
+} finally {
+  await cleanUp();
+}
+exitSoon();
