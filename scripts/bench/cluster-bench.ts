@@ -281,6 +281,9 @@ const acceptedIn = (stats: LoadStats): number => stats.statuses['201'] ?? 0;
 // ---------------------------------------------------------------------------------------------------------------
 // Failover
 
+/** Sequential remote asks timed for the routing overhead. */
+const HOP_SAMPLES = 500;
+
 interface FailoverResult {
   readonly victim: string;
   readonly victimShards: number;
@@ -290,6 +293,8 @@ interface FailoverResult {
   readonly takeoverMs: number | null;
   /** Kill → the first of the victim's shards held by a survivor. */
   readonly firstTakeoverMs: number | null;
+  /** Kill → the first 201 to a send started after the kill for a merchant of the victim's shards. */
+  readonly firstAffectedSuccessMs: number | null;
   readonly sends: number;
   readonly attempts: number;
   readonly firstTryAccepted: number;
@@ -394,6 +399,13 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
   const during = latencyOf(firstAttempts.filter((a) => a.endedAt >= killAt && a.startedAt <= windowEnd));
   const after = latencyOf(firstAttempts.filter((a) => a.startedAt > windowEnd));
   const firstTryAccepted = sends.filter((s) => s.attempts[0]?.outcome === 201).length;
+  const affected = new Set(merchants.filter((m) => ownerOf(m.merchantId) === victim.id).map((m) => m.merchantId));
+  const affectedSuccesses = sends
+    .filter((s) => affected.has(s.merchant.merchantId))
+    .flatMap((s) => s.attempts)
+    .filter((a) => a.outcome === 201 && a.startedAt >= killAt)
+    .map((a) => a.endedAt - killAt);
+  const firstAffectedSuccessMs = affectedSuccesses.length > 0 ? Math.min(...affectedSuccesses) : null;
 
   // retry what may have reached the gateway, with the same Idempotency-Key, on the survivors
   process.stderr.write(`failover: retrying ${fmt(failed.length)} failed sends with their Idempotency-Key…\n`);
@@ -461,6 +473,7 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
     killAfterS: (killAt - loadStarted) / 1000,
     takeoverMs: takeoverAt === null ? null : takeoverAt - killAt,
     firstTakeoverMs: firstTakeoverAt === null ? null : firstTakeoverAt - killAt,
+    firstAffectedSuccessMs,
     sends: sends.length,
     attempts: attempts.length,
     firstTryAccepted,
@@ -540,6 +553,20 @@ async function main(): Promise<void> {
     phases.push({ nodes: count, stats, merchantsPerNode, settleS: settled.seconds });
   }
 
+  // routing overhead: the operator is a cluster client (it owns no shard), so each of its asks is one NATS round trip
+  // to the owner, which answers a wallet balance from memory; sequential, on an idle cluster
+  await settle(running, acceptedSoFar);
+  const hops: number[] = [];
+  for (let i = 0; i < HOP_SAMPLES; i++) {
+    const merchant = merchants[i % merchants.length];
+    if (!merchant) break;
+    const started = performance.now();
+    await running.operator.useCases.wallets.getBalance(merchant.merchantId);
+    hops.push(performance.now() - started);
+  }
+  hops.sort((a, b) => a - b);
+  const hop = { p50: percentile(hops, 50), p99: percentile(hops, 99) };
+
   let failover: FailoverResult | null = null;
   if (FAILOVER) {
     await settle(running, acceptedSoFar);
@@ -574,6 +601,11 @@ async function main(): Promise<void> {
         `${Object.entries(s.perNode).map(([id, n]) => `${id} ${fmt(n)}`).join(', ')} | ${Object.entries(phase.merchantsPerNode).map(([id, n]) => `${id} ${n}`).join(', ')} |`,
     );
   }
+  console.log('');
+  console.log(
+    `Remote hop (routing overhead): ${fmt(HOP_SAMPLES)} sequential wallet-balance asks from a cluster client to the owning node over NATS, ` +
+      `answered from the actor in memory: p50 ${ms(hop.p50)}, p99 ${ms(hop.p99)} per ask (a local ask is a few microseconds; a send on a non-owner makes 3 such asks).`,
+  );
   const odd = phases.flatMap((p) => Object.entries(p.stats.statuses).filter(([status]) => status !== '201').map(([status, n]) => `${p.nodes} nodes: ${n} × ${status}`));
   if (odd.length > 0) console.log(`\nNon-201 answers: ${odd.slice(0, 10).join('; ')}`);
 
@@ -590,6 +622,7 @@ async function main(): Promise<void> {
     console.log('|---|---:|');
     console.log(`| Kill → first of its shards held by a survivor | ${f.firstTakeoverMs === null ? 'never' : ms(f.firstTakeoverMs)} |`);
     console.log(`| Kill → every shard held again (unexpired lease of a survivor) | ${f.takeoverMs === null ? 'never' : ms(f.takeoverMs)} |`);
+    console.log(`| Kill → first successful send (201) for a merchant of the killed node's shards | ${f.firstAffectedSuccessMs === null ? 'none' : ms(f.firstAffectedSuccessMs)} |`);
     console.log(`| Sends failed on their first attempt | ${fmt(f.failedFirstAttempts)} of ${fmt(f.sends)} |`);
     for (const [kind, n] of Object.entries(f.failures)) console.log(`| … ${kind} | ${fmt(n)} |`);
     console.log(`| Failed answers, first → last, after the kill | ${f.failureWindowMs ? `${ms(f.failureWindowMs[0])} → ${ms(f.failureWindowMs[1])}` : 'none'} |`);

@@ -60,18 +60,20 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return entries.length === options.batchSize && done.length > 0;
   }
 
-  async function runPass(): Promise<void> {
-    for (;;) {
-      let more = false;
-      for (const [topic, handler] of Object.entries(options.handlers)) {
-        try {
-          if (await relayTopic(topic, handler)) more = true;
-        } catch (error) {
-          options.onError?.(error);
-        }
-      }
-      if (!more && !takeAgainRequest()) return;
+  /** Batch after batch of one topic until it has nothing left (or fails: the next pass tries again). */
+  async function drainTopic(topic: string, handler: TopicHandler): Promise<void> {
+    try {
+      while (await relayTopic(topic, handler));
+    } catch (error) {
+      options.onError?.(error);
     }
+  }
+
+  async function runPass(): Promise<void> {
+    // topics drain side by side: a slow one (webhook events ask each key for its endpoint) never holds dispatches up
+    do {
+      await Promise.all(Object.entries(options.handlers).map(([topic, handler]) => drainTopic(topic, handler)));
+    } while (takeAgainRequest());
   }
 
   function trigger(): Promise<void> {
