@@ -33,14 +33,11 @@ export interface OutboxRelay {
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let running = false;
   let timer: NodeJS.Timeout | null = null;
-  let pass: Promise<void> | null = null;
-  // set by a trigger that arrives while a pass runs: the pass then goes round once more
-  let againRequested = false;
-  const takeAgainRequest = (): boolean => {
-    const requested = againRequested;
-    againRequested = false;
-    return requested;
-  };
+  /**
+   * Each topic drains on its own: a slow one (webhook events ask each key for its endpoint) never holds another
+   * (dispatches) up. `again`: a trigger arrived while its pass ran, so the pass goes round once more.
+   */
+  const lanes = Object.entries(options.handlers).map(([topic, handler]) => ({ topic, handler, pass: null as Promise<void> | null, again: false }));
   let unsubscribe: (() => void) | null = null;
 
   async function relayTopic(topic: string, handler: TopicHandler): Promise<boolean> {
@@ -69,28 +66,36 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     }
   }
 
-  async function runPass(): Promise<void> {
-    // topics drain side by side: a slow one (webhook events ask each key for its endpoint) never holds dispatches up
-    do {
-      await Promise.all(Object.entries(options.handlers).map(([topic, handler]) => drainTopic(topic, handler)));
-    } while (takeAgainRequest());
+  function triggerLane(lane: (typeof lanes)[number]): Promise<void> {
+    if (lane.pass) {
+      lane.again = true;
+      return lane.pass;
+    }
+    const takeAgain = (): boolean => {
+      const again = lane.again;
+      lane.again = false;
+      return again;
+    };
+    const run = async (): Promise<void> => {
+      do await drainTopic(lane.topic, lane.handler);
+      while (takeAgain());
+    };
+    lane.pass = run().finally(() => {
+      lane.pass = null;
+    });
+    return lane.pass;
   }
 
-  function trigger(): Promise<void> {
-    if (pass) {
-      againRequested = true;
-      return pass;
-    }
-    pass = runPass().finally(() => {
-      pass = null;
-    });
-    return pass;
+  async function trigger(): Promise<void> {
+    await Promise.all(lanes.map(triggerLane));
   }
 
   function schedule(): void {
     if (!running) return;
+    // lanes still busy only note that they should go round again: the poll never waits for the slowest
     timer = setTimeout(() => {
-      void trigger().finally(schedule);
+      void trigger();
+      schedule();
     }, options.pollIntervalMs);
   }
 
@@ -108,7 +113,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       running = false;
       unsubscribe?.();
       if (timer) clearTimeout(timer);
-      await pass;
+      await Promise.all(lanes.flatMap((lane) => (lane.pass ? [lane.pass] : [])));
     },
     drain: () => trigger(),
   };
