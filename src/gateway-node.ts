@@ -65,6 +65,17 @@ export async function openTransport(config: Config, persistence: Persistence, lo
   });
 }
 
+/** Agenda instances of a node on PostgreSQL besides the main one (see OccurrenceSchedulerOptions.extraLockers). */
+const EXTRA_AGENDA_LOCKERS = 2;
+
+/** On PostgreSQL, more Agenda instances that lock and run due jobs beside the main one (none on PGlite or MongoDB). */
+async function openAgendaLockers(persistence: Persistence): Promise<AgendaBackend[]> {
+  if (!persistence.sql || persistence.kind !== 'postgres') return [];
+  const { PostgresBackend } = await import('@agendajs/postgres-backend');
+  const connectionString = await persistence.sql.connectionString();
+  return Array.from({ length: EXTRA_AGENDA_LOCKERS }, () => new PostgresBackend({ connectionString, ensureSchema: false, disableNotifications: true, poolConfig: { max: 4 } }));
+}
+
 /** Serializes the creation of Agenda's tables by nodes that start together (PostgreSQL advisory lock). */
 const AGENDA_SCHEMA_LOCK = 4_242_002;
 
@@ -84,7 +95,8 @@ async function openAgendaBackend(config: Config, persistence: Persistence): Prom
       await setup.connect();
     });
     await setup.disconnect();
-    return new PostgresBackend({ ...settings, ensureSchema: false, poolConfig: { max: 4 } });
+    // Agenda saves each job's state twice per run: its 64 concurrent jobs would queue on a smaller pool
+    return new PostgresBackend({ ...settings, ensureSchema: false, poolConfig: { max: 8 } });
   }
   const { MongoBackend } = await import('@agendajs/mongo-backend');
   return new MongoBackend({ address: config.database.mongoUrl });
@@ -102,6 +114,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     persistence,
     transport,
     agendaBackend: options.agendaBackend ?? (await openAgendaBackend(config, persistence)),
+    agendaLockers: options.agendaLockers ?? (options.agendaBackend ? [] : await openAgendaLockers(persistence)),
     onIncident: (incident) => {
       logger.error({ err: incident.error }, incident.what);
     },

@@ -78,6 +78,8 @@ export interface GatewayOptions {
   readonly webhookSender?: WebhookSender;
   /** Agenda's storage for scheduled occurrences; without it, scheduled sends wait in the outbox. */
   readonly agendaBackend?: AgendaBackend;
+  /** More Agenda instances running the same jobs (see OccurrenceSchedulerOptions.extraLockers). */
+  readonly agendaLockers?: readonly AgendaBackend[];
   /**
    * `client`: reach the cluster's actors without joining it (the operator CLI): owns no shard, asks every actor on
    * its owner's node. Default `node`.
@@ -265,6 +267,7 @@ export async function createGateway(options: GatewayOptions) {
   const scheduler: OccurrenceScheduler | null = options.agendaBackend
     ? createOccurrenceScheduler({
         backend: options.agendaBackend,
+        ...(options.agendaLockers ? { extraLockers: options.agendaLockers } : {}),
         router,
         name: config.cluster.nodeId || 'sms-gateway',
         processEveryMs: config.scheduling.processEveryMs,

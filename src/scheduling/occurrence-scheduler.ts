@@ -28,6 +28,11 @@ export interface ScheduledJobView {
 
 export interface OccurrenceSchedulerOptions {
   readonly backend: AgendaBackend;
+  /**
+   * More Agenda instances on their own connections that run the same jobs: Agenda locks due jobs one statement at
+   * a time, so a burst of jobs due together is picked up faster by several lockers (their locks skip each other's).
+   */
+  readonly extraLockers?: readonly AgendaBackend[];
   readonly router: ActorRouter;
   /** This node's name, recorded on the jobs it runs. */
   readonly name: string;
@@ -52,36 +57,46 @@ export interface OccurrenceScheduler {
 
 const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
+/** Jobs a node holds locked at once (running or about to run); refilled at every scan (`processEveryMs`). */
+const LOCK_LIMIT = 500;
+
 export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): OccurrenceScheduler {
   const now = options.now ?? Date.now;
   let started = false;
-  const agenda = new Agenda({
-    backend: options.backend,
-    name: options.name,
-    processEvery: options.processEveryMs,
-    maxConcurrency: 64,
-    defaultConcurrency: 64,
-    defaultLockLimit: 0,
-    defaultLockLifetime: 60_000,
-  });
+  const createAgenda = (backend: AgendaBackend): Agenda => {
+    const agenda = new Agenda({
+      backend,
+      name: options.name,
+      processEvery: options.processEveryMs,
+      maxConcurrency: 64,
+      defaultConcurrency: 64,
+      // Agenda locks due jobs one statement at a time and runs none before its filling stops: without a limit, 10,000
+      // jobs due together would wait for all 10,000 locks. With it, jobs run while the next ones are locked.
+      defaultLockLimit: LOCK_LIMIT,
+      defaultLockLifetime: 60_000,
+    });
 
-  agenda.define<OccurrenceJobData>(
-    OCCURRENCE_JOB,
-    async (job: Job<OccurrenceJobData>) => {
-      const { merchantId, messageId } = job.attrs.data;
-      try {
-        const reply = await options.router.message(merchantId, messageId).ask({ type: 'dispatch_due' });
-        // Agenda saves nextRunAt after the handler: the job comes back at the next occurrence, or never
-        job.attrs.nextRunAt = reply.ok && reply.next !== null ? new Date(reply.next) : null;
-        // lag: from the earliest occurrence's instant to its dispatch (Agenda's own attributes no longer hold the instant)
-        if (reply.ok && reply.dispatched.length > 0) options.onTick?.({ messageId, dispatched: reply.dispatched.length, lagSeconds: Math.max(0, (reply.lateMs ?? 0) / 1000) });
-      } catch (error) {
-        options.onError?.(error);
-        job.attrs.nextRunAt = new Date(now() + (options.retryDelayMs ?? 5_000));
-      }
-    },
-    { concurrency: 64, lockLimit: 0 },
-  );
+    agenda.define<OccurrenceJobData>(
+      OCCURRENCE_JOB,
+      async (job: Job<OccurrenceJobData>) => {
+        const { merchantId, messageId } = job.attrs.data;
+        try {
+          const reply = await options.router.message(merchantId, messageId).ask({ type: 'dispatch_due' });
+          // Agenda saves nextRunAt after the handler: the job comes back at the next occurrence, or never
+          job.attrs.nextRunAt = reply.ok && reply.next !== null ? new Date(reply.next) : null;
+          // lag: from the earliest occurrence's instant to its dispatch (Agenda's own attributes no longer hold the instant)
+          if (reply.ok && reply.dispatched.length > 0) options.onTick?.({ messageId, dispatched: reply.dispatched.length, lagSeconds: Math.max(0, (reply.lateMs ?? 0) / 1000) });
+        } catch (error) {
+          options.onError?.(error);
+          job.attrs.nextRunAt = new Date(now() + (options.retryDelayMs ?? 5_000));
+        }
+      },
+      { concurrency: 64, lockLimit: LOCK_LIMIT },
+    );
+    return agenda;
+  };
+  const agenda = createAgenda(options.backend);
+  const lockers = (options.extraLockers ?? []).map(createAgenda);
 
   return {
     async register(registration) {
@@ -115,17 +130,21 @@ export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): 
     },
     async start() {
       started = true;
-      await agenda.start();
+      await Promise.all([agenda, ...lockers].map((instance) => instance.start()));
     },
     async stop() {
       if (!started) {
         // Agenda only disconnects a backend it started; this one connected when Agenda was created
-        await agenda.ready;
-        await options.backend.disconnect();
+        await Promise.all([agenda, ...lockers].map((instance) => instance.ready));
+        await Promise.all([options.backend, ...(options.extraLockers ?? [])].map((backend) => backend.disconnect()));
         return;
       }
-      await agenda.drain(10_000);
-      await agenda.stop(true);
+      await Promise.all(
+        [agenda, ...lockers].map(async (instance) => {
+          await instance.drain(10_000);
+          await instance.stop(true);
+        }),
+      );
     },
   };
 }
