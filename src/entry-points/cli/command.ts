@@ -46,3 +46,11 @@ export interface CommandSpec {
   /** The command, or the usage error that prevents it. */
   prepare(args: CommandArgs): Command | { readonly usageError: string };
 }
+
+/** A `--limit <n>` option: absent, a whole number from 1 to `max`, or the usage error that says so. */
+export function limitOption(text: string | undefined, max: number): number | undefined | { readonly usageError: string } {
+  if (text === undefined) return undefined;
+  const limit = Number(text);
+  if (!/^\d+$/.test(text) || limit < 1 || limit > max) return { usageError: `--limit must be a whole number from 1 to ${max}, not "${text}"` };
+  return limit;
+}

@@ -1,6 +1,6 @@
 import { messageStatusView } from '../../messaging/message-view.js';
 import type { ScheduledJobView } from '../../scheduling/occurrence-scheduler.js';
-import { done, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
+import { done, limitOption, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { fields, humanTime, table } from './format.js';
 
 /**
@@ -104,13 +104,6 @@ export async function showSchedule(gateway: CliGateway, options: { readonly mess
   return done(text, json);
 }
 
-function limitOption(text: string | undefined): number | undefined | { readonly usageError: string } {
-  if (text === undefined) return undefined;
-  const limit = Number(text);
-  if (!/^\d+$/.test(text) || limit < 1 || limit > MAX_SCHEDULE_LIMIT) return { usageError: `--limit must be a whole number from 1 to ${MAX_SCHEDULE_LIMIT}, not "${text}"` };
-  return limit;
-}
-
 export const SCHEDULE_COMMANDS: readonly CommandSpec[] = [
   {
     words: ['schedules', 'list'],
@@ -120,7 +113,7 @@ export const SCHEDULE_COMMANDS: readonly CommandSpec[] = [
     options: { merchant: { type: 'string' }, limit: { type: 'string' } },
     needsScheduler: true,
     prepare(args) {
-      const limit = limitOption(args.option('limit'));
+      const limit = limitOption(args.option('limit'), MAX_SCHEDULE_LIMIT);
       if (typeof limit === 'object') return limit;
       const merchantId = args.option('merchant');
       return (gateway) => listSchedules(gateway, { merchantId, limit });

@@ -1,5 +1,5 @@
 import type { DeadLetter } from '../../libraries/persistence/dead-letters-port.js';
-import { done, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
+import { done, limitOption, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
 
 /**
@@ -63,13 +63,6 @@ export async function replayDeadLetter(gateway: CliGateway, id: string): Promise
   return done(`Replaying ${id}: sent again as a first attempt, with the usual retries.`, { replayed: id });
 }
 
-function limitOption(text: string | undefined): number | undefined | { readonly usageError: string } {
-  if (text === undefined) return undefined;
-  const limit = Number(text);
-  if (!/^\d+$/.test(text) || limit < 1 || limit > MAX_DEAD_LETTER_LIMIT) return { usageError: `--limit must be a whole number from 1 to ${MAX_DEAD_LETTER_LIMIT}, not "${text}"` };
-  return limit;
-}
-
 export const WEBHOOK_COMMANDS: readonly CommandSpec[] = [
   {
     words: ['webhooks', 'dead-letters'],
@@ -78,7 +71,7 @@ export const WEBHOOK_COMMANDS: readonly CommandSpec[] = [
     summary: `webhook events given up on (4xx, retries exhausted, refused address), oldest first (at most ${DEFAULT_DEAD_LETTER_LIMIT} unless --limit)`,
     options: { merchant: { type: 'string' }, limit: { type: 'string' } },
     prepare(args) {
-      const limit = limitOption(args.option('limit'));
+      const limit = limitOption(args.option('limit'), MAX_DEAD_LETTER_LIMIT);
       if (typeof limit === 'object') return limit;
       const merchantId = args.option('merchant');
       return (gateway) => listDeadLetters(gateway, { merchantId, limit });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -12,6 +11,7 @@ import { createMerchant, listMerchants, showMerchant } from '../../../src/entry-
 import { importPricing, listPricing } from '../../../src/entry-points/cli/pricing-commands.js';
 import { runCli } from '../../../src/entry-points/cli/run-cli.js';
 import { openWallet, topUp, walletBalance, walletLedger } from '../../../src/entry-points/cli/wallet-commands.js';
+import { runCommand, type CommandResult } from '../../helpers/command-process.js';
 import { gatewayOnPostgres } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 
@@ -34,18 +34,8 @@ function listOf(outcome: CommandOutcome): Json[] {
   return JSON.parse(JSON.stringify(succeeded(outcome).json)) as Json[];
 }
 
-function runCliProcess(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry-points/cli/cli-main.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
+function runCliProcess(args: readonly string[], env: Record<string, string>): Promise<CommandResult> {
+  return runCommand(process.execPath, ['--import', 'tsx', 'src/entry-points/cli/cli-main.ts', ...args], { cwd: ROOT, env });
 }
 
 describe('operator CLI', function () {

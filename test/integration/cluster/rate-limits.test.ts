@@ -1,6 +1,6 @@
 import { expect } from 'chai';
+import { runCommand } from '../../helpers/command-process.js';
 import { call, type CallResult } from '../../helpers/http-fixture.js';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { REPO_ROOT, TSX_LOADER, startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { seedMerchants, type ClusterMerchant } from './cluster-checks.js';
@@ -70,19 +70,9 @@ describe('cluster: one key across three nodes, and the operator CLI', function (
 
   describe('operator CLI against the running cluster', () => {
     const runCli = (args: readonly string[], env: Readonly<Record<string, string>>) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, 'src/entry-points/cli/cli-main.ts'), ...args], {
-          cwd: REPO_ROOT,
-          env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: cluster.databaseUrl, CLUSTER_SHARDS: String(cluster.shards), ...env },
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => {
-          resolve({ code, stdout, stderr });
-        });
+      runCommand(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, 'src/entry-points/cli/cli-main.ts'), ...args], {
+        cwd: REPO_ROOT,
+        env: { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: cluster.databaseUrl, CLUSTER_SHARDS: String(cluster.shards), ...env },
       });
 
     it('when `cluster status` runs, then it lists the three live nodes, every shard held once and none unowned', async () => {

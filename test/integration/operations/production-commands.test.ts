@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
+import { runCommand } from '../../helpers/command-process.js';
 import { httpCall, startMain, type MainProcess } from '../../helpers/main-process.js';
 import { testNats } from '../../helpers/nats.js';
 import { freePort } from '../../helpers/ports.js';
@@ -211,19 +212,11 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     const entrypoint = service.entrypoint!;
     const env = environmentOf(service, { databaseUrl, natsUrl });
     type Status = { live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; shard_count: number }[] };
-    const clusterStatus = () =>
-      new Promise<Status>((resolve, reject) => {
-        const child = spawn(entrypoint[0]!, [...entrypoint.slice(1), 'cluster', 'status', '--json'], { cwd: appDir, env: { PATH: process.env.PATH ?? '', ...env } });
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => {
-          if (code !== 0) reject(new Error(`cli exited ${String(code)}: ${err}`));
-          else resolve(JSON.parse(out) as Status);
-        });
-      });
+    const clusterStatus = async (): Promise<Status> => {
+      const result = await runCommand(entrypoint[0]!, [...entrypoint.slice(1), 'cluster', 'status', '--json'], { cwd: appDir, env });
+      if (result.code !== 0) throw new Error(`cli exited ${String(result.code)}: ${result.stderr}`);
+      return JSON.parse(result.stdout) as Status;
+    };
     // a shard handed over by one node is taken by the other at its next lease tick: poll until balanced
     const status = await eventually(
       async () => {
