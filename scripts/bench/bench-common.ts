@@ -80,3 +80,48 @@ export function exitSoon(): void {
     process.exit();
   }, 5_000).unref();
 }
+
+/** One command-line option of a benchmark, also readable from an environment variable. */
+export interface BenchOptionSpec {
+  readonly flag: string;
+  readonly env: string;
+  /** `boolean`: a bare flag; anything else takes a value. */
+  readonly kind: string;
+}
+
+/**
+ * `--flag value`, `--flag=value` and bare boolean flags over the environment variables of `specs`; unknown flags
+ * fail with the usage; `--help` prints it and exits.
+ */
+export function parseBenchOptions(argv: readonly string[], specs: readonly BenchOptionSpec[], usage: string): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const spec of specs) {
+    const fromEnv = process.env[spec.env];
+    if (fromEnv !== undefined && fromEnv !== '') values.set(spec.flag, fromEnv);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--help' || arg === '-h') {
+      console.log(usage);
+      process.exit(0);
+    }
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const spec = match ? specs.find((s) => s.flag === match[1]) : undefined;
+    if (!match || !spec) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${usage}`);
+    if (spec.kind === 'boolean') {
+      values.set(spec.flag, match[2] ?? '1');
+      continue;
+    }
+    const value = match[2] ?? argv[++i];
+    if (value === undefined) throw new Error(`--${spec.flag} needs a value\n${usage}`);
+    values.set(spec.flag, value);
+  }
+  return values;
+}
+
+/** A positive number given to `--flag`, or a clear error. */
+export function positiveOption(flag: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}

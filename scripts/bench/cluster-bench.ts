@@ -37,7 +37,7 @@ import { shardOf } from '../../src/cluster/shards.js';
 import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadMerchant, type LoadSend, type SendAttempt, type TestCluster } from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { stopSharedPostgres } from '../../test/helpers/postgres.js';
-import { deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
+import { deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep, parseBenchOptions, positiveOption, type BenchOptionSpec } from './bench-common.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -46,13 +46,7 @@ const USAGE =
   'usage: npm run bench:cluster -- [--nodes 1,3] [--duration-s S] [--warmup-s S] [--concurrency C] [--merchants M] ' +
   '[--failover-rate R] [--failover-s S] [--no-failover] [--lease-ttl-ms MS] [--failover-deadline-ms MS] [--shards N]';
 
-interface OptionSpec {
-  readonly flag: string;
-  readonly env: string;
-  readonly kind: 'value' | 'boolean';
-}
-
-const OPTION_SPECS: readonly OptionSpec[] = [
+const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'nodes', env: 'BENCH_NODES', kind: 'value' },
   { flag: 'duration-s', env: 'BENCH_DURATION_S', kind: 'value' },
   { flag: 'warmup-s', env: 'BENCH_WARMUP_S', kind: 'value' },
@@ -66,44 +60,11 @@ const OPTION_SPECS: readonly OptionSpec[] = [
   { flag: 'shards', env: 'CLUSTER_SHARDS', kind: 'value' },
 ];
 
-/** `--flag value`, `--flag=value` and bare boolean flags, then the environment; unknown flags fail. */
-function parseOptions(argv: readonly string[]): Map<string, string> {
-  const values = new Map<string, string>();
-  for (const spec of OPTION_SPECS) {
-    const fromEnv = process.env[spec.env];
-    if (fromEnv !== undefined && fromEnv !== '') values.set(spec.flag, fromEnv);
-  }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--help' || arg === '-h') {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    const spec = match ? OPTION_SPECS.find((s) => s.flag === match[1]) : undefined;
-    if (!match || !spec) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
-    if (spec.kind === 'boolean') {
-      values.set(spec.flag, match[2] ?? '1');
-      continue;
-    }
-    const value = match[2] ?? argv[++i];
-    if (value === undefined) throw new Error(`--${spec.flag} needs a value\n${USAGE}`);
-    values.set(spec.flag, value);
-  }
-  return values;
-}
-
-const given = parseOptions(process.argv.slice(2));
-
-function positive(flag: string, raw: string): number {
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(raw)}`);
-  return value;
-}
+const given = parseBenchOptions(process.argv.slice(2), OPTION_SPECS, USAGE);
 
 const numberOption = (flag: string, fallback: number): number => {
   const raw = given.get(flag);
-  return raw === undefined ? fallback : positive(flag, raw);
+  return raw === undefined ? fallback : positiveOption(flag, raw);
 };
 
 /** config/default.json (what a deployment runs with unless told otherwise; the harness's own defaults are test values). */
@@ -112,7 +73,7 @@ const DEFAULTS = JSON.parse(readFileSync(path.resolve(path.dirname(fileURLToPath
   actors: { askTimeoutMs: number };
 };
 
-const NODE_COUNTS = (given.get('nodes') ?? '1,3').split(',').map((n) => Math.floor(positive('nodes', n.trim())));
+const NODE_COUNTS = (given.get('nodes') ?? '1,3').split(',').map((n) => Math.floor(positiveOption('nodes', n.trim())));
 const DURATION_S = numberOption('duration-s', 15);
 const WARMUP_S = given.get('warmup-s') === '0' ? 0 : numberOption('warmup-s', 3);
 const CONCURRENCY = Math.floor(numberOption('concurrency', 16));

@@ -34,20 +34,14 @@ import { OCCURRENCE_JOB } from '../../src/scheduling/occurrence-scheduler.js';
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
-import { API_ROOT, countingLogger, deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
+import { API_ROOT, countingLogger, deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep, parseBenchOptions, positiveOption, type BenchOptionSpec } from './bench-common.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
 
 const USAGE = 'usage: npm run bench:schedule -- [--messages N] [--concurrency C] [--direct] [--lead-s S] [--process-every-ms MS] [--timezone TZ] [--timeout-s S] [--quiet-s S]';
 
-interface OptionSpec {
-  readonly flag: string;
-  readonly env: string;
-  readonly kind: 'number' | 'string' | 'boolean';
-}
-
-const OPTION_SPECS: readonly OptionSpec[] = [
+const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'messages', env: 'BENCH_MESSAGES', kind: 'number' },
   { flag: 'concurrency', env: 'BENCH_CONCURRENCY', kind: 'number' },
   { flag: 'direct', env: 'BENCH_DIRECT', kind: 'boolean' },
@@ -58,41 +52,12 @@ const OPTION_SPECS: readonly OptionSpec[] = [
   { flag: 'quiet-s', env: 'BENCH_QUIET_S', kind: 'number' },
 ];
 
-/** `--flag value`, `--flag=value` and bare boolean flags, then the environment; unknown flags fail. */
-function parseOptions(argv: readonly string[]): Map<string, string> {
-  const values = new Map<string, string>();
-  for (const spec of OPTION_SPECS) {
-    const fromEnv = process.env[spec.env];
-    if (fromEnv !== undefined && fromEnv !== '') values.set(spec.flag, fromEnv);
-  }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--help' || arg === '-h') {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    const spec = match ? OPTION_SPECS.find((s) => s.flag === match[1]) : undefined;
-    if (!match || !spec) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
-    if (spec.kind === 'boolean') {
-      values.set(spec.flag, match[2] ?? '1');
-      continue;
-    }
-    const value = match[2] ?? argv[++i];
-    if (value === undefined) throw new Error(`--${spec.flag} needs a value\n${USAGE}`);
-    values.set(spec.flag, value);
-  }
-  return values;
-}
-
-const given = parseOptions(process.argv.slice(2));
+const given = parseBenchOptions(process.argv.slice(2), OPTION_SPECS, USAGE);
 
 function numberOption(flag: string, fallback: number): number {
   const raw = given.get(flag);
   if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(raw)}`);
-  return value;
+  return positiveOption(flag, raw);
 }
 
 const flagOption = (flag: string): boolean => {
