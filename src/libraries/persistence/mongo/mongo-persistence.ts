@@ -11,6 +11,7 @@ import {
   type PendingOutboxEntry,
   type Snapshot,
 } from '../journal-port.js';
+import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
 import type { Persistence } from '../persistence.js';
 import type { DeadLetter, DeadLetters } from '../dead-letters-port.js';
 import type { Lease, LeaseStore } from '../lease-port.js';
@@ -24,15 +25,9 @@ import type { Lease, LeaseStore } from '../lease-port.js';
  * price list is an array inside the merchant document.
  */
 
-export interface MongoJournalOptions {
-  /** Batch concurrent appends into one `insertMany` (one round trip). */
-  readonly groupCommit: boolean;
-  readonly maxBatch: number;
-  /** Batches in flight at once; the rest wait and join the next batch. */
-  readonly maxConcurrentBatches: number;
-}
+export type MongoJournalOptions = GroupCommitOptions;
 
-export const DEFAULT_MONGO_JOURNAL_OPTIONS: MongoJournalOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };
+export const DEFAULT_MONGO_JOURNAL_OPTIONS: MongoJournalOptions = DEFAULT_GROUP_COMMIT_OPTIONS;
 
 export interface MongoPersistenceOptions {
   readonly url: string;
@@ -234,15 +229,7 @@ function outcomeOfBulkError(error: unknown, sent: number): BulkOutcome | null {
 // ---------------------------------------------------------------------------------------------------------------
 // Journal and outbox
 
-interface Pending {
-  readonly append: JournalAppend;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
 export function createMongoJournal(c: Collections, options: MongoJournalOptions = DEFAULT_MONGO_JOURNAL_OPTIONS): Journal & Outbox {
-  const queue: Pending[] = [];
-  let inFlight = 0;
   const listeners = new Set<() => void>();
 
   function notify(): void {
@@ -263,7 +250,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
    * replayed the key writes the next sequence number, and the old owner's append of it then fails.
    * `expiresAt` is compared with this process's clock (the SQL adapter uses the database's `now()`).
    */
-  async function checkFences(contenders: readonly Pending[]): Promise<Pending[]> {
+  async function checkFences(contenders: readonly PendingAppend[]): Promise<PendingAppend[]> {
     const fenced = contenders.filter((p) => p.append.fence !== undefined);
     if (fenced.length === 0) return [...contenders];
     const shards = [...new Set(fenced.map((p) => p.append.fence?.shard ?? 0))];
@@ -276,7 +263,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       return contenders.filter((p) => p.append.fence === undefined);
     }
     const now = Date.now();
-    const allowed: Pending[] = [];
+    const allowed: PendingAppend[] = [];
     for (const pending of contenders) {
       const fence = pending.append.fence;
       if (fence === undefined || leaseIsCurrent(leases.get(fence.shard), fence, now)) allowed.push(pending);
@@ -285,11 +272,11 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     return allowed;
   }
 
-  async function writeBatch(batch: readonly Pending[]): Promise<void> {
+  async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     try {
       // two appends of one (key, seq) in a batch: the first competes, the others lost already
       const seen = new Set<string>();
-      const contenders: Pending[] = [];
+      const contenders: PendingAppend[] = [];
       for (const pending of batch) {
         const pair = pairOf(pending.append);
         if (seen.has(pair)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
@@ -300,7 +287,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       }
 
       const allowed = await checkFences(contenders);
-      const sending: Pending[] = [];
+      const sending: PendingAppend[] = [];
       const docs: JournalDoc[] = [];
       for (const pending of allowed) {
         const a = pending.append;
@@ -355,28 +342,8 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     }
   }
 
-  function pump(): void {
-    while (inFlight < options.maxConcurrentBatches && queue.length > 0) {
-      const batch = queue.splice(0, options.maxBatch);
-      inFlight++;
-      void writeBatch(batch).finally(() => {
-        inFlight--;
-        pump();
-      });
-    }
-  }
-
   return {
-    append(append) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ append, resolve, reject });
-        if (options.groupCommit) pump();
-        else {
-          const single = queue.splice(0);
-          void Promise.all(single.map((p) => writeBatch([p])));
-        }
-      });
-    },
+    append: createGroupCommit(options, writeBatch),
 
     async read(key, afterSeq) {
       const docs = await c.journal

@@ -7,23 +7,12 @@ import {
   type PendingOutboxEntry,
   type Snapshot,
 } from '../journal-port.js';
+import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
 
-export interface SqlJournalOptions {
-  /** Batch concurrent appends into one statement (one round trip). */
-  readonly groupCommit: boolean;
-  readonly maxBatch: number;
-  /** Batches in flight at once; the rest wait and join the next batch. */
-  readonly maxConcurrentBatches: number;
-}
+export type SqlJournalOptions = GroupCommitOptions;
 
-export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };
-
-interface Pending {
-  readonly append: JournalAppend;
-  resolve(): void;
-  reject(error: unknown): void;
-}
+export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMMIT_OPTIONS;
 
 // One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
 // taken, and writes the outbox entries of exactly the appends that went in.
@@ -51,14 +40,12 @@ WITH input AS (
 SELECT key, seq::float8 AS seq FROM written`;
 
 export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
-  const queue: Pending[] = [];
-  let inFlight = 0;
   const listeners = new Set<() => void>();
 
-  async function writeBatch(batch: readonly Pending[]): Promise<void> {
+  async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     // two appends of one (key, seq) in a batch: the first competes, the others lost already
     const seen = new Set<string>();
-    const contenders: Pending[] = [];
+    const contenders: PendingAppend[] = [];
     for (const pending of batch) {
       const id = `${pending.append.key}\u0000${pending.append.seq}`;
       if (seen.has(id)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
@@ -109,28 +96,8 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     return new Set(rows.map((r) => `${r.key}\u0000${r.seq}`));
   }
 
-  function pump(): void {
-    while (inFlight < options.maxConcurrentBatches && queue.length > 0) {
-      const batch = queue.splice(0, options.maxBatch);
-      inFlight++;
-      void writeBatch(batch).finally(() => {
-        inFlight--;
-        pump();
-      });
-    }
-  }
-
   return {
-    append(append) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ append, resolve, reject });
-        if (options.groupCommit) pump();
-        else {
-          const single = queue.splice(0);
-          void Promise.all(single.map((p) => writeBatch([p])));
-        }
-      });
-    },
+    append: createGroupCommit(options, writeBatch),
 
     async read(key, afterSeq) {
       const rows = await db.query<{ seq: number; events: unknown[]; at: number }>(
