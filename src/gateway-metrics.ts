@@ -1,6 +1,5 @@
 import type { Metrics } from './libraries/observability/metrics.js';
 import type { DeadLetters } from './libraries/persistence/dead-letters-port.js';
-import type { Directory } from './libraries/persistence/directory-port.js';
 import type { Journal, JournalAppend } from './libraries/persistence/journal-port.js';
 import { WEBHOOK_TOPIC, type MessageEvent, type WebhookOutboxPayload } from './messaging/message-behaviour.js';
 import { add, toDecimalNumber } from './pricing/money.js';
@@ -12,21 +11,6 @@ import type { WalletEvent } from './wallets/wallet-behaviour.js';
  * node that wrote it: a replayed Idempotency-Key, a duplicate refund or a repeated create writes no event, and a
  * fenced or conflicting append counts nothing.
  */
-
-const CURRENCY_CACHE_LIMIT = 10_000;
-
-/** Wallet currency per merchant; a merchant's currency never changes, so it is remembered. */
-function currencyLookup(directory: Directory): (merchantId: string) => Promise<string> {
-  const known = new Map<string, string>();
-  return async (merchantId) => {
-    const cached = known.get(merchantId);
-    if (cached) return cached;
-    const currency = (await directory.merchant(merchantId))?.currency ?? 'unknown';
-    if (known.size >= CURRENCY_CACHE_LIMIT) known.clear();
-    known.set(merchantId, currency);
-    return currency;
-  };
-}
 
 function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): void {
   const separator = append.key.indexOf(':');
@@ -55,9 +39,8 @@ function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merch
   }
 }
 
-/** The journal, with each append timed and, once durable, counted. */
-export function meteredJournal(journal: Journal, metrics: Metrics, directory: Directory, onError: (error: unknown) => void): Journal {
-  const currencyOf = currencyLookup(directory);
+/** The journal, with each append timed and, once durable, counted; `currencyOf` names a merchant's wallet currency. */
+export function meteredJournal(journal: Journal, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): Journal {
   return {
     async append(append) {
       const started = process.hrtime.bigint();

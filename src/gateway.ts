@@ -138,9 +138,10 @@ export async function createGateway(options: GatewayOptions) {
   const report = options.onIncident ?? (() => undefined);
   const metrics = options.metrics;
 
+  const catalog = createMerchantCatalog({ directory: persistence.directory, clock, ttlMs: 5_000, defaultUnitPrice: config.merchantDefaults.unitPrice });
   const runtime: ActorRuntime = createActorRuntime({
     journal: metrics
-      ? meteredJournal(persistence.journal, metrics, persistence.directory, (error) => {
+      ? meteredJournal(persistence.journal, metrics, async (merchantId) => (await catalog.merchant(merchantId))?.currency ?? 'unknown', (error) => {
           report({ what: 'metrics_failed', error });
         })
       : persistence.journal,
@@ -199,7 +200,6 @@ export async function createGateway(options: GatewayOptions) {
     });
   }
   const router: ActorRouter = clusterRouter ?? createLocalActorRouter(hosts, config.cluster.shards);
-  const catalog = createMerchantCatalog({ directory: persistence.directory, clock, ttlMs: 5_000, defaultUnitPrice: config.merchantDefaults.unitPrice });
   const doneMarker = createDoneMarker(persistence.outbox, 20, (error) => {
     report({ what: 'outbox_mark_done_failed', error });
   });
