@@ -46,21 +46,6 @@ export type WebhookUrlPolicy = {
   readonly allowHttpLocalhost: boolean;
 };
 
-const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** The syntactic rule for a webhook or callback URL: absolute https:// (or http://localhost where allowed). */
-export function isAcceptableWebhookUrl(text: string, policy: Pick<WebhookUrlPolicy, 'allowHttpLocalhost'>): boolean {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return false;
-  }
-  if (url.username !== '' || url.password !== '') return false;
-  if (url.protocol === 'https:') return url.hostname !== '';
-  return policy.allowHttpLocalhost && url.protocol === 'http:' && LOCAL_HOSTS.has(url.hostname);
-}
-
 /** Resolves the URL's host and tells whether every address is public (production's rule at submission time). */
 export async function resolvesToPublicAddresses(url: string, lookup: (host: string) => Promise<readonly string[]> = defaultLookup): Promise<boolean> {
   let hostname: string;
