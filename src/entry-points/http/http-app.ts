@@ -290,8 +290,12 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
     chain.push(handlers[definition.name]);
     api[definition.method](definition.path, ...chain);
   }
-  // inside the router too, or it answers OPTIONS by itself (200, text/plain "POST", no envelope)
-  api.use(unmatched);
+  // nothing is served to OPTIONS (no CORS): answered here, before any router can answer it by itself (Express
+  // routers reply 200 text/plain "GET, HEAD" to OPTIONS on a path they know, with no envelope)
+  app.use((req, res, next) => {
+    if (req.method === 'OPTIONS') unmatched(req, res, next);
+    else next();
+  });
   app.use(API_ROOT, api);
   for (const router of deps.extraRouters ?? []) app.use(router);
   app.use(unmatched);

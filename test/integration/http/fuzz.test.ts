@@ -646,6 +646,14 @@ describe('merchant API under fuzzing', function () {
       expect(result!.response.headers.allow).to.equal('POST');
       expect((result!.body as { error_code: string }).error_code).to.equal('1405');
     });
+
+    it('when OPTIONS asks a path of the API reference (/docs/), then it is a contract envelope too (was 200 text/plain "GET, HEAD" from the docs router)', async () => {
+      for (const path of ['/docs', '/docs/', '/docs/openapi.json']) {
+        const result = await exchange({ method: 'OPTIONS', path, headers: {} });
+        expect(result!.response.status, path).to.equal(404);
+        expect((result!.body as { error_code: string }).error_code, path).to.equal('1404');
+      }
+    });
   });
 
   it('after the fuzzing, then charges match the 201 answers exactly, and the node still serves health and a valid send', async () => {
