@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
+  admissionsOf,
   EMPTY_RATE_STATE,
   RATE_BUCKETS,
   decide,
@@ -77,7 +78,7 @@ describe('rate limiter', () => {
         const steps = run(EMPTY_RATE_STATE, burst(bucket, cap, T0));
 
         expect(steps.map((s) => s.decision.outcome)).to.deep.equal(Array.from({ length: cap }, () => 'admitted'));
-        expect(lastState(steps).admitted[bucket]).to.have.length(cap);
+        expect(admissionsOf(lastState(steps), bucket)).to.have.length(cap);
       });
 
       it(`when ${bucket} gets ${cap + 1} requests (cap + 1), then the last one is limited with Retry-After 60 and is not logged`, () => {
@@ -88,7 +89,7 @@ describe('rate limiter', () => {
         // the first admission (T0) leaves at T0 + 60 000; the rejection is at T0 + cap ms
         expect(last.retryAfterSeconds).to.equal(60);
         expect(last.suspendedNow).to.equal(false);
-        expect(last.state.admitted[bucket]).to.have.length(cap);
+        expect(admissionsOf(last.state, bucket)).to.have.length(cap);
         expect(last.state.rejections).to.deep.equal([T0 + cap]);
       });
     }
@@ -181,8 +182,42 @@ describe('rate limiter', () => {
       expect(limited(steps[2]!.decision).retryAfterSeconds).to.equal(1);
       expect(steps[3]!.decision.outcome).to.equal('admitted');
       // the three rejections were not logged as admissions
-      expect(steps[2]!.state.admitted.balance).to.have.length(30);
+      expect(admissionsOf(steps[2]!.state, 'balance')).to.have.length(30);
       expect(steps[2]!.state.rejections).to.deep.equal([T0 + 10_250, T0 + 30_250, T0 + 59_750]);
+    });
+  });
+
+  describe('the admission log', () => {
+    it('when two decisions branch from one state, then each sees only its own admission and the parent is unchanged', () => {
+      const parent = run(EMPTY_RATE_STATE, [['send', T0], ['send', T0 + 1]]).at(-1)!.state;
+      const left = decide(parent, 'send', T0 + 2, POLICY).state;
+      const right = decide(parent, 'send', T0 + 3, POLICY).state;
+
+      expect(admissionsOf(parent, 'send')).to.deep.equal([T0, T0 + 1]);
+      expect(admissionsOf(left, 'send')).to.deep.equal([T0, T0 + 1, T0 + 2]);
+      expect(admissionsOf(right, 'send')).to.deep.equal([T0, T0 + 1, T0 + 3]);
+      expect(admissionsOf(decide(left, 'send', T0 + 4, POLICY).state, 'send')).to.deep.equal([T0, T0 + 1, T0 + 2, T0 + 4]);
+    });
+
+    it('when a limit of 5 000 a minute sees 20 000 requests over four minutes, then the window holds exactly the last minute and the cap holds', () => {
+      const policy: RateLimitPolicy = { ...POLICY, limits: { ...POLICY.limits, status: 5_000 }, suspendAfterRejections: 1_000_000 };
+      let state = EMPTY_RATE_STATE;
+      let admitted = 0;
+      // 5 000 requests per minute, evenly spread: every one fits, and old instants leave (the log is compacted)
+      for (let i = 0; i < 20_000; i++) {
+        const decision = decide(state, 'status', T0 + i * 12, policy);
+        if (decision.outcome === 'admitted') admitted++;
+        state = decision.state;
+      }
+      expect(admitted).to.equal(20_000);
+      const last = T0 + 19_999 * 12;
+      const logged = admissionsOf(state, 'status');
+      expect(logged).to.have.length(5_000);
+      expect(logged[0]).to.equal(last - 59_988);
+      expect(logged.at(-1)).to.equal(last);
+      // a burst in the same instant is cut at the cap
+      const burst = run(state, Array.from({ length: 10 }, () => ['status', last + 12] as [RateBucket, number]), policy);
+      expect(burst.filter((s) => s.decision.outcome === 'admitted')).to.have.length(1);
     });
   });
 
@@ -201,7 +236,7 @@ describe('rate limiter', () => {
       for (const bucket of RATE_BUCKETS) state = filled(bucket, T0, POLICY, state);
 
       for (const bucket of RATE_BUCKETS) {
-        expect(state.admitted[bucket], bucket).to.have.length(POLICY.limits[bucket]);
+        expect(admissionsOf(state, bucket), bucket).to.have.length(POLICY.limits[bucket]);
         expect(decide(state, bucket, T0 + 1, POLICY).outcome, bucket).to.equal('limited');
       }
     });
