@@ -1,3 +1,4 @@
+import { withMessageOwnerCache } from './libraries/persistence/message-owner-cache.js';
 import { randomUUID } from 'node:crypto';
 import { createApiKeyUseCases } from './api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
@@ -118,6 +119,9 @@ export async function openPersistence(config: Config): Promise<Persistence> {
   throw new Error('server mode needs DATABASE_URL (PostgreSQL) or MONGO_URL (MongoDB)');
 }
 
+/** Message owners each node remembers (about 100 bytes each). */
+const MESSAGE_OWNER_CACHE_SIZE = 200_000;
+
 /** A cluster client owns nothing: every ask goes to the shard's owner. */
 const NO_SHARDS: ShardManager = {
   owns: () => false,
@@ -138,7 +142,9 @@ export async function createGateway(options: GatewayOptions) {
   const report = options.onIncident ?? (() => undefined);
   const metrics = options.metrics;
 
-  const catalog = createMerchantCatalog({ directory: persistence.directory, clock, ttlMs: 5_000, defaultUnitPrice: config.merchantDefaults.unitPrice });
+  // a message's owner never changes: status reads and receipts ask the database once per message at most
+  const directory = withMessageOwnerCache(persistence.directory, MESSAGE_OWNER_CACHE_SIZE);
+  const catalog = createMerchantCatalog({ directory, clock, ttlMs: 5_000, defaultUnitPrice: config.merchantDefaults.unitPrice });
   const runtime: ActorRuntime = createActorRuntime({
     journal: metrics
       ? meteredJournal(persistence.journal, metrics, async (merchantId) => (await catalog.merchant(merchantId))?.currency ?? 'unknown', (error) => {
@@ -206,7 +212,7 @@ export async function createGateway(options: GatewayOptions) {
 
   const sending = createSendMessageUseCase({
     router,
-    directory: persistence.directory,
+    directory,
     catalog,
     clock,
     newMessageId: ids.messageId,
@@ -223,25 +229,25 @@ export async function createGateway(options: GatewayOptions) {
 
   const useCases = {
     sendMessage: sending.sendMessage,
-    getStatus: createGetStatusUseCase({ router, directory: persistence.directory }),
+    getStatus: createGetStatusUseCase({ router, directory }),
     manageSchedule: createManageScheduleUseCase({
       router,
-      directory: persistence.directory,
+      directory,
       followUpDone: (id) => {
         doneMarker.mark(id);
       },
     }),
     calculate: createCalculateUseCase({ catalog }),
-    wallets: createWalletUseCases({ router, directory: persistence.directory, catalog }),
+    wallets: createWalletUseCases({ router, directory, catalog }),
     apiKeys: createApiKeyUseCases({
       router,
-      directory: persistence.directory,
+      directory,
       clock,
       newKeyId: ids.keyId,
       environment: config.environment,
       lookupCacheMs: 60_000,
     }),
-    merchants: createMerchantUseCases({ directory: persistence.directory, catalog, clock, newMerchantId: ids.merchantId, defaults: config.merchantDefaults }),
+    merchants: createMerchantUseCases({ directory, catalog, clock, newMerchantId: ids.merchantId, defaults: config.merchantDefaults }),
   };
 
   // a send charged but not yet created (the process died in between) is finished from its outbox entry
@@ -340,7 +346,7 @@ export async function createGateway(options: GatewayOptions) {
     ? createReceiptConsumer({
         transport,
         router,
-        directory: persistence.directory,
+        directory,
         concurrency: 64,
         onRejected: (reason) => {
           report({ what: 'receipt_rejected', error: new Error(reason) });

@@ -7,32 +7,19 @@ import { checkReceipt, parseDispatchId } from './carrier-protocol.js';
 export interface ReceiptConsumerOptions {
   readonly transport: Transport;
   readonly router: ActorRouter;
+  /** Finds a message's merchant (the gateway's directory remembers owners). */
   readonly directory: Directory;
   readonly concurrency: number;
   readonly onReceipt?: (sample: { lagSeconds: number; changed: boolean }) => void;
   readonly onRejected?: (reason: string, delivery: Delivery) => void;
 }
 
-const OWNER_CACHE_LIMIT = 100_000;
-
 /**
  * Receipts from every connector → the message's actor (forward-only merge there). A receipt is acknowledged only
  * once the actor has journaled its effect; an invalid one or one for an unknown message is dropped and reported.
  */
 export function createReceiptConsumer(options: ReceiptConsumerOptions) {
-  const owners = new Map<string, string>();
   let consumer: Consumer | null = null;
-
-  async function ownerOf(messageId: string): Promise<string | null> {
-    const cached = owners.get(messageId);
-    if (cached) return cached;
-    const owner = await options.directory.messageOwner(messageId);
-    if (owner) {
-      if (owners.size >= OWNER_CACHE_LIMIT) owners.clear();
-      owners.set(messageId, owner);
-    }
-    return owner;
-  }
 
   async function handle(delivery: Delivery): Promise<Disposition> {
     const checked = checkReceipt(delivery.payload);
@@ -42,7 +29,7 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
     }
     const receipt = checked.value;
     const dispatch = parseDispatchId(receipt.dispatch_id);
-    const merchantId = dispatch ? await ownerOf(dispatch.messageId) : null;
+    const merchantId = dispatch ? await options.directory.messageOwner(dispatch.messageId) : null;
     if (!dispatch || !merchantId) {
       options.onRejected?.(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
       return DROP;

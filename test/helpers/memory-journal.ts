@@ -18,7 +18,7 @@ export function createMemoryJournal(): Journal &
   let nextFailure: Error | null = null;
   let failuresLeft = 0;
   let nextReadFailure: Error | null = null;
-  const listeners = new Set<() => void>();
+  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
 
   return {
     async append(append: JournalAppend) {
@@ -37,7 +37,7 @@ export function createMemoryJournal(): Journal &
       records.sort((a, b) => a.seq - b.seq);
       byKey.set(append.key, records);
       for (const entry of append.outbox) outbox.set(entry.id, { ...entry, key: append.key, seq: append.seq, createdAt: append.at });
-      if (append.outbox.length > 0) for (const listener of listeners) listener();
+      if (append.outbox.length > 0) for (const listener of listeners) listener(new Set(append.outbox.map((entry) => entry.topic)));
     },
     async read(key, afterSeq) {
       await Promise.resolve();

@@ -1,7 +1,7 @@
 import type { JournalAppend } from './journal-port.js';
 
 export interface GroupCommitOptions {
-  /** Batch concurrent appends into one write (one round trip). */
+  /** Batch concurrent writes into one statement (one round trip). */
   readonly groupCommit: boolean;
   readonly maxBatch: number;
   /** Batches in flight at once; the rest wait and join the next batch. */
@@ -10,20 +10,25 @@ export interface GroupCommitOptions {
 
 export const DEFAULT_GROUP_COMMIT_OPTIONS: GroupCommitOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };
 
-/** One append waiting for its batch; `writeBatch` settles each of them. */
-export interface PendingAppend {
-  readonly append: JournalAppend;
+/** One write waiting for its batch; `writeBatch` settles each of them. */
+export interface PendingWrite<T> {
+  readonly item: T;
   resolve(): void;
   reject(error: unknown): void;
 }
 
+export type PendingAppend = PendingWrite<JournalAppend>;
+
 /**
- * The journal adapters' append queue: concurrent appends wait and go out together, up to `maxBatch` per write and
- * `maxConcurrentBatches` writes at once (or one write per append without group commit). `writeBatch` must settle
- * every pending append of its batch and never reject.
+ * The adapters' write queue (journal appends, message-owner records): concurrent writes wait and go out together,
+ * up to `maxBatch` per statement and `maxConcurrentBatches` statements at once (or one statement per write without
+ * group commit). `writeBatch` must settle every pending write of its batch and never reject.
  */
-export function createGroupCommit(options: GroupCommitOptions, writeBatch: (batch: readonly PendingAppend[]) => Promise<void>): (append: JournalAppend) => Promise<void> {
-  const queue: PendingAppend[] = [];
+export function createGroupCommit<T = JournalAppend>(
+  options: GroupCommitOptions,
+  writeBatch: (batch: readonly PendingWrite<T>[]) => Promise<void>,
+): (item: T) => Promise<void> {
+  const queue: PendingWrite<T>[] = [];
   let inFlight = 0;
 
   function pump(): void {
@@ -37,13 +42,13 @@ export function createGroupCommit(options: GroupCommitOptions, writeBatch: (batc
     }
   }
 
-  return (append) =>
+  return (item) =>
     new Promise<void>((resolve, reject) => {
       if (!options.groupCommit) {
-        void writeBatch([{ append, resolve, reject }]);
+        void writeBatch([{ item, resolve, reject }]);
         return;
       }
-      queue.push({ append, resolve, reject });
+      queue.push({ item, resolve, reject });
       pump();
     });
 }

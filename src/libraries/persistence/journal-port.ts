@@ -90,6 +90,9 @@ export interface Outbox {
   markDone(ids: readonly string[]): Promise<void>;
   /** How many entries wait, for metrics and health. */
   backlog(): Promise<number>;
-  /** Called after an append wrote outbox entries in this process, so the relay need not wait for its poll. */
-  onAppended(listener: () => void): () => void;
+  /**
+   * Called after appends wrote outbox entries in this process, with the topics they wrote, so the relay need not
+   * wait for its poll.
+   */
+  onAppended(listener: (topics: ReadonlySet<string>) => void): () => void;
 }

@@ -103,8 +103,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     start() {
       if (running) return;
       running = true;
-      unsubscribe = options.outbox.onAppended(() => {
-        void trigger();
+      // an append wakes the lanes of the topics it wrote; a lane with a grace period waits for its poll (what was
+      // just written is younger than the grace by definition)
+      unsubscribe = options.outbox.onAppended((topics) => {
+        for (const lane of lanes) if (topics.has(lane.topic) && !lane.handler.graceMs) void triggerLane(lane);
       });
       void trigger();
       schedule();

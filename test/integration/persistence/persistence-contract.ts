@@ -61,8 +61,8 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
 
     it('when an append carries outbox entries, then they are pending with their key, sequence and shard until marked done', async () => {
-      let notified = 0;
-      const unsubscribe = store.outbox.onAppended(() => notified++);
+      const notified: string[][] = [];
+      const unsubscribe = store.outbox.onAppended((topics) => notified.push([...topics].sort()));
       await store.journal.append(
         append('message:x', 1, [{ type: 'created' }], {
           outbox: [
@@ -72,7 +72,7 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
         }),
       );
       unsubscribe();
-      expect(notified).to.equal(1);
+      expect(notified, 'one notice, naming the topics written').to.deep.equal([['carrier.dispatch', 'webhook.event']]);
       const pending = await store.outbox.pending({ limit: 10 });
       expect(pending.map((e) => e.id).sort()).to.deep.equal(['dsp-1', 'evt-1']);
       expect(pending.find((e) => e.id === 'evt-1')).to.deep.include({ key: 'message:x', seq: 1, shard: 3, topic: 'webhook.event', payload: { event_id: 'evt-1' } });
@@ -185,6 +185,16 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       await store.directory.recordMessageOwner('msg_1', 'mer_2', 2);
       expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
       expect(await store.directory.messageOwner('msg_2')).to.equal(null);
+    });
+
+    it('when 600 owner records arrive at once, 100 of them repeats (a retried creation), then every message has its owner', async () => {
+      const ids = Array.from({ length: 500 }, (_, i) => `msg_many_${i}`);
+      await Promise.all([
+        ...ids.map((id, i) => store.directory.recordMessageOwner(id, `mer_${i % 7}`, 1_700_000_000_000 + i)),
+        ...ids.slice(0, 100).map((id, i) => store.directory.recordMessageOwner(id, `mer_${i % 7}`, 2)),
+      ]);
+      const owners = await Promise.all(ids.map((id) => store.directory.messageOwner(id)));
+      expect(owners).to.deep.equal(ids.map((_, i) => `mer_${i % 7}`));
     });
   });
 

@@ -230,12 +230,12 @@ function outcomeOfBulkError(error: unknown, sent: number): BulkOutcome | null {
 // Journal and outbox
 
 export function createMongoJournal(c: Collections, options: MongoJournalOptions = DEFAULT_MONGO_JOURNAL_OPTIONS): Journal & Outbox {
-  const listeners = new Set<() => void>();
+  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
 
-  function notify(): void {
+  function notify(topics: ReadonlySet<string>): void {
     for (const listener of listeners) {
       try {
-        listener();
+        listener(topics);
       } catch {
         // a listener's failure is not the append's: it is written
       }
@@ -251,23 +251,23 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
    * `expiresAt` is compared with this process's clock (the SQL adapter uses the database's `now()`).
    */
   async function checkFences(contenders: readonly PendingAppend[]): Promise<PendingAppend[]> {
-    const fenced = contenders.filter((p) => p.append.fence !== undefined);
+    const fenced = contenders.filter((p) => p.item.fence !== undefined);
     if (fenced.length === 0) return [...contenders];
-    const shards = [...new Set(fenced.map((p) => p.append.fence?.shard ?? 0))];
+    const shards = [...new Set(fenced.map((p) => p.item.fence?.shard ?? 0))];
     let leases: Map<number, LeaseDoc>;
     try {
       const found = await c.shardLeases.find({ _id: { $in: shards } }).toArray();
       leases = new Map(found.map((lease) => [lease._id, lease]));
     } catch (error) {
       for (const pending of fenced) pending.reject(error);
-      return contenders.filter((p) => p.append.fence === undefined);
+      return contenders.filter((p) => p.item.fence === undefined);
     }
     const now = Date.now();
     const allowed: PendingAppend[] = [];
     for (const pending of contenders) {
-      const fence = pending.append.fence;
+      const fence = pending.item.fence;
       if (fence === undefined || leaseIsCurrent(leases.get(fence.shard), fence, now)) allowed.push(pending);
-      else pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'fenced'));
+      else pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'fenced'));
     }
     return allowed;
   }
@@ -278,8 +278,8 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       const seen = new Set<string>();
       const contenders: PendingAppend[] = [];
       for (const pending of batch) {
-        const pair = pairOf(pending.append);
-        if (seen.has(pair)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+        const pair = pairOf(pending.item);
+        if (seen.has(pair)) pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'sequence_taken'));
         else {
           seen.add(pair);
           contenders.push(pending);
@@ -290,7 +290,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       const sending: PendingAppend[] = [];
       const docs: JournalDoc[] = [];
       for (const pending of allowed) {
-        const a = pending.append;
+        const a = pending.item;
         try {
           docs.push({
             _id: journalId(a.key, a.seq),
@@ -325,17 +325,17 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
         batchError = error;
       }
 
-      let wroteOutbox = false;
+      const topics = new Set<string>();
       for (const [index, pending] of sending.entries()) {
         const duplicate = failed.get(index);
-        if (duplicate === true) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+        if (duplicate === true) pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'sequence_taken'));
         else if (duplicate === false || !othersWritten) pending.reject(batchError);
         else {
           pending.resolve();
-          if (pending.append.outbox.length > 0) wroteOutbox = true;
+          for (const entry of pending.item.outbox) topics.add(entry.topic);
         }
       }
-      if (wroteOutbox) notify();
+      if (topics.size > 0) notify(topics);
     } catch (error) {
       // unexpected: settle whatever is still waiting (settling a settled promise again does nothing)
       for (const pending of batch) pending.reject(error);

@@ -1,5 +1,6 @@
 import type { GatewayEnvironment } from '../../config/config.js';
 import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
+import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
 
 interface MerchantRow {
@@ -57,7 +58,27 @@ function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
 }
 
-export function createSqlDirectory(db: SqlExecutor): Directory {
+interface OwnerRecord {
+  readonly messageId: string;
+  readonly merchantId: string;
+  readonly at: number;
+}
+
+export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOptions = DEFAULT_GROUP_COMMIT_OPTIONS): Directory {
+  // one statement for the owners of every send waiting at once
+  const recordOwner = createGroupCommit<OwnerRecord>(groupCommit, async (batch) => {
+    try {
+      await db.query(
+        `INSERT INTO message_owners (message_id, merchant_id, created_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT (message_id) DO NOTHING`,
+        [batch.map((p) => p.item.messageId), batch.map((p) => p.item.merchantId), batch.map((p) => p.item.at)],
+      );
+      for (const pending of batch) pending.resolve();
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
+  });
+
   async function merchant(id: string): Promise<MerchantRecord | null> {
     const rows = await db.query<MerchantRow>(`SELECT ${MERCHANT_COLUMNS} FROM merchants WHERE id = $1`, [id]);
     return rows[0] ? toMerchant(rows[0]) : null;
@@ -160,13 +181,7 @@ export function createSqlDirectory(db: SqlExecutor): Directory {
       await db.query('UPDATE api_keys SET deleted_at = $2 WHERE key_id = $1 AND deleted_at IS NULL', [keyId, at]);
     },
 
-    async recordMessageOwner(messageId, merchantId, at) {
-      await db.query('INSERT INTO message_owners (message_id, merchant_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (message_id) DO NOTHING', [
-        messageId,
-        merchantId,
-        at,
-      ]);
-    },
+    recordMessageOwner: (messageId, merchantId, at) => recordOwner({ messageId, merchantId, at }),
 
     async messageOwner(messageId) {
       const rows = await db.query<{ merchant_id: string }>('SELECT merchant_id FROM message_owners WHERE message_id = $1', [messageId]);

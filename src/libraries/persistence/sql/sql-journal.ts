@@ -40,21 +40,21 @@ WITH input AS (
 SELECT key, seq::float8 AS seq FROM written`;
 
 export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
-  const listeners = new Set<() => void>();
+  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
 
   async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     // two appends of one (key, seq) in a batch: the first competes, the others lost already
     const seen = new Set<string>();
     const contenders: PendingAppend[] = [];
     for (const pending of batch) {
-      const id = `${pending.append.key}\u0000${pending.append.seq}`;
-      if (seen.has(id)) pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, 'sequence_taken'));
+      const id = `${pending.item.key}\u0000${pending.item.seq}`;
+      if (seen.has(id)) pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'sequence_taken'));
       else {
         seen.add(id);
         contenders.push(pending);
       }
     }
-    const appends = contenders.map((p) => p.append);
+    const appends = contenders.map((p) => p.item);
     const journalRows = appends.map((a) => ({
       key: a.key,
       seq: a.seq,
@@ -75,14 +75,17 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       return;
     }
     const ok = new Set(written.map((w) => `${w.key}\u0000${w.seq}`));
-    const refused = contenders.filter((p) => !ok.has(`${p.append.key}\u0000${p.append.seq}`));
-    const taken = refused.length > 0 ? await existing(refused.map((p) => p.append)) : new Set<string>();
+    const refused = contenders.filter((p) => !ok.has(`${p.item.key}\u0000${p.item.seq}`));
+    const taken = refused.length > 0 ? await existing(refused.map((p) => p.item)) : new Set<string>();
+    const topics = new Set<string>();
     for (const pending of contenders) {
-      const id = `${pending.append.key}\u0000${pending.append.seq}`;
-      if (ok.has(id)) pending.resolve();
-      else pending.reject(new JournalConflictError(pending.append.key, pending.append.seq, taken.has(id) || !pending.append.fence ? 'sequence_taken' : 'fenced'));
+      const id = `${pending.item.key}\u0000${pending.item.seq}`;
+      if (ok.has(id)) {
+        pending.resolve();
+        for (const entry of pending.item.outbox) topics.add(entry.topic);
+      } else pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, taken.has(id) || !pending.item.fence ? 'sequence_taken' : 'fenced'));
     }
-    if (outboxRows.length > 0) for (const listener of listeners) listener();
+    if (topics.size > 0) for (const listener of listeners) listener(topics);
   }
 
   async function existing(appends: readonly JournalAppend[]): Promise<Set<string>> {
