@@ -134,9 +134,18 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
         })
       : null;
 
-  async function health(): Promise<HealthReport> {
+  // health checks arriving while one is running share its answer: the endpoint is unauthenticated and unlimited,
+  // so a flood of checks costs the database and NATS one ping at a time, not one per request
+  let runningHealth: Promise<HealthReport> | null = null;
+  async function checkHealth(): Promise<HealthReport> {
     const [database, transportState] = await Promise.all([probe(1_000, () => persistence.ping()), probe(1_000, () => transport.ping())]);
     return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState } };
+  }
+  function health(): Promise<HealthReport> {
+    runningHealth ??= checkHealth().finally(() => {
+      runningHealth = null;
+    });
+    return runningHealth;
   }
 
   const app = createHttpApp({

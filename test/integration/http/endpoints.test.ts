@@ -363,6 +363,23 @@ describe('HTTP API: endpoints', function () {
       });
     });
 
+    it('when 20 health checks arrive while a ping is running, then they share its answer, and the next check pings again', async () => {
+      const persistence = gateway().persistence;
+      const realPing = persistence.ping.bind(persistence);
+      // a slow database: every request reaches the server while the first ping is still out
+      const databasePings = sinon.stub(persistence, 'ping').callsFake(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await realPing();
+      });
+      const transportPings = sinon.spy(fixture.node.transport, 'ping');
+      const results = await Promise.all(Array.from({ length: 20 }, () => http.health()));
+      expect(results.map((r) => r.status)).to.deep.equal(Array.from({ length: 20 }, () => 200));
+      expect(databasePings.callCount).to.equal(1);
+      expect(transportPings.callCount).to.equal(1);
+      await http.health();
+      expect(databasePings.callCount, 'a later check is not answered from memory').to.equal(2);
+    });
+
     it('when the path is unknown, then it is 404/1404 in the envelope', async () => {
       expectEnvelope(await call(`${fixture.api}/messages`, { key: shop.apiKey }), 404, '1404');
       expectEnvelope(await call(`${fixture.baseUrl}/api/v2/messaging/sms-api/balance`, { key: shop.apiKey }), 404, '1404');
