@@ -1,5 +1,6 @@
 import {
   JournalConflictError,
+  outboxEntriesOf,
   type Journal,
   type JournalAppend,
   type JournalRecord,
@@ -18,7 +19,7 @@ export function createMemoryJournal(): Journal &
   let nextFailure: Error | null = null;
   let failuresLeft = 0;
   let nextReadFailure: Error | null = null;
-  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
+  const listeners = new Set<(entries: readonly PendingOutboxEntry[]) => void>();
 
   return {
     async append(append: JournalAppend) {
@@ -37,7 +38,7 @@ export function createMemoryJournal(): Journal &
       records.sort((a, b) => a.seq - b.seq);
       byKey.set(append.key, records);
       for (const entry of append.outbox) outbox.set(entry.id, { ...entry, key: append.key, seq: append.seq, createdAt: append.at });
-      if (append.outbox.length > 0) for (const listener of listeners) listener(new Set(append.outbox.map((entry) => entry.topic)));
+      if (append.outbox.length > 0) for (const listener of listeners) listener(outboxEntriesOf(append));
     },
     async read(key, afterSeq) {
       await Promise.resolve();

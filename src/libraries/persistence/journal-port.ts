@@ -84,6 +84,11 @@ export interface PendingQuery {
   readonly olderThan?: number;
 }
 
+/** The outbox entries an append writes, as the outbox lists them. */
+export function outboxEntriesOf(append: JournalAppend): PendingOutboxEntry[] {
+  return append.outbox.map((entry) => ({ ...entry, key: append.key, seq: append.seq, createdAt: append.at }));
+}
+
 export interface Outbox {
   /** Entries not yet relayed, oldest first, optionally only of some shards. */
   pending(options: PendingQuery): Promise<readonly PendingOutboxEntry[]>;
@@ -91,8 +96,8 @@ export interface Outbox {
   /** How many entries wait, for metrics and health. */
   backlog(): Promise<number>;
   /**
-   * Called after appends wrote outbox entries in this process, with the topics they wrote, so the relay need not
-   * wait for its poll.
+   * Called after appends of this process wrote outbox entries, with those entries, so the relay can carry them out
+   * at once without querying for them.
    */
-  onAppended(listener: (topics: ReadonlySet<string>) => void): () => void;
+  onAppended(listener: (entries: readonly PendingOutboxEntry[]) => void): () => void;
 }

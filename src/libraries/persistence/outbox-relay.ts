@@ -27,46 +27,85 @@ export interface OutboxRelay {
 }
 
 /**
+ * Entries this process just wrote are handed to their lane in memory; a poll queries only for entries older than
+ * this (missed by that path: a failed publish, a crash, another writer), so the two paths rarely meet.
+ */
+export const FRESH_ENTRY_MS = 2_000;
+
+/**
  * Carries outbox entries out (publish to the transport, finish a send) and marks them done. At least once: after a
  * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
+ *
+ * Two ways in: the entries an append of this process wrote come straight from the journal's notice (no query), and
+ * a poll every `pollIntervalMs` asks the outbox for what is still pending and older than FRESH_ENTRY_MS.
  */
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let running = false;
   let timer: NodeJS.Timeout | null = null;
   /**
    * Each topic drains on its own: a slow one (webhook events ask each key for its endpoint) never holds another
-   * (dispatches) up. `again`: a trigger arrived while its pass ran, so the pass goes round once more.
+   * (dispatches) up. `fresh`: entries handed over by appends, waiting; `inFlight`: ids being carried out now (a
+   * poll that meets them leaves them alone); `query`: a poll or drain asked for a pass over the outbox, with or
+   * without the freshness limit; `again`: a trigger arrived while its pass ran, so the pass goes round once more.
    */
-  const lanes = Object.entries(options.handlers).map(([topic, handler]) => ({ topic, handler, pass: null as Promise<void> | null, again: false }));
+  const lanes = Object.entries(options.handlers).map(([topic, handler]) => ({
+    topic,
+    handler,
+    pass: null as Promise<void> | null,
+    again: false,
+    fresh: [] as PendingOutboxEntry[],
+    inFlight: new Set<string>(),
+    query: null as 'poll' | 'all' | null,
+  }));
+  type Lane = (typeof lanes)[number];
+  const laneOf = new Map(lanes.map((lane) => [lane.topic, lane]));
   let unsubscribe: (() => void) | null = null;
 
-  async function relayTopic(topic: string, handler: TopicHandler): Promise<boolean> {
+  /** Carries a batch out and marks what was done; returns the ids done. */
+  async function carryOut(lane: Lane, entries: readonly PendingOutboxEntry[]): Promise<readonly string[]> {
+    for (const entry of entries) lane.inFlight.add(entry.id);
+    try {
+      const done = await lane.handler.handle(entries);
+      await options.outbox.markDone(done);
+      return done;
+    } finally {
+      for (const entry of entries) lane.inFlight.delete(entry.id);
+    }
+  }
+
+  async function queryBatch(lane: Lane, all: boolean): Promise<boolean> {
     // an entry exactly graceMs old is no longer younger than the grace period (`olderThan` is exclusive): the
     // 24-hour receipt deadline is reached at 24 h, not 24 h + 1 ms
-    const olderThan = handler.graceMs ? options.clock.now() - handler.graceMs + 1 : undefined;
+    const now = options.clock.now();
+    const grace = Math.max(lane.handler.graceMs ?? 0, all ? 0 : FRESH_ENTRY_MS);
+    const olderThan = grace > 0 ? now - grace + 1 : undefined;
     const shards = options.shards?.();
-    const entries = await options.outbox.pending({
+    const found = await options.outbox.pending({
       limit: options.batchSize,
-      topics: [topic],
+      topics: [lane.topic],
       ...(shards ? { shards } : {}),
       ...(olderThan !== undefined ? { olderThan } : {}),
     });
+    const entries = found.filter((entry) => !lane.inFlight.has(entry.id));
     if (entries.length === 0) return false;
-    const done = await handler.handle(entries);
-    await options.outbox.markDone(done);
-    return entries.length === options.batchSize && done.length > 0;
+    const done = await carryOut(lane, entries);
+    return found.length === options.batchSize && done.length > 0;
   }
 
-  /** Batch after batch of one topic until it has nothing left (or fails: the next pass tries again). */
-  async function drainTopic(topic: string, handler: TopicHandler): Promise<void> {
+  /** Fresh entries first, then the outbox if a poll or drain asked, batch after batch (a failure waits for the next pass). */
+  async function drainLane(lane: Lane): Promise<void> {
     try {
-      while (await relayTopic(topic, handler));
+      while (lane.fresh.length > 0) await carryOut(lane, lane.fresh.splice(0, options.batchSize));
+      const query = lane.query;
+      lane.query = null;
+      if (query) while (await queryBatch(lane, query === 'all'));
     } catch (error) {
       options.onError?.(error);
     }
   }
 
-  function triggerLane(lane: (typeof lanes)[number]): Promise<void> {
+  function triggerLane(lane: Lane, query: 'poll' | 'all' | null): Promise<void> {
+    if (query === 'all' || (query === 'poll' && lane.query === null)) lane.query = query;
     if (lane.pass) {
       lane.again = true;
       return lane.pass;
@@ -77,7 +116,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       return again;
     };
     const run = async (): Promise<void> => {
-      do await drainTopic(lane.topic, lane.handler);
+      do await drainLane(lane);
       while (takeAgain());
     };
     lane.pass = run().finally(() => {
@@ -86,15 +125,15 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return lane.pass;
   }
 
-  async function trigger(): Promise<void> {
-    await Promise.all(lanes.map(triggerLane));
+  async function trigger(query: 'poll' | 'all'): Promise<void> {
+    await Promise.all(lanes.map((lane) => triggerLane(lane, query)));
   }
 
   function schedule(): void {
     if (!running) return;
     // lanes still busy only note that they should go round again: the poll never waits for the slowest
     timer = setTimeout(() => {
-      void trigger();
+      void trigger('poll');
       schedule();
     }, options.pollIntervalMs);
   }
@@ -103,12 +142,20 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     start() {
       if (running) return;
       running = true;
-      // an append wakes the lanes of the topics it wrote; a lane with a grace period waits for its poll (what was
-      // just written is younger than the grace by definition)
-      unsubscribe = options.outbox.onAppended((topics) => {
-        for (const lane of lanes) if (topics.has(lane.topic) && !lane.handler.graceMs) void triggerLane(lane);
+      // an append hands its entries to their lanes; a lane with a grace period waits for its poll (what was just
+      // written is younger than the grace by definition)
+      unsubscribe = options.outbox.onAppended((entries) => {
+        const woken = new Set<Lane>();
+        for (const entry of entries) {
+          const lane = laneOf.get(entry.topic);
+          if (!lane || lane.handler.graceMs) continue;
+          lane.fresh.push(entry);
+          woken.add(lane);
+        }
+        for (const lane of woken) void triggerLane(lane, null);
       });
-      void trigger();
+      // at start nothing is fresh: everything pending is from before
+      void trigger('all');
       schedule();
     },
     async stop() {
@@ -117,7 +164,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       if (timer) clearTimeout(timer);
       await Promise.all(lanes.flatMap((lane) => (lane.pass ? [lane.pass] : [])));
     },
-    drain: () => trigger(),
+    drain: () => trigger('all'),
   };
 }
 

@@ -62,7 +62,7 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
 
     it('when an append carries outbox entries, then they are pending with their key, sequence and shard until marked done', async () => {
       const notified: string[][] = [];
-      const unsubscribe = store.outbox.onAppended((topics) => notified.push([...topics].sort()));
+      const unsubscribe = store.outbox.onAppended((entries) => notified.push(entries.map((e) => `${e.id} ${e.topic} ${e.key}#${e.seq} shard ${e.shard}`).sort()));
       await store.journal.append(
         append('message:x', 1, [{ type: 'created' }], {
           outbox: [
@@ -72,7 +72,7 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
         }),
       );
       unsubscribe();
-      expect(notified, 'one notice, naming the topics written').to.deep.equal([['carrier.dispatch', 'webhook.event']]);
+      expect(notified, 'one notice, with the entries written').to.deep.equal([['dsp-1 carrier.dispatch message:x#1 shard 3', 'evt-1 webhook.event message:x#1 shard 3']]);
       const pending = await store.outbox.pending({ limit: 10 });
       expect(pending.map((e) => e.id).sort()).to.deep.equal(['dsp-1', 'evt-1']);
       expect(pending.find((e) => e.id === 'evt-1')).to.deep.include({ key: 'message:x', seq: 1, shard: 3, topic: 'webhook.event', payload: { event_id: 'evt-1' } });

@@ -3,6 +3,7 @@ import type { GatewayEnvironment } from '../../config/config.js';
 import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
 import {
   JournalConflictError,
+  outboxEntriesOf,
   type Fence,
   type Journal,
   type JournalAppend,
@@ -230,12 +231,12 @@ function outcomeOfBulkError(error: unknown, sent: number): BulkOutcome | null {
 // Journal and outbox
 
 export function createMongoJournal(c: Collections, options: MongoJournalOptions = DEFAULT_MONGO_JOURNAL_OPTIONS): Journal & Outbox {
-  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
+  const listeners = new Set<(entries: readonly PendingOutboxEntry[]) => void>();
 
-  function notify(topics: ReadonlySet<string>): void {
+  function notify(entries: readonly PendingOutboxEntry[]): void {
     for (const listener of listeners) {
       try {
-        listener(topics);
+        listener(entries);
       } catch {
         // a listener's failure is not the append's: it is written
       }
@@ -325,17 +326,17 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
         batchError = error;
       }
 
-      const topics = new Set<string>();
+      const written: PendingOutboxEntry[] = [];
       for (const [index, pending] of sending.entries()) {
         const duplicate = failed.get(index);
         if (duplicate === true) pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'sequence_taken'));
         else if (duplicate === false || !othersWritten) pending.reject(batchError);
         else {
           pending.resolve();
-          for (const entry of pending.item.outbox) topics.add(entry.topic);
+          written.push(...outboxEntriesOf(pending.item));
         }
       }
-      if (topics.size > 0) notify(topics);
+      if (written.length > 0) notify(written);
     } catch (error) {
       // unexpected: settle whatever is still waiting (settling a settled promise again does nothing)
       for (const pending of batch) pending.reject(error);

@@ -121,6 +121,17 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'outbox as a queue table',
+    // The relay always asks by topic: the topic index alone serves it, with the node's shards as a filter. Beside
+    // it, the shard index made the planner intersect both (one probe per owned shard, 1 024 on a single node), and
+    // it cost every insert and delete. Rows live for milliseconds, so dead ones are vacuumed away early.
+    sql: `
+      DROP INDEX outbox_by_shard_and_age;
+      ALTER TABLE outbox SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000, autovacuum_vacuum_cost_delay = 0);
+    `,
+  },
 ];
 
 const MIGRATION_LOCK = 4_242_001;

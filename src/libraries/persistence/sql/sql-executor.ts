@@ -1,12 +1,23 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 
 /** The SQL the adapters need, whether the database is a PostgreSQL server (pg) or PGlite in-process. */
+export interface QueryOptions {
+  /**
+   * Send it as a named prepared statement: parsed once per connection, and after a few runs PostgreSQL may keep a
+   * generic plan instead of planning every call. Worth it for a hot statement that costs more to plan than to run
+   * (the journal's batch append); wrong for one whose best plan depends on its parameters or a table's changing
+   * size (a generic plan is chosen once).
+   */
+  readonly prepare?: boolean;
+}
+
 export interface SqlQueries {
-  query<R extends object = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<readonly R[]>;
+  query<R extends object = Record<string, unknown>>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<readonly R[]>;
   /** Several statements without parameters (migrations). */
   script(sql: string): Promise<void>;
 }
@@ -36,6 +47,19 @@ export interface PostgresOptions {
   readonly schema?: string;
 }
 
+const statementNames = new Map<string, string>();
+
+/** The query as pg sends it: named (the name derived from the text) when it is to be prepared. */
+function queryConfig(text: string, params: readonly unknown[], options?: QueryOptions): pg.QueryConfig {
+  if (!options?.prepare) return { text, values: params as unknown[] };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `gw_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values: params as unknown[] };
+}
+
 export async function connectPostgres(options: PostgresOptions): Promise<SqlExecutor> {
   checkSchema(options.schema);
   if (options.schema) {
@@ -56,8 +80,8 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
   pool.on('error', () => undefined);
   return {
     dialect: 'postgres',
-    async query<R extends object>(text: string, params: readonly unknown[] = []) {
-      const result = await pool.query<R>(text, params as unknown[]);
+    async query<R extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) {
+      const result = await pool.query<R>(queryConfig(text, params, options));
       return result.rows;
     },
     async script(sql: string) {
@@ -68,7 +92,8 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
       try {
         await client.query('BEGIN');
         const result = await work({
-          query: async <R extends object>(text: string, params: readonly unknown[] = []) => (await client.query<R>(text, params as unknown[])).rows,
+          query: async <R extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) =>
+            (await client.query<R>(queryConfig(text, params, options))).rows,
           script: async (sql: string) => {
             await client.query(sql);
           },

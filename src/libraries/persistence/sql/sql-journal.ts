@@ -1,5 +1,6 @@
 import {
   JournalConflictError,
+  outboxEntriesOf,
   type Journal,
   type JournalAppend,
   type JournalRecord,
@@ -40,7 +41,7 @@ WITH input AS (
 SELECT key, seq::float8 AS seq FROM written`;
 
 export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
-  const listeners = new Set<(topics: ReadonlySet<string>) => void>();
+  const listeners = new Set<(entries: readonly PendingOutboxEntry[]) => void>();
 
   async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     // two appends of one (key, seq) in a batch: the first competes, the others lost already
@@ -69,7 +70,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     );
     let written: readonly { key: string; seq: number }[];
     try {
-      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)]);
+      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)], { prepare: true });
     } catch (error) {
       for (const pending of contenders) pending.reject(error);
       return;
@@ -77,15 +78,15 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     const ok = new Set(written.map((w) => `${w.key}\u0000${w.seq}`));
     const refused = contenders.filter((p) => !ok.has(`${p.item.key}\u0000${p.item.seq}`));
     const taken = refused.length > 0 ? await existing(refused.map((p) => p.item)) : new Set<string>();
-    const topics = new Set<string>();
+    const relayable: PendingOutboxEntry[] = [];
     for (const pending of contenders) {
       const id = `${pending.item.key}\u0000${pending.item.seq}`;
       if (ok.has(id)) {
         pending.resolve();
-        for (const entry of pending.item.outbox) topics.add(entry.topic);
+        relayable.push(...outboxEntriesOf(pending.item));
       } else pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, taken.has(id) || !pending.item.fence ? 'sequence_taken' : 'fenced'));
     }
-    if (topics.size > 0) for (const listener of listeners) listener(topics);
+    if (relayable.length > 0) for (const listener of listeners) listener(relayable);
   }
 
   async function existing(appends: readonly JournalAppend[]): Promise<Set<string>> {
@@ -129,6 +130,14 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     },
 
     async pending({ limit, shards, topics, olderThan }) {
+      // only the conditions asked for, each a plain comparison, and the order by the table's column (a bare
+      // `created_at` would name the float8 output column), so the planner walks outbox_by_topic_and_age in order and
+      // stops at the limit instead of collecting and sorting (the outbox holds a day of receipt deadlines)
+      const params: unknown[] = [limit];
+      const where: string[] = [];
+      if (topics) where.push(topics.length === 1 ? `topic = $${params.push(topics[0])}` : `topic = ANY($${params.push([...topics])}::text[])`);
+      if (olderThan !== undefined) where.push(`created_at < $${params.push(olderThan)}::bigint`);
+      if (shards) where.push(`shard = ANY($${params.push([...shards])}::integer[])`);
       const rows = await db.query<{
         id: string;
         key: string;
@@ -139,10 +148,9 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
         created_at: number;
       }>(
         `SELECT id, key, seq::float8 AS seq, topic, payload, shard, created_at::float8 AS created_at FROM outbox
-         WHERE ($2::integer[] IS NULL OR shard = ANY($2::integer[])) AND ($3::bigint IS NULL OR created_at < $3::bigint)
-           AND ($4::text[] IS NULL OR topic = ANY($4::text[]))
-         ORDER BY created_at, id LIMIT $1`,
-        [limit, shards ? [...shards] : null, olderThan ?? null, topics ? [...topics] : null],
+         ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY outbox.created_at, outbox.id LIMIT $1`,
+        params,
       );
       return rows.map(
         (r): PendingOutboxEntry => ({

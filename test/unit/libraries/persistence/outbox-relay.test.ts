@@ -1,22 +1,27 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import type { PendingOutboxEntry } from '../../../../src/libraries/persistence/journal-port.js';
-import { createOutboxRelay, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
+import { createOutboxRelay, FRESH_ENTRY_MS, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 
-/** A handler that records the entries it is given and carries them all out. */
-function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: string[] } {
-  const seen: string[] = [];
-  return {
-    seen,
+/** A handler that records the entries it is given and carries them all out (or fails the next `failing` calls). */
+function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: string[]; failing: number } {
+  const handler = {
+    seen: [] as string[],
+    failing: 0,
     ...(graceMs !== undefined ? { graceMs } : {}),
     handle(entries: readonly PendingOutboxEntry[]) {
-      seen.push(...entries.map((e) => e.id));
+      handler.seen.push(...entries.map((e) => e.id));
+      if (handler.failing > 0) {
+        handler.failing--;
+        return Promise.resolve([]);
+      }
       return Promise.resolve(entries.map((e) => e.id));
     },
   };
+  return handler;
 }
 
 describe('outbox relay: waking the lanes', () => {
@@ -59,8 +64,8 @@ describe('outbox relay: waking the lanes', () => {
     return { journal, relay, dispatch, webhook, followUp, append, queried };
   }
 
-  it('when an append writes a dispatch, then only the dispatch lane queries the outbox, without waiting for the poll', async () => {
-    const { relay, dispatch, webhook, append, queried } = setUp();
+  it('when an append writes a dispatch, then the dispatch lane carries it out at once without querying the outbox', async () => {
+    const { journal, relay, dispatch, webhook, append, queried } = setUp();
     relay.start();
     await clock.tickAsync(0);
     queried(); // the start-up pass looks at every lane
@@ -68,8 +73,46 @@ describe('outbox relay: waking the lanes', () => {
     await clock.tickAsync(0);
     expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0']);
     expect(webhook.seen).to.deep.equal([]);
-    expect(queried()).to.deep.equal(['carrier.dispatch']);
+    expect(queried()).to.deep.equal([]);
+    expect(await journal.pending({ limit: 10 }), 'marked done').to.deep.equal([]);
     await relay.stop();
+  });
+
+  it('when entries were pending before the relay started, then its first pass carries them out', async () => {
+    const { relay, dispatch, append } = setUp();
+    await append('carrier.dispatch');
+    relay.start();
+    await clock.tickAsync(0);
+    expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0']);
+    await relay.stop();
+  });
+
+  it('when carrying a fresh entry out fails, then it stays pending and a poll carries it out once it is older than the fresh period', async () => {
+    const { journal, relay, dispatch, append } = setUp();
+    relay.start();
+    await clock.tickAsync(0);
+    dispatch.failing = 1;
+    await append('carrier.dispatch');
+    await clock.tickAsync(0);
+    expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0']);
+    // polls within the fresh period leave it alone
+    await clock.tickAsync(FRESH_ENTRY_MS - 1_000);
+    expect(dispatch.seen).to.have.length(1);
+    await clock.tickAsync(1_000);
+    expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0', 'carrier.dispatch-1-0']);
+    expect(await journal.pending({ limit: 10 })).to.deep.equal([]);
+    await relay.stop();
+  });
+
+  it('when drained, then even an entry younger than the fresh period that no notice brought is carried out', async () => {
+    const { journal, relay, webhook } = setUp();
+    relay.start();
+    await clock.tickAsync(0);
+    await relay.stop();
+    // written while the relay was not listening
+    await journal.append({ key: 'message:m2', seq: 1, events: [{ type: 'x' }], outbox: [{ id: 'evt-quiet', topic: 'webhook.event', payload: {}, shard: 0 }], at: Date.now() });
+    await relay.drain();
+    expect(webhook.seen).to.deep.equal(['evt-quiet']);
   });
 
   it('when an append writes an entry of a lane with a grace period, then that lane waits for the poll and the grace', async () => {
