@@ -28,6 +28,7 @@ import type { Transport } from '../../src/libraries/transport/transport-port.js'
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
+import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
@@ -228,6 +229,8 @@ interface Row {
   readonly result: LoadResult;
   readonly target: string;
   readonly note: string;
+  /** CPU ms per request by process, the pipeline work the run left behind included. */
+  readonly cpu: string;
 }
 
 async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: number }> {
@@ -271,12 +274,14 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
   for (const c of cases.filter((candidate, i) => i === 0 || candidate.name.includes(ONLY))) {
     await probe({ ...c.spec, connections: 1 });
     process.stderr.write(`  ${mode.label}: ${c.name}…\n`);
+    const cpuBefore = sampleCpu();
     const result = await load(c.spec);
     // the pipeline work the run left behind, drained before the next run
     const after = await settle(mode.persistence, idleShare);
+    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, sampleCpu(), result.total));
     const notes = [after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`];
     if (c.spec.method === 'POST') notes.push(`${fmt(result.total * (c.spec.body === thousand ? 1000 : 1))} recipients submitted`);
-    rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; ') });
+    rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; '), cpu });
   }
   return { rows, idleShare };
 }
@@ -302,11 +307,11 @@ async function main(): Promise<void> {
       '',
       `Idle node: ${(idleShare * 100).toFixed(0)} % of a core (pollers).`,
       '',
-      '| Endpoint | Connections | req/s | p50 ms | p99 ms | non-2xx | errors | × floor | Target | Notes |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
+      '| Endpoint | Connections | req/s | p50 ms | p99 ms | non-2xx | errors | × floor | Target | CPU ms per request | Notes |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|',
       ...rows.map(
         (r) =>
-          `| ${r.name} | ${r.connections} | ${fmt(r.result.rps)} | ${fmt(r.result.p50, 1)} | ${fmt(r.result.p99, 1)} | ${fmt(r.result.non2xx)} | ${fmt(r.result.errors)} | ${fmt(r.result.rps / floor, 2)} | ${r.target} | ${r.note} |`,
+          `| ${r.name} | ${r.connections} | ${fmt(r.result.rps)} | ${fmt(r.result.p50, 1)} | ${fmt(r.result.p99, 1)} | ${fmt(r.result.non2xx)} | ${fmt(r.result.errors)} | ${fmt(r.result.rps / floor, 2)} | ${r.target} | ${r.cpu} | ${r.note} |`,
       ),
     ];
     sections.push(lines.join('\n'));
@@ -321,7 +326,10 @@ async function main(): Promise<void> {
     'Notes: "pipeline busy" is how long the node took after the run to go back to idle (outbox steady, CPU at its idle level, checked every 0.5 s, so at least 1 s): the dispatch, receipt and webhook work the run left behind.',
   );
   console.log(
-    'GET /health pings the database and the transport on every request: a floor for endpoints that do I/O, not for ones an actor answers from memory (GET /balance can beat it).',
+    'GET /health pings the database and the transport (checks arriving while a ping is out share its answer): the floor of the HTTP stack with a little I/O.',
+  );
+  console.log(
+    '"CPU ms per request": CPU time each process spent from the start of the run until the pipeline went quiet, divided by the requests answered (the gateway node with the in-process simulator; PostgreSQL; nats-server; the load generator). On 2 cores, 2 000 ms of CPU per second is all there is.',
   );
   console.log(`Targets (compared, not asserted): POST /send (1 recipient) ≥ 1 000 req/s at p99 < 50 ms; GET /status ≥ 3 000 req/s with PostgreSQL.`);
   console.log('');

@@ -1,0 +1,92 @@
+/**
+ * Where a benchmark's CPU went, by process (Linux /proc): this process (the gateway node, with the in-process
+ * simulator), the PostgreSQL and nats-server processes it started, and its finished children (the load generator,
+ * counted once it has exited and been reaped). Elsewhere than Linux every figure is unavailable (null).
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+export const CPU_GROUPS = ['gateway', 'postgres', 'nats', 'load generator'] as const;
+export type CpuGroup = (typeof CPU_GROUPS)[number];
+
+/** CPU seconds per group since boot, at one moment. */
+export type CpuSample = Readonly<Record<CpuGroup, number>>;
+
+interface ProcStat {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly comm: string;
+  /** utime + stime, in clock ticks. */
+  readonly own: number;
+  /** cutime + cstime: reaped children, in clock ticks. */
+  readonly children: number;
+}
+
+let ticksPerSecond: number | null = null;
+
+function clockTicks(): number {
+  if (ticksPerSecond === null) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+function readStat(pid: number): ProcStat | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name is in parentheses and may itself hold spaces or parentheses
+    const close = text.lastIndexOf(')');
+    const comm = text.slice(text.indexOf('(') + 1, close);
+    const fields = text.slice(close + 2).split(' ');
+    const field = (n: number) => Number(fields[n - 3]);
+    return { pid, ppid: field(4), comm, own: field(14) + field(15), children: field(16) + field(17) };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds of each group now; null where /proc is not available. */
+export function sampleCpu(): CpuSample | null {
+  let pids: number[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+  } catch {
+    return null;
+  }
+  const stats = pids.map(readStat).filter((s): s is ProcStat => s !== null);
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const self = byPid.get(process.pid);
+  if (!self) return null;
+  const descendsFromSelf = (stat: ProcStat): boolean => {
+    for (let parent = byPid.get(stat.ppid), hops = 0; parent && hops < 64; parent = byPid.get(parent.ppid), hops++) {
+      if (parent.pid === process.pid) return true;
+    }
+    return false;
+  };
+  const ticks: Record<CpuGroup, number> = { gateway: self.own, postgres: 0, nats: 0, 'load generator': self.children };
+  for (const stat of stats) {
+    if (stat.pid === process.pid || !descendsFromSelf(stat)) continue;
+    if (stat.comm === 'postgres') ticks.postgres += stat.own;
+    else if (stat.comm === 'nats-server') ticks.nats += stat.own;
+    else ticks['load generator'] += stat.own;
+  }
+  const hz = clockTicks();
+  return { gateway: ticks.gateway / hz, postgres: ticks.postgres / hz, nats: ticks.nats / hz, 'load generator': ticks['load generator'] / hz };
+}
+
+/** CPU milliseconds per unit of work (a request, a recipient) of each group between two samples. */
+export function cpuPerUnit(before: CpuSample | null, after: CpuSample | null, units: number): Record<CpuGroup, number> | null {
+  if (!before || !after || units <= 0) return null;
+  const per = (group: CpuGroup) => ((after[group] - before[group]) * 1000) / units;
+  return { gateway: per('gateway'), postgres: per('postgres'), nats: per('nats'), 'load generator': per('load generator') };
+}
+
+/** `gateway 2.71 · postgres 1.20 · nats 0.31 · load generator 0.52` (ms), or `n/a`. */
+export function formatCpuPerUnit(cost: Record<CpuGroup, number> | null): string {
+  if (!cost) return 'n/a';
+  return CPU_GROUPS.map((group) => `${group} ${cost[group].toFixed(2)}`).join(' · ');
+}
