@@ -22,8 +22,17 @@ export interface WebhookWorkerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** When a merchant is at its limit and its few waiting places are taken, its job goes back to the broker for this long. */
+/**
+ * When a merchant is at its limit and its few waiting places are taken, its job goes back to the broker for this
+ * long, doubling with each delivery of the job up to BUSY_MERCHANT_MAX_DELAY_MS: a merchant with a long backlog keeps
+ * its slots fed by the jobs fetched next, and the same job does not come back four times a second.
+ */
 const BUSY_MERCHANT_DELAY_MS = 250;
+const BUSY_MERCHANT_MAX_DELAY_MS = 4_000;
+
+export function busyMerchantDelayMs(deliveryCount: number): number {
+  return Math.min(BUSY_MERCHANT_MAX_DELAY_MS, BUSY_MERCHANT_DELAY_MS * 2 ** Math.max(0, Math.min(deliveryCount - 1, 16)));
+}
 /** Jobs that may wait here for a merchant's free slot, per slot (more go back to the broker). */
 const WAITING_PER_SLOT = 2;
 /** How long a key's webhook credentials are reused before asking its actor again. */
@@ -104,7 +113,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     if (wait > 5) return retryAfter(wait);
     // a merchant at its limit: wait for its next free slot if few already wait, otherwise back to the broker
     const release = await slots.acquire(job.merchantId);
-    if (!release) return retryAfter(BUSY_MERCHANT_DELAY_MS);
+    if (!release) return retryAfter(busyMerchantDelayMs(delivery.deliveryCount));
     try {
       await deliver(job);
       return ACK;

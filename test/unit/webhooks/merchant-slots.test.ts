@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
+import { busyMerchantDelayMs, createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
 
 describe('per-merchant delivery slots', () => {
   it('when a merchant has free slots, then a delivery gets one at once', async () => {
@@ -30,5 +30,11 @@ describe('per-merchant delivery slots', () => {
     await slots.acquire('slow');
     expect(await slots.acquire('slow')).to.equal(null);
     expect(await slots.acquire('fast')).to.be.a('function');
+  });
+});
+
+describe('busy merchant: how long a job goes back to the broker', () => {
+  it('when the same job finds its merchant busy again and again, then it waits 250 ms, 500 ms, 1 s, 2 s, then 4 s at most', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 50, 5_000].map(busyMerchantDelayMs)).to.deep.equal([250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000, 4_000]);
   });
 });
