@@ -25,6 +25,7 @@ import { STREAMS, type Transport } from '../../src/libraries/transport/transport
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
+import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
 
 const MESSAGES = envNumber('BENCH_MESSAGES', 5);
@@ -268,6 +269,7 @@ async function main(): Promise<void> {
       wake = resolve;
     });
     const sendStatuses: number[] = [];
+    const cpuBefore = sampleCpu();
     await Promise.all(
       Array.from({ length: MESSAGES }, async (_, k) => {
         const at = performance.now();
@@ -294,6 +296,7 @@ async function main(): Promise<void> {
       }),
     ]);
     clearTimeout(timer);
+    const cpuAfter = sampleCpu();
     sampling = false;
     await sampler;
 
@@ -324,6 +327,7 @@ async function main(): Promise<void> {
     const webhookJobs = inWindow.length;
     const computedNats = TOTAL + RECEIPTS_PER_RECIPIENT * TOTAL + webhookJobs;
     const recipientsPerS = delivered.size / windowS;
+    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, cpuAfter, delivered.size));
 
     console.log(machineLine());
     console.log(commandLine('bench:pipeline'));
@@ -338,6 +342,7 @@ async function main(): Promise<void> {
     console.log('|---|---:|---|');
     console.log(`| Recipients/s, first submit → last sms.delivered webhook (${fmt(windowS, 2)} s) | ${fmt(recipientsPerS)} | ≥ 1 000 |`);
     console.log(`| Webhook deliveries/s, all event types (${fmt(inWindow.length)} deliveries, ${fmt(distinctEvents)} distinct events) | ${fmt(inWindow.length / windowS)} | |`);
+    console.log(`| CPU ms per recipient by process (this process: gateway node, simulator, webhook receiver) | ${cpu} | |`);
     console.log(`| End-to-end latency per recipient, submit → sms.delivered arrival, p50 | ${fmt(percentile(latencies, 50))} ms | |`);
     console.log(`| End-to-end latency per recipient, p99 | ${fmt(percentile(latencies, 99))} ms | |`);
     console.log(
