@@ -13,8 +13,8 @@
  *   BENCH_WEBHOOK_PER_MERCHANT  override webhooks.concurrencyPerMerchant (the configured default otherwise)
  *   BENCH_WEBHOOK_CONCURRENCY   override webhooks.concurrency (the configured default otherwise)
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createGatewayNode } from '../../src/gateway-node.js';
@@ -26,6 +26,7 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
+import type { ReceiverMessage } from './webhook-receiver-process.js';
 import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
 
 const MESSAGES = envNumber('BENCH_MESSAGES', 5);
@@ -45,7 +46,7 @@ const CONSUMERS = [
 ] as const;
 
 interface Arrival {
-  /** performance.now() when the body had arrived. */
+  /** performance.now() of this process when the body had arrived at the receiver. */
   readonly at: number;
   readonly eventId: string;
   readonly type: string;
@@ -53,47 +54,31 @@ interface Arrival {
   readonly recipientIndex: number | null;
 }
 
-/** The merchant's endpoint: 204 at once, every request recorded. */
+/** The merchant's endpoint in a child process (scripts/bench/webhook-receiver-process.ts): 204 at once, every request reported. */
 function startReceiver(onArrival: (arrival: Arrival) => void): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const at = performance.now();
-      res.writeHead(204).end();
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          event_id?: unknown;
-          event_type?: unknown;
-          message_id?: unknown;
-          data?: { recipient_index?: unknown };
-        };
-        onArrival({
-          at,
-          eventId: String(body.event_id),
-          type: String(body.event_type),
-          messageId: String(body.message_id),
-          recipientIndex: typeof body.data?.recipient_index === 'number' ? body.data.recipient_index : null,
-        });
-      } catch {
-        onArrival({ at, eventId: '', type: 'unparsable', messageId: '', recipientIndex: null });
-      }
+  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      resolve();
     });
   });
-  server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}/hooks/sms`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => {
-              done();
-            });
-          }),
-      });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.on('message', (message: ReceiverMessage) => {
+      if (message.kind === 'listening') {
+        resolve({
+          url: message.url,
+          async close() {
+            child.disconnect();
+            await exited;
+          },
+        });
+        return;
+      }
+      for (const webhook of message.webhooks) onArrival({ ...webhook, at: webhook.at - performance.timeOrigin });
     });
   });
 }
@@ -327,13 +312,13 @@ async function main(): Promise<void> {
     const webhookJobs = inWindow.length;
     const computedNats = TOTAL + RECEIPTS_PER_RECIPIENT * TOTAL + webhookJobs;
     const recipientsPerS = delivered.size / windowS;
-    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, cpuAfter, delivered.size));
+    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, cpuAfter, delivered.size), { 'load generator': 'webhook receiver' });
 
     console.log(machineLine());
     console.log(commandLine('bench:pipeline'));
     console.log(
       `Shape: private PostgreSQL (pool ${config.database.poolSize}) + private nats-server, one node, in-process simulator (step ${STEP_DELAY_MS} ms), ` +
-        `webhook receiver in the same process; webhooks.concurrency ${config.webhooks.concurrency}, concurrencyPerMerchant ${config.webhooks.concurrencyPerMerchant}.`,
+        `webhook receiver in a child process; webhooks.concurrency ${config.webhooks.concurrency}, concurrencyPerMerchant ${config.webhooks.concurrencyPerMerchant}.`,
     );
     console.log(`Sent ${fmt(MESSAGES)} × ${fmt(RECIPIENTS)} recipients (all POST /send answered within ${submitSeconds.toFixed(2)} s, statuses ${[...new Set(sendStatuses)].join(', ')}).`);
     if (!complete) console.log(`**Incomplete:** ${fmt(delivered.size)} of ${fmt(TOTAL)} sms.delivered webhooks after ${fmt(TIMEOUT_S)} s; figures below are up to the timeout.`);
@@ -342,7 +327,7 @@ async function main(): Promise<void> {
     console.log('|---|---:|---|');
     console.log(`| Recipients/s, first submit → last sms.delivered webhook (${fmt(windowS, 2)} s) | ${fmt(recipientsPerS)} | ≥ 1 000 |`);
     console.log(`| Webhook deliveries/s, all event types (${fmt(inWindow.length)} deliveries, ${fmt(distinctEvents)} distinct events) | ${fmt(inWindow.length / windowS)} | |`);
-    console.log(`| CPU ms per recipient by process (this process: gateway node, simulator, webhook receiver) | ${cpu} | |`);
+    console.log(`| CPU ms per recipient by process (gateway: the node with the in-process simulator) | ${cpu} | |`);
     console.log(`| End-to-end latency per recipient, submit → sms.delivered arrival, p50 | ${fmt(percentile(latencies, 50))} ms | |`);
     console.log(`| End-to-end latency per recipient, p99 | ${fmt(percentile(latencies, 99))} ms | |`);
     console.log(

@@ -1,7 +1,7 @@
 /**
  * Where a benchmark's CPU went, by process (Linux /proc): this process (the gateway node, with the in-process
- * simulator), the PostgreSQL and nats-server processes it started, and its finished children (the load generator,
- * counted once it has exited and been reaped). Elsewhere than Linux every figure is unavailable (null).
+ * simulator), the PostgreSQL and nats-server processes it started, and its other children, running or finished (the
+ * load generator or the webhook receiver; a finished one counts once it has been reaped). Elsewhere than Linux every figure is unavailable (null).
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -85,8 +85,8 @@ export function cpuPerUnit(before: CpuSample | null, after: CpuSample | null, un
   return { gateway: per('gateway'), postgres: per('postgres'), nats: per('nats'), 'load generator': per('load generator') };
 }
 
-/** `gateway 2.71 · postgres 1.20 · nats 0.31 · load generator 0.52` (ms), or `n/a`. */
-export function formatCpuPerUnit(cost: Record<CpuGroup, number> | null): string {
+/** `gateway 2.71 · postgres 1.20 · nats 0.31 · load generator 0.52` (ms), or `n/a`; `names` renames groups. */
+export function formatCpuPerUnit(cost: Record<CpuGroup, number> | null, names: Partial<Record<CpuGroup, string>> = {}): string {
   if (!cost) return 'n/a';
-  return CPU_GROUPS.map((group) => `${group} ${cost[group].toFixed(2)}`).join(' · ');
+  return CPU_GROUPS.map((group) => `${names[group] ?? group} ${cost[group].toFixed(2)}`).join(' · ');
 }
