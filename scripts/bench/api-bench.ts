@@ -1,7 +1,8 @@
 /**
  * npm run bench:api — merchant API throughput with autocannon, in two modes:
- *   embedded:   PGlite in a temp dir, the database bus, the in-process simulator;
- *   PostgreSQL: a private PostgreSQL server and a private nats-server (the production shape), the in-process simulator.
+ *   embedded:   PGlite in a temp dir, the database bus, the in-process simulator (one process, as `npm start`);
+ *   PostgreSQL: a private PostgreSQL server and a private nats-server, the simulator connector in its own process (the
+ *               production shape).
  * Per mode one node in this process (rate limits raised, a merchant with large wallets), then one autocannon run per
  * endpoint: GET /health (the floor), GET /status/{id}, GET /balance, POST /send with 1 and with 1 000 recipients.
  * Prints a Markdown table for docs/performance.md. Measures and reports; asserts nothing.
@@ -29,7 +30,7 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
-import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
+import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
@@ -132,13 +133,22 @@ interface RunningMode {
   readonly node: GatewayNode;
   readonly persistence: Persistence;
   readonly baseUrl: string;
+  /** Processes of the carrier connector, when it runs in its own (their CPU is reported as the connector's). */
+  readonly connectorPids: readonly number[];
   stop(): Promise<void>;
 }
 
-async function startNode(label: string, config: Config, persistence: Persistence, transport: Transport, logger: ReturnType<typeof countingLogger>['logger']) {
-  const node = await createGatewayNode({ config, persistence, transport, inProcessSimulator: true, logger, announce: () => undefined });
+async function startNode(
+  label: string,
+  config: Config,
+  persistence: Persistence,
+  transport: Transport,
+  logger: ReturnType<typeof countingLogger>['logger'],
+  inProcessSimulator: boolean,
+) {
+  const node = await createGatewayNode({ config, persistence, transport, inProcessSimulator, logger, announce: () => undefined });
   const port = await node.start();
-  return { label, node, persistence, baseUrl: `http://127.0.0.1:${port}` };
+  return { label, node, persistence, baseUrl: `http://127.0.0.1:${port}`, connectorPids: [] as number[] };
 }
 
 async function startEmbedded(logger: ReturnType<typeof countingLogger>['logger']): Promise<RunningMode> {
@@ -148,7 +158,7 @@ async function startEmbedded(logger: ReturnType<typeof countingLogger>['logger']
   const sql = persistence.sql;
   if (!sql) throw new Error('PGlite persistence without SQL');
   const transport = createDatabaseBus({ db: sql });
-  const running = await startNode('Embedded (PGlite + database bus)', config, persistence, transport, logger);
+  const running = await startNode('Embedded (PGlite + database bus, in-process simulator)', config, persistence, transport, logger, true);
   return {
     ...running,
     async stop() {
@@ -178,9 +188,11 @@ async function startServerMode(logger: ReturnType<typeof countingLogger>['logger
     opened.push(() => persistence.close());
     const transport = await connectNatsTransport({ servers: nats.url, name: 'bench-api' });
     opened.push(() => transport.close());
-    const running = await startNode('PostgreSQL + NATS', config, persistence, transport, logger);
+    const running = await startNode('PostgreSQL + NATS, simulator connector process', config, persistence, transport, logger, false);
     opened.push(() => running.node.stop());
-    return { ...running, stop: closeAll };
+    const simulator = await startSimulatorProcess(nats.url);
+    opened.push(() => simulator.stop());
+    return { ...running, connectorPids: [simulator.pid], stop: closeAll };
   } catch (error) {
     await closeAll();
     throw error;
@@ -274,11 +286,11 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
   for (const c of cases.filter((candidate, i) => i === 0 || candidate.name.includes(ONLY))) {
     await probe({ ...c.spec, connections: 1 });
     process.stderr.write(`  ${mode.label}: ${c.name}…\n`);
-    const cpuBefore = sampleCpu();
+    const cpuBefore = sampleCpu(mode.connectorPids);
     const result = await load(c.spec);
     // the pipeline work the run left behind, drained before the next run
     const after = await settle(mode.persistence, idleShare);
-    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, sampleCpu(), result.total));
+    const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, sampleCpu(mode.connectorPids), result.total));
     const notes = [after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`];
     if (c.spec.method === 'POST') notes.push(`${fmt(result.total * (c.spec.body === thousand ? 1000 : 1))} recipients submitted`);
     rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; '), cpu });
@@ -329,7 +341,7 @@ async function main(): Promise<void> {
     'GET /health pings the database and the transport (checks arriving while a ping is out share its answer): the floor of the HTTP stack with a little I/O.',
   );
   console.log(
-    '"CPU ms per request": CPU time each process spent from the start of the run until the pipeline went quiet, divided by the requests answered (the gateway node with the in-process simulator; PostgreSQL; nats-server; the load generator). On 2 cores, 2 000 ms of CPU per second is all there is.',
+    '"CPU ms per request": CPU time each process spent from the start of the run until the pipeline went quiet, divided by the requests answered: the gateway node (with the simulator in embedded mode), PostgreSQL, nats-server, the simulator connector process, the load generator. On 2 cores, 2 000 ms of CPU per second is all there is.',
   );
   console.log(`Targets (compared, not asserted): POST /send (1 recipient) ≥ 1 000 req/s at p99 < 50 ms; GET /status ≥ 3 000 req/s with PostgreSQL.`);
   console.log('');

@@ -2,7 +2,9 @@
  * Shared pieces of the HTTP and pipeline benchmarks (scripts/bench/api-bench.ts, pipeline-bench.ts): the machine
  * line, the command line, number formatting, a logger that counts what the node reported, and bench phone numbers.
  */
+import { spawn } from 'node:child_process';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../src/libraries/logger/logger.js';
 
 export const API_ROOT = '/api/v1/messaging/sms-api';
@@ -124,4 +126,54 @@ export function positiveOption(flag: string, raw: string): number {
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${flag} must be a positive number, got ${JSON.stringify(raw)}`);
   return value;
+}
+
+/** The sandbox simulator connector in its own process (`src/carriers/simulator/simulator-main.ts`), as in production. */
+export interface SimulatorProcess {
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the simulator connector against `natsUrl` with LOG_LEVEL=info and resolves once it logged that it is
+ * consuming; SIMULATOR_* settings come from `env`. Its CPU counts under the benchmarks' "connector" figures.
+ */
+export async function startSimulatorProcess(natsUrl: string, env: Record<string, string> = {}): Promise<SimulatorProcess> {
+  const entry = fileURLToPath(new URL('../../src/carriers/simulator/simulator-main.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    // the test settings the in-process simulator of the benchmarks used (5 ms between receipts)
+    env: { ...process.env, NODE_ENV: 'test', NATS_URL: natsUrl, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      resolve();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`the simulator connector did not start within 30 s:\n${output}`));
+    }, 30_000);
+    const read = (chunk: Buffer): void => {
+      output = (output + chunk.toString()).slice(-8_000);
+      if (output.includes('simulator connector ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`the simulator connector exited:\n${output}`));
+    });
+  });
+  return {
+    pid: child.pid ?? -1,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }

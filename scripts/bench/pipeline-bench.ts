@@ -1,7 +1,7 @@
 /**
  * npm run bench:pipeline — end-to-end throughput of the delivery pipeline in the production shape: a private
- * PostgreSQL and a private nats-server, one node (NATS transport, in-process sandbox simulator) and one local webhook
- * receiver set as the merchant key's webhook_url. Sends K messages of 1 000 recipients each (numbers the simulator
+ * PostgreSQL and a private nats-server, one node (NATS transport), the sandbox simulator connector and the merchant's
+ * webhook receiver each in its own process (the receiver's URL as the merchant key's webhook_url). Sends K messages of 1 000 recipients each (numbers the simulator
  * delivers), then waits for every sms.delivered webhook. Prints a Markdown table for docs/performance.md, plus a
  * timeline of where the work stood each second (simulator, outbox, NATS consumers, webhooks) for profiling.
  * Measures and reports; asserts nothing.
@@ -27,7 +27,7 @@ import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import type { ReceiverMessage } from './webhook-receiver-process.js';
-import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
+import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
 
 const MESSAGES = envNumber('BENCH_MESSAGES', 5);
 const RECIPIENTS = 1_000;
@@ -132,11 +132,12 @@ interface ConsumerSample {
   readonly pending: number;
   readonly ackPending: number;
   readonly redelivered: number;
+  /** Stream position delivered so far (the dispatch stream starts empty: dispatches the connector has taken). */
+  readonly taken: number;
 }
 
 interface Sample {
   readonly t: number;
-  readonly dispatchesTaken: number;
   readonly outboxBacklog: number;
   readonly consumers: Readonly<Record<string, ConsumerSample>>;
   readonly webhooks: Readonly<Record<string, number>>;
@@ -148,9 +149,9 @@ async function consumerSamples(jsm: JetStreamManager): Promise<Record<string, Co
   for (const c of CONSUMERS) {
     try {
       const info = await jsm.consumers.info(c.stream, c.durable);
-      out[c.label] = { pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered };
+      out[c.label] = { pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered, taken: info.delivered.stream_seq };
     } catch {
-      out[c.label] = { pending: Number.NaN, ackPending: Number.NaN, redelivered: Number.NaN };
+      out[c.label] = { pending: Number.NaN, ackPending: Number.NaN, redelivered: Number.NaN, taken: Number.NaN };
     }
   }
   return out;
@@ -186,12 +187,14 @@ async function main(): Promise<void> {
       config,
       persistence: timedPersistence(persistence, timings),
       transport: timedTransport(transport, timings),
-      inProcessSimulator: true,
+      inProcessSimulator: false,
       logger: log.logger,
       announce: () => undefined,
     });
     const port = await node.start();
     cleanups.unshift(() => node.stop());
+    const simulator = await startSimulatorProcess(nats.url, { SIMULATOR_STEP_DELAY_MS: String(STEP_DELAY_MS) });
+    cleanups.unshift(() => simulator.stop());
     const monitor = await connect({ servers: nats.url, name: 'bench-monitor' });
     cleanups.unshift(() => monitor.close());
     const jsm = await jetstreamManager(monitor);
@@ -235,7 +238,6 @@ async function main(): Promise<void> {
         for (const a of arrivals) byType[a.type] = (byType[a.type] ?? 0) + 1;
         samples.push({
           t: (performance.now() - started) / 1000,
-          dispatchesTaken: node.simulator?.dispatchesSeen().size ?? 0,
           outboxBacklog: await persistence.outbox.backlog(),
           consumers: await consumerSamples(jsm),
           webhooks: byType,
@@ -254,7 +256,7 @@ async function main(): Promise<void> {
       wake = resolve;
     });
     const sendStatuses: number[] = [];
-    const cpuBefore = sampleCpu();
+    const cpuBefore = sampleCpu([simulator.pid]);
     await Promise.all(
       Array.from({ length: MESSAGES }, async (_, k) => {
         const at = performance.now();
@@ -281,7 +283,7 @@ async function main(): Promise<void> {
       }),
     ]);
     clearTimeout(timer);
-    const cpuAfter = sampleCpu();
+    const cpuAfter = sampleCpu([simulator.pid]);
     sampling = false;
     await sampler;
 
@@ -317,7 +319,7 @@ async function main(): Promise<void> {
     console.log(machineLine());
     console.log(commandLine('bench:pipeline'));
     console.log(
-      `Shape: private PostgreSQL (pool ${config.database.poolSize}) + private nats-server, one node, in-process simulator (step ${STEP_DELAY_MS} ms), ` +
+      `Shape: private PostgreSQL (pool ${config.database.poolSize}) + private nats-server, one node, simulator connector process (step ${STEP_DELAY_MS} ms), ` +
         `webhook receiver in a child process; webhooks.concurrency ${config.webhooks.concurrency}, concurrencyPerMerchant ${config.webhooks.concurrencyPerMerchant}.`,
     );
     console.log(`Sent ${fmt(MESSAGES)} × ${fmt(RECIPIENTS)} recipients (all POST /send answered within ${submitSeconds.toFixed(2)} s, statuses ${[...new Set(sendStatuses)].join(', ')}).`);
@@ -327,7 +329,7 @@ async function main(): Promise<void> {
     console.log('|---|---:|---|');
     console.log(`| Recipients/s, first submit → last sms.delivered webhook (${fmt(windowS, 2)} s) | ${fmt(recipientsPerS)} | ≥ 1 000 |`);
     console.log(`| Webhook deliveries/s, all event types (${fmt(inWindow.length)} deliveries, ${fmt(distinctEvents)} distinct events) | ${fmt(inWindow.length / windowS)} | |`);
-    console.log(`| CPU ms per recipient by process (gateway: the node with the in-process simulator) | ${cpu} | |`);
+    console.log(`| CPU ms per recipient by process | ${cpu} | |`);
     console.log(`| End-to-end latency per recipient, submit → sms.delivered arrival, p50 | ${fmt(percentile(latencies, 50))} ms | |`);
     console.log(`| End-to-end latency per recipient, p99 | ${fmt(percentile(latencies, 99))} ms | |`);
     console.log(
@@ -364,7 +366,7 @@ async function main(): Promise<void> {
         return x ? x.pending + x.ackPending : Number.NaN;
       };
       console.log(
-        `| ${fmt(s.t, 1)} | ${fmt(s.dispatchesTaken)} | ${fmt(s.outboxBacklog)} | ${fmt(c('dispatch'))} | ${fmt(c('receipts'))} | ${fmt(c('webhooks'))} (${fmt(s.consumers.webhooks?.redelivered ?? Number.NaN)}) | ` +
+        `| ${fmt(s.t, 1)} | ${fmt(s.consumers.dispatch?.taken ?? Number.NaN)} | ${fmt(s.outboxBacklog)} | ${fmt(c('dispatch'))} | ${fmt(c('receipts'))} | ${fmt(c('webhooks'))} (${fmt(s.consumers.webhooks?.redelivered ?? Number.NaN)}) | ` +
           `${fmt(s.webhooks['sms.processing'] ?? 0)} | ${fmt(s.webhooks['sms.sent'] ?? 0)} | ${fmt(s.webhooks['sms.delivered'] ?? 0)} | ${fmt(s.cpu * 100)} % |`,
       );
     });
