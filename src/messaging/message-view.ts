@@ -59,7 +59,19 @@ function occurrenceStatus(occurrence: Occurrence): OccurrenceView['status'] {
   return occurrence.status === 'dispatched' ? 'pending' : occurrence.status;
 }
 
+/** Views already built, by state: a message's state is immutable, and status is asked far more often than it changes. */
+const viewsByState = new WeakMap<MessageState, MessageStatusView>();
+
+/** The contract's Message shape of a state (built once per state object, then shared: callers must not change it). */
 export function messageStatusView(state: MessageState): MessageStatusView {
+  const known = viewsByState.get(state);
+  if (known) return known;
+  const view = buildStatusView(state);
+  viewsByState.set(state, view);
+  return view;
+}
+
+function buildStatusView(state: MessageState): MessageStatusView {
   const spec = state.spec;
   if (!spec) throw new Error('status of a message that was never created');
   // for a schedule, recipients and the aggregate reflect the most recent dispatched occurrence

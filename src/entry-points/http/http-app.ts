@@ -255,6 +255,10 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
   // 500 before authentication. Such a path is taken literally instead, so it authenticates first and then names
   // an unknown id (404 {detail}), like any other malformed id.
   app.use((req, _res, next) => {
+    if (!req.url.includes('%')) {
+      next();
+      return;
+    }
     try {
       decodeURIComponent(req.path);
     } catch {

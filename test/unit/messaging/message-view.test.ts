@@ -131,6 +131,19 @@ function deliverAll(story: ReturnType<typeof createStory>, occurrence: number, a
 }
 
 describe('message status view', () => {
+  describe('built once per state', () => {
+    it('when the same state is viewed twice, then the view is the same object; after a receipt, a new view shows it', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      const first = story.view;
+      expect(story.view).to.equal(first);
+      story.receipt(receipt(0, 'delivered', story.clock.now()));
+      expect(story.view).to.not.equal(first);
+      expect(story.view.delivered).to.equal(1);
+      expect(first.delivered, 'the earlier view is unchanged').to.equal(0);
+    });
+  });
+
   describe('immediate send', () => {
     it('when an immediate send was just created, then it is pending with every recipient pending and no schedule', () => {
       const story = createStory();
