@@ -207,12 +207,18 @@ describe('operator CLI: schedules', function () {
 
     it('when the real CLI runs `schedules list --json` and `schedules show`, then it opens Agenda on the database, answers, and closes every connection it opened', async () => {
       const id = await scheduled(other, [{ date: '2031-05-01', time: '10:00' }]);
+      // the CLI's sessions carry their own application_name: the count ignores the gateway's pool (which may grow
+      // meanwhile) and autovacuum workers (which pg_stat_activity lists under the database too)
+      const applicationName = 'schedules-cli-under-test';
       const connections = async () => {
-        const rows = await gateway.persistence.sql!.query<{ n: number }>('SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database()');
+        const rows = await gateway.persistence.sql!.query<{ n: number }>(
+          'SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+          [applicationName],
+        );
         return rows[0]?.n ?? 0;
       };
       const before = await connections();
-      const env = { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: url };
+      const env = { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: `${url}${url.includes('?') ? '&' : '?'}application_name=${applicationName}` };
       const run = async (argv: string[]) => {
         const out: string[] = [];
         const err: string[] = [];
@@ -220,6 +226,15 @@ describe('operator CLI: schedules', function () {
         return { code, out: out.join(''), err: err.join('') };
       };
 
+      // while the commands run, their sessions show under that name (so the final count of 0 means closed, not unnamed)
+      let seen = 0;
+      const done = new AbortController();
+      const sampler = (async () => {
+        while (!done.signal.aborted) {
+          seen = Math.max(seen, await connections());
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })();
       const listed = await run(['schedules', 'list', '--merchant', other.merchantId, '--json']);
       expect({ code: listed.code, err: listed.err }).to.deep.equal({ code: 0, err: '' });
       expect((JSON.parse(listed.out) as Json[]).find((job) => job.message_id === id)).to.deep.include({ next_run_at: '2031-05-01T09:00:00.000Z', merchant_id: other.merchantId });
@@ -228,6 +243,9 @@ describe('operator CLI: schedules', function () {
       expect(shown.out).to.match(/^Schedule:\s+active$/m);
       const unknown = await run(['schedules', 'show', 'msg_nope']);
       expect(unknown).to.deep.equal({ code: 1, out: '', err: 'error: unknown message msg_nope\n' });
+      done.abort();
+      await sampler;
+      expect(seen, 'CLI sessions seen while it ran').to.be.greaterThan(0);
 
       // pg closes server sessions asynchronously: give them a moment
       let after = await connections();
@@ -235,7 +253,7 @@ describe('operator CLI: schedules', function () {
         await new Promise((resolve) => setTimeout(resolve, 20));
         after = await connections();
       }
-      expect(after).to.equal(before);
+      expect({ before, after }).to.deep.equal({ before: 0, after: 0 });
     });
   });
 });
