@@ -3,6 +3,7 @@
  * line, the command line, number formatting, a logger that counts what the node reported, and bench phone numbers.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../src/libraries/logger/logger.js';
@@ -11,7 +12,31 @@ export const API_ROOT = '/api/v1/messaging/sms-api';
 
 export function machineLine(): string {
   const cpus = os.cpus();
-  return `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  return (
+    `Machine: ${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
+    `CPU calibration ${calibrationMs().toFixed(0)} ms (a fixed single-thread workload, best of 3, lower is faster)`
+  );
+}
+
+/**
+ * The same virtual machine runs faster or slower from hour to hour (the host's other tenants): a fixed workload of
+ * the kind a node does (JSON round trips, hashing, small objects) timed now lets two runs' figures be compared.
+ */
+export function calibrationMs(): number {
+  const record = { message_id: 'msg_0123456789abcdef', recipient_index: 7, status: 'delivered', at: '2026-11-22T08:04:24.527Z' };
+  let best = Number.POSITIVE_INFINITY;
+  for (let round = 0; round < 3; round++) {
+    const started = process.hrtime.bigint();
+    let checksum = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const copy = JSON.parse(JSON.stringify({ ...record, recipient_index: i })) as { recipient_index: number };
+      checksum += copy.recipient_index;
+      if (i % 4 === 0) checksum += createHash('sha256').update(record.message_id).update(String(i)).digest()[0] ?? 0;
+    }
+    if (checksum < 0) throw new Error('unreachable');
+    best = Math.min(best, Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return best;
 }
 
 /** `BENCH_X=1 npm run <script>` with the BENCH_* variables this run was given. */
