@@ -43,11 +43,14 @@ const messageSchema = Joi.string()
   .min(1)
   .custom((value: string, helpers) => {
     if (LONE_SURROGATE.test(value)) return helpers.error('string.unpairedSurrogate');
+    // no carrier takes it, and PostgreSQL's text and jsonb cannot hold it
+    if (value.includes('\u0000')) return helpers.error('string.nul');
     if (countCharacters(value) > SEND_LIMITS.maxMessageCharacters) return helpers.error('string.maxCharacters');
     return value;
   })
   .messages({
     'string.unpairedSurrogate': 'contains an unpaired UTF-16 surrogate',
+    'string.nul': 'must not contain the character U+0000 (NUL)',
     'string.maxCharacters': `must be at most ${SEND_LIMITS.maxMessageCharacters} characters`,
   });
 

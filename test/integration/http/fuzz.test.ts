@@ -640,6 +640,16 @@ describe('merchant API under fuzzing', function () {
       expect((withKey!.body as { details: unknown }).details).to.deep.equal((withoutKey!.body as { details: unknown }).details);
     });
 
+    it('when a message holds U+0000, then the send is answered below 500 like any other text, and the sends beside it are unharmed (was 503: the journal refused the NUL)', async () => {
+      const nul = JSON.stringify({ to: ['+243812345678'], message: 'a\u0000b' });
+      const [withNul, ...beside] = await Promise.all([
+        exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders(), body: nul }),
+        ...Array.from({ length: 8 }, () => exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders(), body: VALID_SEND })),
+      ]);
+      expect(withNul!.response.status, JSON.stringify(withNul!.body)).to.be.within(200, 499);
+      expect(beside.map((result) => result!.response.status)).to.deep.equal(Array.from({ length: 8 }, () => 201));
+    });
+
     it('when OPTIONS asks a route, then it is 405/1405 with Allow like any other method (was 200 text/plain from the router)', async () => {
       const result = await exchange({ method: 'OPTIONS', path: `${API_ROOT}/send`, headers: {} });
       expect(result!.response.status).to.equal(405);

@@ -60,6 +60,22 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       }
     });
 
+    it('when one append of many holds what the store cannot keep (a NUL in text), then at most that one fails: those written beside it are unharmed', async () => {
+      const poisoned = append('poison:0', 1, [{ text: 'a\u0000b' }], { outbox: [{ id: 'poison-entry', topic: 'dispatch', payload: { text: 'a\u0000b' }, shard: 1 }] });
+      const beside = (i: number) => store.journal.append(append(`beside:${i}`, 1, [{ i }], { outbox: [{ id: `beside-entry-${i}`, topic: 'dispatch', payload: { i }, shard: 1 }] }));
+      // in the middle, so that a store writing in batches has it in one with others (the first few go alone)
+      const settled = await Promise.allSettled([...Array.from({ length: 10 }, (_, i) => beside(i)), store.journal.append(poisoned), ...Array.from({ length: 10 }, (_, i) => beside(10 + i))]);
+      const results = [settled[10]!, ...settled.slice(0, 10), ...settled.slice(11)];
+      expect(results.slice(1).map((r) => r.status)).to.deep.equal(Array.from({ length: 20 }, () => 'fulfilled'));
+      for (let i = 0; i < 20; i++) expect((await store.journal.read(`beside:${i}`, 0)).map((r) => r.events)).to.deep.equal([[{ i }]]);
+      const pendingIds = (await store.outbox.pending({ limit: 100 })).map((entry) => entry.id);
+      expect(pendingIds.filter((id) => id.startsWith('beside-entry-'))).to.have.length(20);
+      // PostgreSQL and PGlite refuse the NUL (jsonb cannot hold it), MongoDB keeps it: either way, all or nothing
+      const stored = await store.journal.read('poison:0', 0);
+      if (results[0]!.status === 'fulfilled') expect(stored.map((r) => r.events)).to.deep.equal([[{ text: 'a\u0000b' }]]);
+      else expect({ stored, entry: pendingIds.includes('poison-entry') }).to.deep.equal({ stored: [], entry: false });
+    });
+
     it('when an append carries outbox entries, then they are pending with their key, sequence and shard until marked done', async () => {
       const notified: string[][] = [];
       const unsubscribe = store.outbox.onAppended((entries) => notified.push(entries.map((e) => `${e.id} ${e.topic} ${e.key}#${e.seq} shard ${e.shard}`).sort()));

@@ -192,6 +192,13 @@ describe('send request (POST /send body)', () => {
       });
     }
 
+    for (const message of ['\u0000', 'Hi\u0000there']) {
+      it(`when the message holds U+0000 (${JSON.stringify(message)}), then it is rejected; U+0001 is text like any other`, () => {
+        expect(issuesOf(send({ message }))).to.deep.equal([{ field: 'message', message: 'must not contain the character U+0000 (NUL)', type: 'string.nul' }]);
+        expect(mustBeValid(send({ message: message.replace('\u0000', '\u0001') })).analysis.segments).to.equal(1);
+      });
+    }
+
     it('when the message is missing or not a string, then it is rejected', () => {
       expect(fieldsAndTypes({ to: [PHONE] })).to.deep.equal([['message', 'any.required']]);
       expect(fieldsAndTypes(send({ message: 42 }))).to.deep.equal([['message', 'string.base']]);

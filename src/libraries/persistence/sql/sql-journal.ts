@@ -72,7 +72,10 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     try {
       written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)], { prepare: true });
     } catch (error) {
-      for (const pending of contenders) pending.reject(error);
+      // one append the database refuses (a NUL in its text, say) must not fail the others it was batched with:
+      // each is tried alone, and only the guilty one (or all, if the database itself is the trouble) fails
+      if (contenders.length > 1) await Promise.all(contenders.map((pending) => writeBatch([pending])));
+      else for (const pending of contenders) pending.reject(error);
       return;
     }
     const ok = new Set(written.map((w) => `${w.key}\u0000${w.seq}`));
