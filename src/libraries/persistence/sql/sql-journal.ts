@@ -40,6 +40,12 @@ WITH input AS (
 )
 SELECT key, seq::float8 AS seq FROM written`;
 
+/** SQLSTATE class 22, "data exception": the statement's data, not the database, is at fault. */
+function isDataException(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('22');
+}
+
 export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
   const listeners = new Set<(entries: readonly PendingOutboxEntry[]) => void>();
 
@@ -72,10 +78,12 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     try {
       written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)], { prepare: true });
     } catch (error) {
-      // one append the database refuses (a NUL in its text, say) must not fail the others it was batched with:
-      // each is tried alone, and only the guilty one (or all, if the database itself is the trouble) fails
-      if (contenders.length > 1) await Promise.all(contenders.map((pending) => writeBatch([pending])));
-      else for (const pending of contenders) pending.reject(error);
+      // an append whose data the database refuses (a NUL in its text, say) must not fail the others batched with
+      // it: the batch is halved until the guilty one is alone. Any other failure (the database down) fails all.
+      if (contenders.length > 1 && isDataException(error)) {
+        const middle = Math.ceil(contenders.length / 2);
+        await Promise.all([writeBatch(contenders.slice(0, middle)), writeBatch(contenders.slice(middle))]);
+      } else for (const pending of contenders) pending.reject(error);
       return;
     }
     const ok = new Set(written.map((w) => `${w.key}\u0000${w.seq}`));
