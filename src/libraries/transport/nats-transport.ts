@@ -12,8 +12,9 @@ import {
   type JsMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { RequestError, TimeoutError, connect, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
+import { RequestError, TimeoutError, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
 import { createHandlerSlots } from './handler-slots.js';
+import { connectNats } from './nats-connect.js';
 import {
   NoResponderError,
   RequestTimeoutError,
@@ -71,7 +72,7 @@ const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.p
  */
 export async function connectNatsTransport(options: NatsTransportOptions): Promise<Transport> {
   const onError = options.onError ?? (() => undefined);
-  const nc = await connect({
+  const nc = await connectNats({
     servers: options.servers.split(',').map((s) => s.trim()),
     ...(options.name ? { name: options.name } : {}),
     // survive a server restart or a network cut: keep trying, quickly
