@@ -169,6 +169,8 @@ describe('operator CLI', function () {
       { name: 'a zero price', csv: `${HEADER}\n243,81,0,x`, errors: ['2: price "0" must be a positive amount with at most 4 decimals'] },
       { name: 'a 5th decimal', csv: `${HEADER}\n243,81,0.00001,x`, errors: ['2: price "0.00001" must be a positive amount with at most 4 decimals'] },
       { name: 'a carrier with a dot', csv: `${HEADER}\n243,81,0.02,a.b`, errors: ['2: carrier "a.b" must be a connector slug (letters, digits, - and _)'] },
+      { name: 'a carrier holding U+0000', csv: `${HEADER}\n243,81,0.02,sim\u0000ulator`, errors: ['2: carrier "sim\u0000ulator" must be a connector slug (letters, digits, - and _)'] },
+      { name: 'a price holding U+0000', csv: `${HEADER}\n243,81,0.0\u00002,x`, errors: ['2: price "0.0\u00002" must be a positive amount with at most 4 decimals'] },
       { name: 'a duplicate prefix', csv: `${HEADER}\n243,81,0.02,x\n\n+243,81,0.03,y`, errors: ['4: duplicates the row for +243 81 on line 2'] },
       { name: 'an open quote', csv: `${HEADER}\n243,81,0.02,"x`, errors: ['2: unbalanced quotes'] },
       { name: 'no rows', csv: `${HEADER}\n`, errors: ['1: the file has a header but no pricing rows'] },
