@@ -65,13 +65,19 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Webhoo
         headers['x-signature-timestamp'] = String(timestamp);
         headers['x-signature'] = signature(credentials.signingSecret, timestamp, body);
       }
+      // the whole attempt (connect, send, answer) within the timeout. A plain timer and controller, not
+      // AbortSignal.timeout: that costs ~20 µs per call on Node 20, a few per cent of a node delivering thousands a second
+      const deadline = new AbortController();
+      const timer = setTimeout(() => {
+        deadline.abort(new DOMException(`no answer within ${options.timeoutMs} ms`, 'TimeoutError'));
+      }, options.timeoutMs);
       try {
         const response = await request(url, {
           method: 'POST',
           headers,
           body,
           dispatcher: agent,
-          signal: AbortSignal.timeout(options.timeoutMs),
+          signal: deadline.signal,
           headersTimeout: options.timeoutMs,
           bodyTimeout: options.timeoutMs,
         });
@@ -81,6 +87,8 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Webhoo
       } catch (error) {
         if (isTimeout(error)) return { type: 'timeout' };
         return { type: 'connection_error', reason: errorText(error) };
+      } finally {
+        clearTimeout(timer);
       }
     },
     close: () => agent.close(),
