@@ -96,7 +96,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       ...(shards ? { shards } : {}),
       ...(olderThan !== undefined ? { olderThan } : {}),
     });
-    const entries = found.filter((entry) => !lane.inFlight.has(entry.id));
+    // entries an append handed over that still wait in the lane (older than the fresh period on a busy node) are
+    // carried out by that path, not a second time by this one
+    const waiting = new Set(lane.fresh.map((entry) => entry.id));
+    const entries = found.filter((entry) => !lane.inFlight.has(entry.id) && !waiting.has(entry.id));
     if (entries.length === 0) return false;
     const done = await carryOut(lane, entries);
     return found.length === options.batchSize && done.length > 0;

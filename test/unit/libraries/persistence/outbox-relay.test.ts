@@ -110,6 +110,42 @@ describe('outbox relay: waking the lanes', () => {
     await relay.stop();
   });
 
+  it('when an append hands over an entry older than the fresh period while a poll is out, then the entry is carried out once, not by both paths', async () => {
+    const journal = createMemoryJournal();
+    const dispatch = recordingHandler();
+    const query = journal.pending.bind(journal);
+    let gate: Promise<void> | null = null;
+    let open: () => void = () => undefined;
+    sinon.stub(journal, 'pending').callsFake(async (options) => {
+      if (gate) await gate;
+      return query(options);
+    });
+    const relay = createOutboxRelay({ outbox: journal, clock: { now: () => Date.now() }, handlers: { 'carrier.dispatch': dispatch }, pollIntervalMs: 1_000, batchSize: 50 });
+    relay.start();
+    await advance(0);
+    gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // the poll goes out and waits for the database
+    await advance(1_000);
+    // meanwhile a slow write completes: its record was decided 3 s ago, so the poll's answer will include it
+    await journal.append({
+      key: 'message:m1',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'late-dispatch', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
+      at: Date.now() - 3_000,
+    });
+    gate = null;
+    open();
+    await advance(0);
+    await advance(0);
+
+    expect(dispatch.seen).to.deep.equal(['late-dispatch']);
+    expect(await query({ limit: 10 })).to.deep.equal([]);
+    await relay.stop();
+  });
+
   it('when drained, then even an entry younger than the fresh period that no notice brought is carried out', async () => {
     const { journal, relay, webhook } = setUp();
     relay.start();
