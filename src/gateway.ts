@@ -318,7 +318,14 @@ export async function createGateway(options: GatewayOptions) {
           onError: (error) => {
             report({ what: 'dispatch_relay_failed', error });
           },
-        }), [WEBHOOK_TOPIC]: createWebhookRelay({ router, transport, clock }) }
+        }), [WEBHOOK_TOPIC]: createWebhookRelay({
+          router,
+          transport,
+          clock,
+          onError: (error) => {
+            report({ what: 'webhook_relay_failed', error });
+          },
+        }) }
     : {};
   const relay: OutboxRelay = createOutboxRelay({
     outbox: persistence.outbox,

@@ -3,7 +3,7 @@ import type { Clock } from '../libraries/clock/clock.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
 import { judgeAttempt, type AttemptResult } from './retry-plan.js';
-import { isWebhookJob, publishJob, type WebhookJob } from './webhook-jobs.js';
+import { isWebhookBatch, isWebhookJob, jobOfBatch, publishBatch, publishJob, type WebhookBatch, type WebhookJob } from './webhook-jobs.js';
 import { REFUSED_ADDRESS, type WebhookCredentials, type WebhookSender } from './webhook-sender.js';
 
 export interface WebhookWorkerOptions {
@@ -103,7 +103,56 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     }
   }
 
+  /**
+   * A batch's events are taken as far as the merchant has room (slots plus its few waiting places); the rest go
+   * back to the broker first, as a smaller batch, so no event held here waits more than about two attempts' time
+   * (well inside the ack wait). Each taken event is then delivered like a job of its own.
+   */
+  async function handleBatch(delivery: Delivery, batch: WebhookBatch): Promise<Disposition> {
+    const wait = batch.dueAt - options.clock.now();
+    if (wait > 5) return retryAfter(wait);
+    const room = slots.room(batch.merchantId);
+    if (room <= 0) return retryAfter(busyMerchantDelayMs(delivery.deliveryCount));
+    if (room < batch.events.length) {
+      try {
+        await publishBatch(options.transport, { ...batch, events: batch.events.slice(room) });
+      } catch (error) {
+        options.onError?.(error);
+        return retryAfter(1_000);
+      }
+    }
+    const requeue = async (job: WebhookJob): Promise<void> => {
+      await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
+    };
+    const settleOne = async (job: WebhookJob, slot: Promise<(() => void) | null>): Promise<boolean> => {
+      const release = await slot;
+      try {
+        // the room was counted a moment ago: a job that finds none after all goes back on its own
+        if (!release) await requeue(job);
+        else {
+          try {
+            await deliver(job);
+          } catch (error) {
+            options.onError?.(error);
+            // delivered or not, this event is tried again on its own
+            await requeue(job);
+          }
+        }
+        return true;
+      } catch {
+        return false;
+      } finally {
+        release?.();
+      }
+    };
+    const taken = batch.events.slice(0, room).map((event) => ({ job: jobOfBatch(batch, event), slot: slots.acquire(batch.merchantId) }));
+    const outcomes = await Promise.all(taken.map(({ job, slot }) => settleOne(job, slot)));
+    // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
+    return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
+  }
+
   async function handle(delivery: Delivery): Promise<Disposition> {
+    if (isWebhookBatch(delivery.payload)) return handleBatch(delivery, delivery.payload);
     if (!isWebhookJob(delivery.payload)) {
       options.onError?.(new Error(`malformed webhook job ${delivery.id}`));
       return DROP;
@@ -190,6 +239,8 @@ export function createMerchantSlots(limit: number, waiting: number) {
         });
       });
     },
+    /** Deliveries that would be admitted now (started or waiting) before the merchant refuses. */
+    room: (merchantId: string) => limit + waiting - (busy.get(merchantId) ?? 0) - (queues.get(merchantId)?.length ?? 0),
     inUse: (merchantId: string) => busy.get(merchantId) ?? 0,
     waiting: (merchantId: string) => queues.get(merchantId)?.length ?? 0,
   };

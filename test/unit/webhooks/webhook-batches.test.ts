@@ -1,0 +1,254 @@
+import { expect } from 'chai';
+import type { ActorRouter } from '../../../src/cluster/actor-router.js';
+import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
+import type { PendingOutboxEntry } from '../../../src/libraries/persistence/journal-port.js';
+import { ACK, retryAfter, type Delivery, type Disposition, type PublishOptions, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
+import type { AttemptResult } from '../../../src/webhooks/retry-plan.js';
+import { createWebhookRelay, jobId, WEBHOOK_BATCH_MAX_EVENTS, type WebhookBatch, type WebhookJob } from '../../../src/webhooks/webhook-jobs.js';
+import type { WebhookSender } from '../../../src/webhooks/webhook-sender.js';
+import { busyMerchantDelayMs, createWebhookWorker } from '../../../src/webhooks/webhook-worker.js';
+
+const NOW = Date.UTC(2026, 10, 23, 9, 0, 0);
+const clock = { now: () => NOW };
+const KEY_URL = 'https://merchant.example/hooks';
+const CALLBACK_URL = 'https://callback.example/sms';
+
+const event = (n: number): WebhookEvent => ({ event_id: `evt_${n}`, event_type: 'sms.sent', timestamp: '2026-11-23T09:00:00Z', data: {} }) as unknown as WebhookEvent;
+
+/** A transport that records publishes (and fails those `failWhen` picks) and hands the consumer's handler to the test. */
+function recordingTransport(failWhen: (payload: unknown) => boolean = () => false) {
+  const published: { subject: string; payload: unknown; id: string }[] = [];
+  let handler: ((delivery: Delivery) => Promise<Disposition>) | null = null;
+  const transport: Transport = {
+    kind: 'nats',
+    publish(subject: string, payload: unknown, options: PublishOptions) {
+      if (failWhen(payload)) return Promise.reject(new Error('broker unreachable'));
+      published.push({ subject, payload, id: options.id });
+      return Promise.resolve();
+    },
+    consume(spec) {
+      handler = spec.handler;
+      return Promise.resolve({ stop: () => Promise.resolve() });
+    },
+    request: () => Promise.reject(new Error('not used')),
+    serve: () => Promise.reject(new Error('not used')),
+    ping: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  const deliver = (payload: unknown, deliveryCount = 1): Promise<Disposition> => {
+    if (!handler) throw new Error('no consumer');
+    return handler({ subject: 'webhook.jobs.mer_a', id: 'delivery-1', payload, headers: {}, deliveryCount });
+  };
+  return { transport, published, deliver };
+}
+
+/** Keys' webhook URLs as their actors would answer them. */
+function routerWith(webhooks: Record<string, string | null>): ActorRouter {
+  return {
+    apiKey: (merchantId: string, keyId: string) => ({
+      ask: () => Promise.resolve({ ok: true, target: { merchantId, webhook: webhooks[keyId] ? { url: webhooks[keyId], username: null, password: null } : null, signingSecret: null } }),
+    }),
+  } as unknown as ActorRouter;
+}
+
+/** An outbox entry of event n; entries of one journal record share its key and sequence number. */
+function entry(n: number, keyId: string, callbackUrl: string | null = null, record = `message:msg_${n}`): PendingOutboxEntry {
+  return {
+    id: `out_${String(n).padStart(3, '0')}`,
+    key: record,
+    seq: 1,
+    topic: 'webhook.event',
+    shard: 0,
+    createdAt: NOW,
+    payload: { merchantId: 'mer_a', keyId, callbackUrl, event: event(n) },
+  };
+}
+
+const batchOf = (events: readonly WebhookEvent[], url = KEY_URL): WebhookBatch => ({ version: 1, kind: 'batch', merchantId: 'mer_a', keyId: 'key_a', url, auth: 'none', events, dueAt: NOW });
+
+describe('webhook batches: the relay', () => {
+  it('when entries of two keys are relayed, then each record\'s events go out in batches per URL of at most 64, each event once per distinct URL, and every entry is done', async () => {
+    const { transport, published } = recordingTransport();
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL, key_b: null }), transport, clock });
+    const entries = [
+      // one journal record of 70 events (a message that took 70 receipts at once)
+      ...Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big')),
+      entry(100, 'key_b', CALLBACK_URL),
+      entry(101, 'key_b'),
+      // its callback_url is the key's webhook_url: one delivery, not two
+      entry(102, 'key_a', KEY_URL),
+    ];
+
+    const done = await relay.handle(entries);
+
+    expect([...done].sort()).to.deep.equal(entries.map((e) => e.id).sort());
+    const batches = published.map((p) => p.payload as WebhookBatch);
+    expect(published.every((p) => p.subject === 'webhook.jobs.mer_a')).to.equal(true);
+    expect(batches.map((b) => [b.url, b.auth, b.events.length])).to.have.deep.members([
+      [KEY_URL, 'key', WEBHOOK_BATCH_MAX_EVENTS],
+      [KEY_URL, 'key', 70 - WEBHOOK_BATCH_MAX_EVENTS],
+      [KEY_URL, 'key', 1],
+      [CALLBACK_URL, 'none', 1],
+    ]);
+    const toKeyUrl = batches.filter((b) => b.url === KEY_URL).flatMap((b) => b.events.map((e) => e.event_id));
+    expect(new Set(toKeyUrl).size).to.equal(71);
+  });
+
+  it('when a later pass carries a record\'s entries out again in another order or beside other entries, then it forms the same batches with the same publish ids', async () => {
+    const { transport, published } = recordingTransport();
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
+    const record = Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big'));
+    await relay.handle(record);
+    const firstIds = published.splice(0).map((p) => p.id);
+
+    await relay.handle([entry(200, 'key_a'), ...[...record].reverse()]);
+
+    const again = published.map((p) => p.id);
+    expect(firstIds).to.have.length(2);
+    expect(again).to.include.members(firstIds);
+    expect(again).to.have.length(3);
+  });
+
+  it('when the same entries are relayed again, then the batches carry the same publish ids (the broker drops the copies)', async () => {
+    const { transport, published } = recordingTransport();
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
+    const entries = Array.from({ length: 3 }, (_, i) => entry(i, 'key_a', null, 'message:msg_1'));
+    await relay.handle(entries);
+    await relay.handle(entries);
+    expect(published).to.have.length(2);
+    expect(published[0]?.id).to.match(/^batch:/);
+    expect(published[1]?.id).to.equal(published[0]?.id);
+  });
+
+  it('when one batch cannot be published, then exactly its entries stay pending and the failure is reported', async () => {
+    const failing = (payload: unknown) => (payload as WebhookBatch).events.some((e) => e.event_id === 'evt_65');
+    const { transport } = recordingTransport(failing);
+    const errors: unknown[] = [];
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock, onError: (error) => errors.push(error) });
+    const entries = Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big'));
+
+    const done = await relay.handle(entries);
+
+    expect([...done].sort()).to.deep.equal(entries.slice(0, WEBHOOK_BATCH_MAX_EVENTS).map((e) => e.id).sort());
+    expect(errors).to.have.length(1);
+  });
+});
+
+describe('webhook batches: the worker', () => {
+  /** A sender answering per event id (200 unless told), optionally holding every answer until released. */
+  function scriptedSender(statusOf: (eventId: string) => number = () => 200) {
+    const sent: string[] = [];
+    let hold: Promise<void> | null = null;
+    let release: () => void = () => undefined;
+    const sender: WebhookSender = {
+      async send(_url, body): Promise<AttemptResult> {
+        const eventId = (JSON.parse(body) as { event_id: string }).event_id;
+        sent.push(eventId);
+        if (hold) await hold;
+        return { type: 'response', status: statusOf(eventId) };
+      },
+      close: () => Promise.resolve(),
+    };
+    return {
+      sender,
+      sent,
+      holdAnswers() {
+        hold = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      },
+      releaseAnswers: () => {
+        release();
+      },
+    };
+  }
+
+  const deadLetters: DeadLetters & { letters: DeadLetter[] } = {
+    letters: [],
+    record(letter) {
+      this.letters.push(letter);
+      return Promise.resolve();
+    },
+    list: () => Promise.resolve([]),
+    take: () => Promise.resolve(null),
+  };
+
+  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number) {
+    const worker = createWebhookWorker({
+      transport,
+      router: routerWith({}),
+      sender,
+      deadLetters,
+      clock,
+      retryDelaysMs: [30_000, 120_000],
+      concurrencyPerMerchant,
+      concurrency: 64,
+    });
+    await worker.start();
+    return worker;
+  }
+
+  it('when a batch arrives for a merchant with room, then each event is delivered once and the batch is acknowledged', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const { sender, sent } = scriptedSender();
+    await startWorker(transport, sender, 4);
+    const events = [1, 2, 3].map(event);
+
+    expect(await deliver(batchOf(events))).to.deep.equal(ACK);
+    expect([...sent].sort()).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
+    expect(published).to.deep.equal([]);
+  });
+
+  it('when a batch holds more events than the merchant has room for, then the rest go back first as a smaller batch and the room is delivered', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const { sender, sent } = scriptedSender();
+    // 1 slot and 2 waiting places: room for 3
+    await startWorker(transport, sender, 1);
+    const events = [1, 2, 3, 4, 5].map(event);
+
+    expect(await deliver(batchOf(events))).to.deep.equal(ACK);
+
+    expect(sent).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
+    expect(published).to.have.length(1);
+    expect((published[0]?.payload as WebhookBatch).events.map((e) => e.event_id)).to.deep.equal(['evt_4', 'evt_5']);
+  });
+
+  it('when one event of a batch fails with a 5xx, then only it is retried, as a job of its own with attempt 2 after the first delay', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const { sender } = scriptedSender((id) => (id === 'evt_2' ? 503 : 200));
+    await startWorker(transport, sender, 4);
+
+    expect(await deliver(batchOf([1, 2, 3].map(event)))).to.deep.equal(ACK);
+
+    expect(published).to.have.length(1);
+    const retry = published[0]?.payload as WebhookJob;
+    expect(retry.jobId).to.equal(jobId('evt_2', KEY_URL));
+    expect(retry.event.event_id).to.equal('evt_2');
+    expect(retry.attempt).to.equal(2);
+    expect(retry.dueAt).to.equal(NOW + 30_000);
+  });
+
+  it('when the merchant has no room left, then a batch goes back to the broker whole with the busy delay', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const scripted = scriptedSender();
+    await startWorker(transport, scripted.sender, 1);
+    scripted.holdAnswers();
+    const first = deliver(batchOf([1, 2, 3].map(event)));
+
+    expect(await deliver(batchOf([4, 5].map(event)), 3)).to.deep.equal(retryAfter(busyMerchantDelayMs(3)));
+
+    scripted.releaseAnswers();
+    expect(await first).to.deep.equal(ACK);
+    expect(published).to.deep.equal([]);
+    expect(scripted.sent).to.not.include('evt_4');
+  });
+
+  it('when an event cannot be settled nor requeued (the broker unreachable), then the whole batch comes back', async () => {
+    const { transport, deliver } = recordingTransport(() => true);
+    const { sender } = scriptedSender(() => 503);
+    await startWorker(transport, sender, 4);
+
+    expect(await deliver(batchOf([1, 2].map(event)))).to.deep.equal(retryAfter(1_000));
+  });
+});
