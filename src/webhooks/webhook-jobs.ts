@@ -7,21 +7,25 @@ import type { Clock } from '../libraries/clock/clock.js';
 import type { WebhookOutboxPayload } from '../messaging/message-behaviour.js';
 import type { WebhookEvent } from './event-envelope.js';
 
-/** One event to one URL, on `webhook.jobs.<merchantId>`; a retry is a new job with the next attempt number. */
-export interface WebhookJob {
+/** Where and whose: what every webhook job message carries. */
+interface WebhookDestination {
   readonly version: 1;
-  /** `<event_id>:<hash of the URL>`: the same on every attempt. */
-  readonly jobId: string;
   readonly merchantId: string;
   readonly keyId: string;
   readonly url: string;
   /** `key`: the key's webhook (Basic credentials and signing apply); `none`: a per-request callback_url. */
   readonly auth: 'key' | 'none';
+  /** Not before this instant (ms). */
+  readonly dueAt: number;
+}
+
+/** One event to one URL, on `webhook.jobs.<merchantId>`; a retry is a new job with the next attempt number. */
+export interface WebhookJob extends WebhookDestination {
+  /** `<event_id>:<hash of the URL>`: the same on every attempt. */
+  readonly jobId: string;
   readonly event: WebhookEvent;
   /** 1 for the first delivery. */
   readonly attempt: number;
-  /** Not before this instant (ms). */
-  readonly dueAt: number;
 }
 
 export const webhookSubject = (merchantId: string): string => `webhook.jobs.${merchantId}`;
@@ -34,52 +38,42 @@ export async function publishJob(transport: Transport, job: WebhookJob, publishI
   await transport.publish(webhookSubject(job.merchantId), job, { id: publishId ?? `${job.jobId}:${job.attempt}` });
 }
 
-export function isWebhookJob(value: unknown): value is WebhookJob {
+function isDestination(value: unknown): value is WebhookDestination {
   if (typeof value !== 'object' || value === null) return false;
-  const job = value as Partial<WebhookJob>;
+  const destination = value as Partial<WebhookDestination>;
   return (
-    job.version === 1 &&
-    typeof job.jobId === 'string' &&
-    typeof job.merchantId === 'string' &&
-    typeof job.keyId === 'string' &&
-    typeof job.url === 'string' &&
-    (job.auth === 'key' || job.auth === 'none') &&
-    typeof job.attempt === 'number' &&
-    typeof job.dueAt === 'number' &&
-    typeof job.event === 'object'
+    destination.version === 1 &&
+    typeof destination.merchantId === 'string' &&
+    typeof destination.keyId === 'string' &&
+    typeof destination.url === 'string' &&
+    (destination.auth === 'key' || destination.auth === 'none') &&
+    typeof destination.dueAt === 'number'
   );
+}
+
+export function isWebhookJob(value: unknown): value is WebhookJob {
+  if (!isDestination(value)) return false;
+  const job = value as Partial<WebhookJob>;
+  return typeof job.jobId === 'string' && typeof job.attempt === 'number' && typeof job.event === 'object';
 }
 
 /**
  * First attempts of several events to one URL, published together by the relay (one NATS message instead of one per
  * event). The worker delivers each event on its own; an event that needs a retry continues as a `WebhookJob`.
  */
-export interface WebhookBatch {
-  readonly version: 1;
+export interface WebhookBatch extends WebhookDestination {
   readonly kind: 'batch';
-  readonly merchantId: string;
-  readonly keyId: string;
-  readonly url: string;
-  readonly auth: 'key' | 'none';
   readonly events: readonly WebhookEvent[];
-  /** Not before this instant (ms). */
-  readonly dueAt: number;
 }
 
 /** Events per batch: about one merchant's worth of delivery slots. */
 export const WEBHOOK_BATCH_MAX_EVENTS = 64;
 
 export function isWebhookBatch(value: unknown): value is WebhookBatch {
-  if (typeof value !== 'object' || value === null) return false;
+  if (!isDestination(value)) return false;
   const batch = value as Partial<WebhookBatch>;
   return (
-    batch.version === 1 &&
     batch.kind === 'batch' &&
-    typeof batch.merchantId === 'string' &&
-    typeof batch.keyId === 'string' &&
-    typeof batch.url === 'string' &&
-    (batch.auth === 'key' || batch.auth === 'none') &&
-    typeof batch.dueAt === 'number' &&
     Array.isArray(batch.events) &&
     batch.events.length > 0 &&
     batch.events.every((event: unknown) => typeof event === 'object' && event !== null)
@@ -120,47 +114,43 @@ export function createWebhookRelay(deps: {
   /** A key's entries that could not be carried out this pass (they stay pending for the next). */
   onError?: (error: unknown) => void;
 }): TopicHandler {
-  async function relayKey(entries: readonly PendingOutboxEntry[]): Promise<readonly string[]> {
-    const first = entries[0]?.payload as WebhookOutboxPayload | undefined;
-    if (!first) return [];
+  async function relayKey(entries: NonEmpty<PendingOutboxEntry>): Promise<readonly string[]> {
+    const first = entries[0].payload as WebhookOutboxPayload;
     const target = await deps.router.apiKey(first.merchantId, first.keyId).ask({ type: 'webhook_target' });
     const keyUrl = target.ok ? (target.target.webhook?.url ?? null) : null;
-    // a batch holds the events of one journal record to one URL: whichever pass carries the same entries out
-    // (the append's notice, a poll, a retry after a publish timed out), it forms the same batches with the same
-    // publish ids, and the broker keeps one of each
-    const batches = new Map<string, { url: string; auth: 'key' | 'none'; parts: { entryId: string; event: WebhookEvent }[] }>();
-    const add = (url: string, auth: 'key' | 'none', entry: PendingOutboxEntry, event: WebhookEvent) => {
-      const id = `${url}\u0000${entry.key}\u0000${entry.seq}`;
-      const batch = batches.get(id) ?? { url, auth, parts: [] };
-      batch.parts.push({ entryId: entry.id, event });
-      batches.set(id, batch);
-    };
+    const parts: { url: string; auth: 'key' | 'none'; entry: PendingOutboxEntry; event: WebhookEvent }[] = [];
     for (const entry of entries) {
-      const payload = entry.payload as WebhookOutboxPayload;
-      if (keyUrl) add(keyUrl, 'key', entry, payload.event);
-      if (payload.callbackUrl && payload.callbackUrl !== keyUrl) add(payload.callbackUrl, 'none', entry, payload.event);
+      const { event, callbackUrl } = entry.payload as WebhookOutboxPayload;
+      if (keyUrl) parts.push({ url: keyUrl, auth: 'key', entry, event });
+      if (callbackUrl && callbackUrl !== keyUrl) parts.push({ url: callbackUrl, auth: 'none', entry, event });
     }
+    // a batch holds the events of one journal record to one URL, in entry order: whichever pass carries the same
+    // entries out (the append's notice, a poll, a retry after a publish timed out), it forms the same batches with
+    // the same publish ids, and the broker keeps one of each
+    const batches = [...groupBy(parts, (part) => `${part.url}\u0000${part.entry.key}\u0000${part.entry.seq}`).values()].flatMap((group) =>
+      chunk(
+        group.sort((a, b) => (a.entry.id < b.entry.id ? -1 : a.entry.id > b.entry.id ? 1 : 0)),
+        WEBHOOK_BATCH_MAX_EVENTS,
+      ),
+    );
     const now = deps.clock.now();
     const failed = new Set<string>();
     await Promise.all(
-      [...batches.values()].flatMap(({ url, auth, parts }) => {
-        parts.sort((a, b) => (a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0));
-        return chunks(parts.length, WEBHOOK_BATCH_MAX_EVENTS).map(async ([from, to]) => {
-          const chunk = parts.slice(from, to);
-          const batch: WebhookBatch = {
-            version: 1,
-            kind: 'batch',
-            merchantId: first.merchantId,
-            keyId: first.keyId,
-            url,
-            auth,
-            events: chunk.map((part) => part.event),
-            dueAt: now,
-          };
-          await publishBatch(deps.transport, batch).catch((error: unknown) => {
-            deps.onError?.(error);
-            for (const part of chunk) failed.add(part.entryId);
-          });
+      batches.map(async (batch) => {
+        const { url, auth } = batch[0];
+        const message: WebhookBatch = {
+          version: 1,
+          kind: 'batch',
+          merchantId: first.merchantId,
+          keyId: first.keyId,
+          url,
+          auth,
+          events: batch.map((part) => part.event),
+          dueAt: now,
+        };
+        await publishBatch(deps.transport, message).catch((error: unknown) => {
+          deps.onError?.(error);
+          for (const part of batch) failed.add(part.entry.id);
         });
       }),
     );
@@ -169,14 +159,10 @@ export function createWebhookRelay(deps: {
 
   return {
     async handle(entries) {
-      const byKey = new Map<string, PendingOutboxEntry[]>();
-      for (const entry of entries) {
-        const payload = entry.payload as WebhookOutboxPayload;
-        const key = `${payload.merchantId}\u0000${payload.keyId}`;
-        const group = byKey.get(key) ?? [];
-        group.push(entry);
-        byKey.set(key, group);
-      }
+      const byKey = groupBy(entries, (entry) => {
+        const { merchantId, keyId } = entry.payload as WebhookOutboxPayload;
+        return `${merchantId}\u0000${keyId}`;
+      });
       const done = await Promise.all(
         [...byKey.values()].map((group) =>
           relayKey(group).catch((error: unknown): readonly string[] => {
@@ -190,9 +176,21 @@ export function createWebhookRelay(deps: {
   };
 }
 
-/** [from, to) ranges of at most `size` over `length` items. */
-function chunks(length: number, size: number): [number, number][] {
-  const ranges: [number, number][] = [];
-  for (let from = 0; from < length; from += size) ranges.push([from, Math.min(length, from + size)]);
-  return ranges;
+type NonEmpty<T> = [T, ...T[]];
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, NonEmpty<T>> {
+  const groups = new Map<string, NonEmpty<T>>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+function chunk<T>(items: readonly T[], size: number): NonEmpty<T>[] {
+  const chunks: NonEmpty<T>[] = [];
+  for (let from = 0; from < items.length; from += size) chunks.push(items.slice(from, from + size) as NonEmpty<T>);
+  return chunks;
 }

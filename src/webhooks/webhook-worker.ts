@@ -121,32 +121,23 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         return retryAfter(1_000);
       }
     }
-    const requeue = async (job: WebhookJob): Promise<void> => {
+    // one event with the slot it got: delivered like a job of its own, or back to the broker on its own when the
+    // room counted above was taken meanwhile (no slot) or the attempt could not be completed (delivered or not)
+    const settle = async (job: WebhookJob, release: (() => void) | null): Promise<void> => {
+      if (release) {
+        try {
+          await deliver(job);
+          return;
+        } catch (error) {
+          options.onError?.(error);
+        } finally {
+          release();
+        }
+      }
       await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
     };
-    const settleOne = async (job: WebhookJob, slot: Promise<(() => void) | null>): Promise<boolean> => {
-      const release = await slot;
-      try {
-        // the room was counted a moment ago: a job that finds none after all goes back on its own
-        if (!release) await requeue(job);
-        else {
-          try {
-            await deliver(job);
-          } catch (error) {
-            options.onError?.(error);
-            // delivered or not, this event is tried again on its own
-            await requeue(job);
-          }
-        }
-        return true;
-      } catch {
-        return false;
-      } finally {
-        release?.();
-      }
-    };
     const taken = batch.events.slice(0, room).map((event) => ({ job: jobOfBatch(batch, event), slot: slots.acquire(batch.merchantId) }));
-    const outcomes = await Promise.all(taken.map(({ job, slot }) => settleOne(job, slot)));
+    const outcomes = await Promise.all(taken.map(async ({ job, slot }) => settle(job, await slot).then(() => true, () => false)));
     // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
   }
