@@ -113,11 +113,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     if (wait > 5) return retryAfter(wait);
     const room = slots.room(batch.merchantId);
     if (room <= 0) return retryAfter(busyMerchantDelayMs(delivery.deliveryCount));
+    // the slots are reserved before anything is awaited: batches handled at the same time each see the room the
+    // others left, and none takes events it then has to send back one by one
+    const taken = batch.events.slice(0, room).map((event) => ({ job: jobOfBatch(batch, event), slot: slots.acquire(batch.merchantId) }));
     if (room < batch.events.length) {
       try {
         await publishBatch(options.transport, { ...batch, events: batch.events.slice(room) });
       } catch (error) {
         options.onError?.(error);
+        for (const { slot } of taken) void slot.then((release) => release?.());
         return retryAfter(1_000);
       }
     }
@@ -136,7 +140,6 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       }
       await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
     };
-    const taken = batch.events.slice(0, room).map((event) => ({ job: jobOfBatch(batch, event), slot: slots.acquire(batch.merchantId) }));
     const outcomes = await Promise.all(taken.map(async ({ job, slot }) => settle(job, await slot).then(() => true, () => false)));
     // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);

@@ -229,6 +229,23 @@ describe('webhook batches: the worker', () => {
     expect(retry.dueAt).to.equal(NOW + 30_000);
   });
 
+  it('when two batches arrive together and both exceed the room, then the second sees the room the first took and nothing goes back one by one', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const scripted = scriptedSender();
+    // 1 slot and 2 waiting places: room for 3, all of it taken by the first batch
+    await startWorker(transport, scripted.sender, 1);
+    scripted.holdAnswers();
+
+    const first = deliver(batchOf([1, 2, 3, 4, 5].map(event)));
+    const second = deliver(batchOf([6, 7, 8, 9].map(event)), 2);
+
+    expect(await second).to.deep.equal(retryAfter(busyMerchantDelayMs(2)));
+    scripted.releaseAnswers();
+    expect(await first).to.deep.equal(ACK);
+    expect(scripted.sent).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
+    expect(published.map((p) => (p.payload as WebhookBatch).events.map((e) => e.event_id))).to.deep.equal([['evt_4', 'evt_5']]);
+  });
+
   it('when the merchant has no room left, then a batch goes back to the broker whole with the busy delay', async () => {
     const { transport, published, deliver } = recordingTransport();
     const scripted = scriptedSender();
