@@ -44,7 +44,7 @@ export interface ActorHostOptions {
   readonly askTimeoutMs: number;
   readonly idleShutdownMs: number;
   readonly snapshotEvery: number;
-  /** Commands handled together and journaled as one record (default 256). */
+  /** Commands handled together and journaled as one record (default 256), counted by the behaviour's weightOf. */
   readonly maxBatch?: number;
   /** The lease under which this node writes a shard (cluster mode); absent in single-node mode. */
   readonly fenceOf?: (shard: number) => Fence | undefined;
@@ -154,6 +154,19 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
     const live = new Map<string, Activation>();
     const maxBatch = hostOptions.maxBatch ?? DEFAULT_MAX_BATCH;
 
+    /** How many commands from the head of the queue make one batch: at least one, then up to maxBatch in weight. */
+    function batchLength(queue: readonly PendingAsk[]): number {
+      if (!behaviour.weightOf) return Math.min(queue.length, maxBatch);
+      let weight = 0;
+      let length = 0;
+      for (const ask of queue) {
+        weight += behaviour.weightOf(ask.command as C);
+        if (length > 0 && weight > maxBatch) break;
+        length++;
+      }
+      return length;
+    }
+
     function scheduleDrain(activation: Activation): void {
       if (activation.drainScheduled || activation.queue.length === 0) return;
       activation.drainScheduled = true;
@@ -169,7 +182,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         if (message !== DRAIN) return state;
         const self = activation();
         self.drainScheduled = false;
-        const batch = self.queue.splice(0, maxBatch);
+        const batch = self.queue.splice(0, batchLength(self.queue));
         if (batch.length === 0) return state;
 
         const now = options.clock.now();

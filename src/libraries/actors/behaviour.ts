@@ -55,6 +55,11 @@ export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
    * which the runtime reads the journal and decides the command again.
    */
   startsFresh?(command: C): boolean;
+  /**
+   * How much work a command is, in units of the host's `maxBatch` (default 1): a command carrying many items (a
+   * batch of receipts) counts as many, so one record never grows past `maxBatch` items by holding big commands.
+   */
+  weightOf?(command: C): number;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {

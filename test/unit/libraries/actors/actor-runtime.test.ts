@@ -3,7 +3,7 @@ import { createActorRuntime, ActorFailureError, type ActorRuntime } from '../../
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
 import { JournalConflictError } from '../../../../src/libraries/persistence/journal-port.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
-import { counterBehaviour } from './counter-behaviour.js';
+import { counterBehaviour, type CounterCommand } from './counter-behaviour.js';
 
 const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3 };
 
@@ -146,6 +146,21 @@ describe('actor runtime', () => {
     expect(records.length).to.be.below(50);
     expect(records.flatMap((r) => r.events)).to.have.length(50);
     expect(records.map((r) => r.seq)).to.deep.equal(records.map((_, i) => i + 1));
+  });
+
+  it('when commands weigh more than one, then a record holds at most maxBatch in weight, and a heavier command goes alone', async () => {
+    const weighted = { ...counterBehaviour, weightOf: (command: CounterCommand) => (command.type === 'add' ? command.amount : 1) };
+    const counters = runtime.host(weighted, { ...HOST, maxBatch: 10 });
+    const amounts = [4, 4, 4, 4, 4, 25, 4, 4, 4, 4];
+    await Promise.all(amounts.map((amount) => counters.ref('heavy', 7).ask({ type: 'add', amount })));
+
+    const records = journal.records('counter:heavy').map((r) => (r.events as { amount: number }[]).map((e) => e.amount));
+    expect(records.flat()).to.deep.equal(amounts);
+    for (const record of records) {
+      const weight = record.reduce((a, b) => a + b, 0);
+      expect(weight <= 10 || record.length === 1, JSON.stringify(records)).to.equal(true);
+    }
+    expect(records.some((record) => record.length > 1), 'commands still share records').to.equal(true);
   });
 
   it('when the append of a batch fails, then every command of the batch fails and none is applied', async () => {
