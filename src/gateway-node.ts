@@ -128,6 +128,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       ? createSimulatorConnector({
           transport,
           delays: config.simulator,
+          receiptBatchMax: config.simulator.receiptBatchMax,
           onError: (error, context) => {
             logger.warn({ err: error, context }, 'simulator');
           },

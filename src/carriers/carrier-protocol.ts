@@ -41,6 +41,15 @@ export interface Receipt {
   readonly carrier_reference?: string | null;
 }
 
+/** Several receipts in one NATS message (docs/carrier-protocol.md section 5, "Batches"). */
+export interface ReceiptBatch {
+  readonly version: 1;
+  readonly batch_id: string;
+  readonly receipts: readonly Receipt[];
+}
+
+export const RECEIPT_BATCH_MAX = 500;
+
 export function dispatchId(messageId: string, occurrence: number, recipient: number): string {
   return `${messageId}:${occurrence}:${recipient}`;
 }
@@ -61,9 +70,11 @@ const ajv = new Ajv({ allErrors: true, strict: true });
 // ajv-formats is CommonJS: under NodeNext its plugin is the `default` of the module object
 addFormatsModule.default(ajv, ['date-time']);
 
-const validators: { dispatch: ValidateFunction<DispatchJob>; receipt: ValidateFunction<Receipt> } = {
+const validators: { dispatch: ValidateFunction<DispatchJob>; receipt: ValidateFunction<Receipt>; receiptBatch: ValidateFunction<ReceiptBatch> } = {
   dispatch: ajv.compile<DispatchJob>(loadSchema('dispatch-job.v1.json')),
   receipt: ajv.compile<Receipt>(loadSchema('receipt.v1.json')),
+  // compiled after receipt.v1.json, which its items refer to by $id
+  receiptBatch: ajv.compile<ReceiptBatch>(loadSchema('receipt-batch.v1.json')),
 };
 
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly string[] };
@@ -75,3 +86,47 @@ function check<T>(validate: ValidateFunction<T>, value: unknown): Checked<T> {
 
 export const checkDispatchJob = (value: unknown): Checked<DispatchJob> => check(validators.dispatch, value);
 export const checkReceipt = (value: unknown): Checked<Receipt> => check(validators.receipt, value);
+export const checkReceiptBatch = (value: unknown): Checked<ReceiptBatch> => check(validators.receiptBatch, value);
+
+/** What a message on `sms.receipts.<carrier>` carries: the valid receipts, and why anything else was refused. */
+export interface ReceivedReceipts {
+  readonly receipts: readonly Receipt[];
+  readonly rejected: readonly string[];
+}
+
+function isBatchEnvelope(value: object): value is { version: 1; batch_id: string; receipts: unknown[] } {
+  const { version, batch_id: batchId, receipts } = value as Partial<Record<'version' | 'batch_id' | 'receipts', unknown>>;
+  return (
+    version === 1 &&
+    typeof batchId === 'string' &&
+    batchId.length > 0 &&
+    batchId.length <= 200 &&
+    Array.isArray(receipts) &&
+    receipts.length > 0 &&
+    receipts.length <= RECEIPT_BATCH_MAX &&
+    Object.keys(value).every((key) => key === 'version' || key === 'batch_id' || key === 'receipts')
+  );
+}
+
+/**
+ * One receipt or a batch of them. An invalid receipt inside a well-formed batch is refused on its own; the others
+ * still count, so one bad report never costs the rest of the batch.
+ */
+export function readReceipts(payload: unknown): ReceivedReceipts {
+  const isObject = typeof payload === 'object' && payload !== null && !Array.isArray(payload);
+  if (!isObject || !Object.hasOwn(payload, 'receipts')) {
+    const single = checkReceipt(payload);
+    return single.ok ? { receipts: [single.value], rejected: [] } : { receipts: [], rejected: [`invalid receipt: ${single.errors.join('; ')}`] };
+  }
+  const batch = checkReceiptBatch(payload);
+  if (batch.ok) return { receipts: batch.value.receipts, rejected: [] };
+  if (!isBatchEnvelope(payload)) return { receipts: [], rejected: [`invalid receipt batch: ${batch.errors.join('; ')}`] };
+  const receipts: Receipt[] = [];
+  const rejected: string[] = [];
+  payload.receipts.forEach((item, index) => {
+    const checked = checkReceipt(item);
+    if (checked.ok) receipts.push(checked.value);
+    else rejected.push(`invalid receipt ${index} of batch ${payload.batch_id}: ${checked.errors.join('; ')}`);
+  });
+  return { receipts, rejected };
+}

@@ -2,7 +2,14 @@ import type { ActorRouter } from '../cluster/actor-router.js';
 import { ActorFailureError } from '../libraries/actors/actor-runtime.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
-import { checkReceipt, parseDispatchId } from './carrier-protocol.js';
+import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
+import { parseDispatchId, readReceipts, type Receipt } from './carrier-protocol.js';
+
+/** A receipt as published, and as its message's actor takes it. */
+interface Addressed {
+  readonly receipt: Receipt;
+  readonly carrierReceipt: CarrierReceipt;
+}
 
 export interface ReceiptConsumerOptions {
   readonly transport: Transport;
@@ -15,48 +22,67 @@ export interface ReceiptConsumerOptions {
 }
 
 /**
- * Receipts from every connector → the message's actor (forward-only merge there). A receipt is acknowledged only
- * once the actor has journaled its effect; an invalid one or one for an unknown message is dropped and reported.
+ * Receipts from every connector → the message's actor (forward-only merge there). A NATS message holds one receipt
+ * or a batch; the receipts of one message in it go to its actor in one ask, journaled as one record. The NATS
+ * message is acknowledged only once every actor it concerns has journaled its effect; an invalid receipt or one for
+ * an unknown dispatch is left out and reported, and a message with nothing valid in it is dropped.
  */
 export function createReceiptConsumer(options: ReceiptConsumerOptions) {
   let consumer: Consumer | null = null;
+  const reject = (reason: string, delivery: Delivery): void => options.onRejected?.(reason, delivery);
 
-  async function handle(delivery: Delivery): Promise<Disposition> {
-    const checked = checkReceipt(delivery.payload);
-    if (!checked.ok) {
-      options.onRejected?.(`invalid receipt: ${checked.errors.join('; ')}`, delivery);
-      return DROP;
+  /** Applies one message's receipts; false when its actor failed and the whole delivery must come again. */
+  async function applyToMessage(messageId: string, receipts: readonly Addressed[], delivery: Delivery): Promise<boolean> {
+    const merchantId = await options.directory.messageOwner(messageId);
+    if (!merchantId) {
+      for (const { receipt } of receipts) reject(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
+      return true;
     }
-    const receipt = checked.value;
-    const dispatch = parseDispatchId(receipt.dispatch_id);
-    const merchantId = dispatch ? await options.directory.messageOwner(dispatch.messageId) : null;
-    if (!dispatch || !merchantId) {
-      options.onRejected?.(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
-      return DROP;
-    }
-    const at = Date.parse(receipt.occurred_at);
+    let reply: MessageReplies['apply_receipts'];
     try {
-      const reply = await options.router.message(merchantId, dispatch.messageId).ask({
-        type: 'apply_receipt',
-        receipt: {
-          occurrence: dispatch.occurrence,
-          recipient: dispatch.recipient,
-          status: receipt.status,
-          at,
-          errorCode: receipt.error_code ?? null,
-          errorMessage: receipt.error_message ?? null,
-        },
-      });
-      if (!reply.ok) {
-        options.onRejected?.(`receipt for a dispatch the message does not have: ${receipt.dispatch_id}`, delivery);
-        return DROP;
-      }
-      options.onReceipt?.({ lagSeconds: Math.max(0, (Date.now() - at) / 1000), changed: reply.changed });
-      return ACK;
+      reply = await options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts: receipts.map((r) => r.carrierReceipt) });
     } catch (error) {
-      if (error instanceof ActorFailureError) return retryAfter(1_000);
+      if (error instanceof ActorFailureError) return false;
       throw error;
     }
+    const now = Date.now();
+    receipts.forEach(({ receipt, carrierReceipt }, index) => {
+      const outcome = reply.ok ? reply.outcomes[index] : undefined;
+      if (!outcome?.ok) {
+        reject(`receipt for a dispatch the message does not have: ${receipt.dispatch_id}`, delivery);
+        return;
+      }
+      options.onReceipt?.({ lagSeconds: Math.max(0, (now - carrierReceipt.at) / 1000), changed: outcome.changed });
+    });
+    return true;
+  }
+
+  async function handle(delivery: Delivery): Promise<Disposition> {
+    const read = readReceipts(delivery.payload);
+    for (const reason of read.rejected) reject(reason, delivery);
+    const byMessage = new Map<string, Addressed[]>();
+    for (const receipt of read.receipts) {
+      const dispatch = parseDispatchId(receipt.dispatch_id);
+      if (!dispatch) {
+        reject(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
+        continue;
+      }
+      const carrierReceipt: CarrierReceipt = {
+        occurrence: dispatch.occurrence,
+        recipient: dispatch.recipient,
+        status: receipt.status,
+        at: Date.parse(receipt.occurred_at),
+        errorCode: receipt.error_code ?? null,
+        errorMessage: receipt.error_message ?? null,
+      };
+      const group = byMessage.get(dispatch.messageId);
+      if (group) group.push({ receipt, carrierReceipt });
+      else byMessage.set(dispatch.messageId, [{ receipt, carrierReceipt }]);
+    }
+    if (byMessage.size === 0) return DROP;
+    const applied = await Promise.all([...byMessage].map(([messageId, receipts]) => applyToMessage(messageId, receipts, delivery)));
+    // receipts already applied change nothing when the delivery comes again
+    return applied.every(Boolean) ? ACK : retryAfter(1_000);
   }
 
   return {

@@ -92,6 +92,8 @@ export type MessageCommand =
   /** 24 hours after an occurrence left: recipients without a final receipt fail with 1503. */
   | { readonly type: 'receipt_timeout'; readonly occurrence: number }
   | { readonly type: 'apply_receipt'; readonly receipt: CarrierReceipt }
+  /** Several receipts of this message applied in order, journaled as one record (a connector's receipt batch). */
+  | { readonly type: 'apply_receipts'; readonly receipts: readonly CarrierReceipt[] }
   | { readonly type: 'status'; readonly merchantId: string }
   | { readonly type: 'cancel'; readonly merchantId: string }
   | { readonly type: 'pause'; readonly merchantId: string }
@@ -108,13 +110,22 @@ export interface SendReceipt {
 
 type NotFound = { readonly ok: false; readonly code: 'NOT_FOUND' };
 
+/** What one receipt did: `changed` false for a duplicate or stale one, which emits nothing. */
+export interface ReceiptOutcome {
+  readonly ok: true;
+  readonly changed: boolean;
+  readonly events: readonly EventType[];
+}
+
 export interface MessageReplies {
   readonly create: { readonly ok: true; readonly created: boolean; readonly receipt: SendReceipt };
   readonly dispatch_occurrence:
     | { readonly ok: true; readonly dispatched: boolean }
     | NotFound
     | { readonly ok: false; readonly code: 'INVALID_STATE'; readonly state: OccurrenceStatus };
-  readonly apply_receipt: { readonly ok: true; readonly changed: boolean; readonly events: readonly EventType[] } | NotFound;
+  readonly apply_receipt: ReceiptOutcome | NotFound;
+  /** One outcome per receipt, in the order given; NOT_FOUND for a receipt naming a dispatch the message does not have. */
+  readonly apply_receipts: { readonly ok: true; readonly outcomes: readonly (ReceiptOutcome | NotFound)[] } | NotFound;
   /** `lateMs`: how long after its instant the earliest occurrence dispatched now was due (null: none dispatched). */
   readonly dispatch_due: { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null; readonly lateMs?: number | null } | NotFound;
   readonly receipt_timeout: { readonly ok: true; readonly failed: number } | NotFound;
@@ -385,6 +396,33 @@ export const EMPTY_MESSAGE: MessageState = {
   refunded: ZERO,
 };
 
+interface AppliedReceipt {
+  readonly outcome: ReceiptOutcome | NotFound;
+  /** The event to journal; null when the receipt changes nothing. */
+  readonly event: MessageEvent | null;
+  readonly effects: readonly Effect[];
+}
+
+/** One carrier receipt against the state as it is now: the forward-only merge of recipient-state.ts. */
+function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext): AppliedReceipt {
+  const current = state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
+  if (!current) return { outcome: NOT_FOUND, event: null, effects: [] };
+  const signal: RecipientSignal = {
+    type: 'carrier_report',
+    status: receipt.status,
+    at: receipt.at,
+    errorCode: receipt.errorCode ?? null,
+    errorMessage: receipt.errorMessage ?? null,
+  };
+  const transition = applySignal(current, signal);
+  if (!transition.changed) return { outcome: { ok: true, changed: false, events: [] }, event: null, effects: [] };
+  return {
+    outcome: { ok: true, changed: true, events: transition.events },
+    event: { type: 'recipient_signal', occurrence: receipt.occurrence, recipient: receipt.recipient, signal, at: context.now },
+    effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context),
+  };
+}
+
 export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand, MessageEvent, MessageReplies> {
   return {
     kind: 'message',
@@ -393,6 +431,8 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
     // message ids are generated at submit: a create wakes a message with no journal (save after a crash, when the
     // outbox relay repeats it and the runtime's conflict retry reads the journal)
     startsFresh: (command) => command.type === 'create',
+    // a batch of receipts is as much work as that many single receipts
+    weightOf: (command) => (command.type === 'apply_receipts' ? Math.max(1, command.receipts.length) : 1),
     handlers: {
       create: (state, command, context) => {
         if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };
@@ -476,24 +516,26 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
       },
 
       apply_receipt: (state, command, context) => {
-        const { receipt } = command;
-        const current = state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
-        if (!state.spec || !current) return { events: [], reply: NOT_FOUND };
-        const signal: RecipientSignal = {
-          type: 'carrier_report',
-          status: receipt.status,
-          at: receipt.at,
-          errorCode: receipt.errorCode ?? null,
-          errorMessage: receipt.errorMessage ?? null,
-        };
-        const transition = applySignal(current, signal);
-        if (!transition.changed) return { events: [], reply: { ok: true, changed: false, events: [] } };
-        const event: MessageEvent = { type: 'recipient_signal', occurrence: receipt.occurrence, recipient: receipt.recipient, signal, at: context.now };
-        return {
-          events: [event],
-          effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context),
-          reply: { ok: true, changed: true, events: transition.events },
-        };
+        if (!state.spec) return { events: [], reply: NOT_FOUND };
+        const applied = applyReceipt(state, command.receipt, context);
+        return { events: applied.event ? [applied.event] : [], effects: applied.effects, reply: applied.outcome };
+      },
+
+      apply_receipts: (state, command, context) => {
+        if (!state.spec) return { events: [], reply: NOT_FOUND };
+        const events: MessageEvent[] = [];
+        const effects: Effect[] = [];
+        const outcomes: (ReceiptOutcome | NotFound)[] = [];
+        let working = state;
+        for (const receipt of command.receipts) {
+          const applied = applyReceipt(working, receipt, context);
+          outcomes.push(applied.outcome);
+          if (!applied.event) continue;
+          effects.push(...applied.effects);
+          working = applyMessageEvent(working, applied.event);
+          events.push(applied.event);
+        }
+        return { events, effects, reply: { ok: true, outcomes } };
       },
 
       status: (state, command) =>

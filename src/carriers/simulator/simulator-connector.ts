@@ -1,6 +1,17 @@
+import { createHash } from 'node:crypto';
 import { systemClock, toIsoUtc, type Clock } from '../../libraries/clock/clock.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
-import { CARRIER_SLUG, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt } from '../carrier-protocol.js';
+import {
+  CARRIER_SLUG,
+  checkDispatchJob,
+  checkReceipt,
+  dispatchSubject,
+  RECEIPT_BATCH_MAX,
+  receiptSubject,
+  type DispatchJob,
+  type Receipt,
+  type ReceiptBatch,
+} from '../carrier-protocol.js';
 import { planFor, type PlannedReceipt, type SimulatorDelays } from './simulator-outcomes.js';
 
 /**
@@ -21,6 +32,11 @@ export interface SimulatorConnectorOptions {
   readonly concurrency?: number;
   /** How many dispatch ids are remembered for at-most-once sending (oldest forgotten first). */
   readonly memoryLimit?: number;
+  /**
+   * Most receipts in one NATS message (docs/carrier-protocol.md, "Batches"). Receipts falling due together travel
+   * as one batch; 1 publishes every receipt on its own, as a connector that does not batch would.
+   */
+  readonly receiptBatchMax?: number;
 }
 
 export interface SimulatorConnector {
@@ -38,6 +54,7 @@ export const DEFAULT_MEMORY_LIMIT = 1_000_000;
 export const STOP_GRACE_FLOOR_MS = 1_000;
 export const PUBLISH_ATTEMPTS = 5;
 export const PUBLISH_RETRY_DELAY_MS = 200;
+export const DEFAULT_RECEIPT_BATCH_MAX = 100;
 
 type Timer = ReturnType<typeof setTimeout>;
 
@@ -76,20 +93,28 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
   const clock = options.clock ?? systemClock;
   const onError = options.onError ?? (() => undefined);
   const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
+  const batchMax = options.receiptBatchMax ?? DEFAULT_RECEIPT_BATCH_MAX;
+  if (!Number.isInteger(batchMax) || batchMax < 1 || batchMax > RECEIPT_BATCH_MAX) {
+    throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${batchMax}`);
+  }
 
   /** dispatch id → deliveries seen; presence means the dispatch was taken (sent to the simulated carrier). */
   const seen = new Map<string, number>();
   /** Receipts waiting for their time → their planned delay. */
   const scheduled = new Map<Timer, number>();
-  /** Publishes under way (including their retries). */
-  const publishing = new Set<Promise<void>>();
+  /** Receipts whose time has come, in that order, waiting for the publisher. */
+  let due: Receipt[] = [];
+  /** The publisher: one NATS message in flight at a time, so receipts reach the stream in the order they fell due. */
+  let publisher: Promise<void> | null = null;
+  /** Receipts in the NATS message being published. */
+  let inFlight = 0;
   let idleWaiters: (() => void)[] = [];
   let consumer: Consumer | null = null;
   let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   let abandoned = false;
 
   function checkIdle(): void {
-    if (scheduled.size > 0 || publishing.size > 0) return;
+    if (scheduled.size > 0 || due.length > 0 || publisher) return;
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const wake of waiters) wake();
@@ -110,21 +135,54 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     }
   }
 
-  async function publish(receipt: Receipt): Promise<void> {
+  /** One receipt on its own, or a batch under an id made of its receipts' ids (the same batch, the same id). */
+  function message(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string; label: string } {
+    const [first] = receipts;
+    if (receipts.length === 1 && first) return { payload: first, id: first.receipt_id, label: `receipt ${first.receipt_id}` };
+    const batchId = `batch:${createHash('sha256').update(receipts.map((r) => r.receipt_id).join('\n')).digest('hex')}`;
+    return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId, label: `receipt batch ${batchId} (${receipts.length} receipts)` };
+  }
+
+  async function publish(receipts: readonly Receipt[]): Promise<void> {
+    const { payload, id, label } = message(receipts);
     for (let attempt = 1; ; attempt++) {
       if (abandoned) return;
       try {
-        await options.transport.publish(receiptSubject(carrier), receipt, { id: receipt.receipt_id });
+        await options.transport.publish(receiptSubject(carrier), payload, { id });
         return;
       } catch (error) {
         if (attempt >= PUBLISH_ATTEMPTS) {
-          onError(error, `receipt ${receipt.receipt_id} not published after ${attempt} attempts`);
+          onError(error, `${label} not published after ${attempt} attempts`);
           return;
         }
-        onError(error, `receipt ${receipt.receipt_id} publish failed (attempt ${attempt}), retrying`);
+        onError(error, `${label} publish failed (attempt ${attempt}), retrying`);
         await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
       }
     }
+  }
+
+  async function drain(): Promise<void> {
+    while (due.length > 0 && !abandoned) {
+      const receipts = due.splice(0, batchMax);
+      inFlight = receipts.length;
+      await publish(receipts);
+      inFlight = 0;
+    }
+  }
+
+  /** Started after the timers of this turn have run, so receipts falling due together leave together. */
+  function kickPublisher(): void {
+    if (publisher) return;
+    publisher = new Promise<void>((resolve) => {
+      setImmediate(resolve);
+    })
+      .then(drain)
+      .finally(() => {
+        publisher = null;
+        // receipts that fell due during the last publish start the next round
+        if (due.length > 0 && !abandoned) kickPublisher();
+        else checkIdle();
+      });
   }
 
   function toReceipt(job: DispatchJob, planned: PlannedReceipt, takenAt: number): Receipt {
@@ -139,9 +197,8 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     };
   }
 
-  /** One timer per receipt; publishes of one dispatch are chained so they leave in plan order. */
+  /** One timer per receipt; receipts fall due in plan order and leave in that order. */
   function schedule(job: DispatchJob, plan: readonly PlannedReceipt[], takenAt: number): void {
-    let chain: Promise<void> = Promise.resolve();
     for (const planned of plan) {
       const checked = checkReceipt(toReceipt(job, planned, takenAt));
       if (!checked.ok) {
@@ -151,13 +208,8 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
       const receipt = checked.value;
       const timer = setTimeout(() => {
         scheduled.delete(timer);
-        const task = chain.then(() => publish(receipt));
-        chain = task;
-        publishing.add(task);
-        void task.finally(() => {
-          publishing.delete(task);
-          checkIdle();
-        });
+        due.push(receipt);
+        kickPublisher();
       }, planned.afterMs);
       scheduled.set(timer, planned.afterMs);
     }
@@ -220,9 +272,10 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
       const result = await Promise.race([whenIdle().then(() => 'idle' as const), timedOut]);
       clearTimeout(bound);
       if (result === 'timeout') {
-        const lost = scheduled.size + publishing.size;
+        const lost = scheduled.size + due.length + inFlight;
         for (const timer of scheduled.keys()) clearTimeout(timer);
         scheduled.clear();
+        due = [];
         abandoned = true;
         onError(new Error(`${lost} receipts not published`), `simulator stopped after waiting ${boundMs} ms`);
       }

@@ -6,7 +6,8 @@ import { createLogger } from '../../libraries/logger/logger.js';
 /**
  * The sandbox simulator as its own connector process on NATS (`npm run connector:simulator`), exactly as a third
  * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s); the delays come from the
- * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS). SIGTERM/SIGINT stop it gracefully: no new jobs,
+ * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS), and so does the batching of receipts
+ * (SIMULATOR_RECEIPT_BATCH_MAX). SIGTERM/SIGINT stop it gracefully: no new jobs,
  * receipts already planned are still published.
  *
  * SIMULATOR_REPORT_FILE (tests): every 200 ms and on stop, the connector writes `{ sent: { <dispatch id>: <deliveries
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
   const connector = createSimulatorConnector({
     transport,
     delays: { stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
+    receiptBatchMax: config.simulator.receiptBatchMax,
     onError: (error, context) => {
       logger.warn({ err: error }, context);
     },
@@ -90,7 +92,7 @@ async function main(): Promise<void> {
     throw error;
   }
   logger.info(
-    { carrier: 'simulator', servers, stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
+    { carrier: 'simulator', servers, ...config.simulator },
     'simulator connector ready: consuming sms.dispatch.simulator, publishing sms.receipts.simulator',
   );
 }

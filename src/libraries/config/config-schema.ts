@@ -133,6 +133,11 @@ export const configSchema = Joi.object({
   simulator: Joi.object({
     stepDelayMs: setting(nonNegativeInt(), 'SIMULATOR_STEP_DELAY_MS', 'Sandbox simulator: delay between two receipts of one dispatch.'),
     slowDelayMs: setting(nonNegativeInt(), 'SIMULATOR_SLOW_DELAY_MS', 'Sandbox simulator: extra delay of the "slow" outcome.'),
+    receiptBatchMax: setting(
+      positiveInt().max(500),
+      'SIMULATOR_RECEIPT_BATCH_MAX',
+      'Sandbox simulator: most receipts in one NATS message; receipts falling due together travel together (1: one receipt per message).',
+    ),
   }),
   outbox: Joi.object({
     pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),

@@ -50,7 +50,7 @@ export interface Config {
   };
   readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number; readonly failoverDeadlineMs: number };
   readonly carriers: { readonly defaultCarrier: string };
-  readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number };
+  readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number; readonly receiptBatchMax: number };
   readonly outbox: { readonly pollIntervalMs: number };
   readonly demo: { readonly seedMerchant: boolean };
   readonly idempotency: { readonly ttlMs: number };

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { Config, DeepPartial } from '../../../src/libraries/config/config.js';
+import type { Logger } from '../../../src/libraries/logger/logger.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import type { Gateway } from '../../../src/gateway.js';
@@ -38,14 +39,21 @@ interface RunningNode {
 /** The tests poll GET /status and send in bursts: the contract's per-key limits are not what they measure. */
 const GENEROUS_RATE_LIMITS = { send: 10_000, status: 100_000 } as const;
 
-export async function startPipeline(overrides: DeepPartial<Config> = {}): Promise<Pipeline> {
+export interface PipelineOptions {
+  /** false: no simulator; the test publishes receipts itself. */
+  readonly inProcessSimulator?: boolean;
+  readonly logger?: Logger;
+}
+
+export async function startPipeline(overrides: DeepPartial<Config> = {}, options: PipelineOptions = {}): Promise<Pipeline> {
   const config: DeepPartial<Config> = { ...overrides, rateLimits: { ...GENEROUS_RATE_LIMITS, ...overrides.rateLimits } };
   const nats = await startTestNats();
   const databaseUrl = await (await testPostgres()).createDatabase('pipeline');
   async function open(): Promise<RunningNode> {
     const transport = await connectNatsTransport({ servers: nats.url, name: 'pipeline-test' });
     try {
-      return { transport, api: await startApi(databaseUrl, { transport, inProcessSimulator: true, config }) };
+      const node = { transport, inProcessSimulator: options.inProcessSimulator ?? true, config };
+      return { transport, api: await startApi(databaseUrl, options.logger ? { ...node, logger: options.logger } : node) };
     } catch (error) {
       await transport.close();
       throw error;

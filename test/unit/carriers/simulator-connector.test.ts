@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { checkReceipt, dispatchId, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { checkReceipt, checkReceiptBatch, dispatchId, type DispatchJob, type Receipt, type ReceiptBatch } from '../../../src/carriers/carrier-protocol.js';
 import {
   createSimulatorConnector,
   STOP_GRACE_FLOOR_MS,
@@ -15,6 +15,8 @@ interface Published {
   readonly payload: unknown;
   readonly id: string;
 }
+
+const isBatch = (payload: unknown): payload is ReceiptBatch => typeof payload === 'object' && payload !== null && 'receipts' in payload;
 
 /** The transport port in memory: records publishes, lets the test deliver jobs and read their dispositions. */
 function createFakeTransport() {
@@ -47,7 +49,8 @@ function createFakeTransport() {
     transport,
     published,
     consumers,
-    receipts: (): Receipt[] => published.map((p) => p.payload as Receipt),
+    /** Every receipt published, batches opened, in the order they left. */
+    receipts: (): Receipt[] => published.flatMap((p) => (isBatch(p.payload) ? p.payload.receipts : [p.payload as Receipt])),
     setPublish(impl: (p: Published) => Promise<void>) {
       publishImpl = impl;
     },
@@ -386,6 +389,75 @@ describe('simulator connector', () => {
 
     expect(fake.receipts().map((x) => x.status)).to.deep.equal(['processing', 'accepted', 'enroute', 'delivered']);
     expect(errors.map((x) => x.context)).to.deep.equal(['receipt msg_0123456789abcdef:0:0:0 publish failed (attempt 1), retrying']);
+  });
+
+  describe('receipt batches', () => {
+    // the publisher waits for the check phase (setImmediate) so that receipts falling due in one timers phase leave
+    // together; the fake clock must order immediates after the timers of the same instant, as Node does
+    beforeEach(() => {
+      timers.restore();
+      timers = sinon.useFakeTimers({ now: START, toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'Date'] });
+    });
+
+    it('when receipts fall due together, then they leave as one batch that validates, under an id made of their receipt ids', async () => {
+      await startConnector();
+      await Promise.all([0, 1, 2].map((recipient) => fake.deliver(job('42', recipient))));
+      // the processing receipts fall due at once; the accepted ones 10 ms later
+      await timers.tickAsync(5);
+
+      expect(fake.published).to.have.length(1);
+      const [message] = fake.published;
+      const checked = checkReceiptBatch(message!.payload);
+      expect(checked.ok, JSON.stringify(checked)).to.equal(true);
+      const batch = message!.payload as ReceiptBatch;
+      expect(batch.receipts.map((r) => [r.dispatch_id, r.status])).to.deep.equal([0, 1, 2].map((i) => [dispatchId('msg_0123456789abcdef', 0, i), 'processing']));
+      expect(message!.id).to.equal(batch.batch_id).and.match(/^batch:[0-9a-f]{64}$/);
+    });
+
+    it('when more receipts fall due than a batch holds, then they leave in batches of at most receiptBatchMax, in order', async () => {
+      await startConnector({ receiptBatchMax: 2 });
+      await Promise.all([0, 1, 2, 3, 4].map((recipient) => fake.deliver(job('42', recipient))));
+      await timers.tickAsync(ALL_DONE_MS);
+
+      const processing = fake.published.slice(0, 3).map((p) => (isBatch(p.payload) ? p.payload.receipts.map((r) => r.dispatch_id.slice(-1)) : [(p.payload as Receipt).dispatch_id.slice(-1)]));
+      expect(processing).to.deep.equal([['0', '1'], ['2', '3'], ['4']]);
+      expect(fake.receipts()).to.have.length(20);
+      expect(new Set(fake.published.map((p) => p.id)).size, 'every message its own id').to.equal(fake.published.length);
+    });
+
+    it('when receiptBatchMax is 1, then every receipt leaves on its own under its receipt id', async () => {
+      await startConnector({ receiptBatchMax: 1 });
+      await Promise.all([0, 1].map((recipient) => fake.deliver(job('42', recipient))));
+      await timers.tickAsync(ALL_DONE_MS);
+
+      expect(fake.published).to.have.length(8);
+      for (const message of fake.published) {
+        expect(checkReceipt(message.payload).ok).to.equal(true);
+        expect(message.id).to.equal((message.payload as Receipt).receipt_id);
+      }
+    });
+
+    it('when a batch publish fails, then the same batch is published again under the same id', async () => {
+      await startConnector();
+      const attempts: string[] = [];
+      let failures = 1;
+      fake.setPublish((p) => {
+        attempts.push(p.id);
+        return failures-- > 0 ? Promise.reject(new Error('broker away')) : Promise.resolve();
+      });
+      await Promise.all([0, 1].map((recipient) => fake.deliver(job('42', recipient))));
+      await timers.tickAsync(ALL_DONE_MS);
+
+      expect(attempts[0]).to.match(/^batch:/);
+      expect(attempts[1]).to.equal(attempts[0]);
+      expect(fake.receipts()).to.have.length(8);
+    });
+
+    it('when receiptBatchMax is outside 1 to 500, then the connector is not created', () => {
+      for (const receiptBatchMax of [0, 501, 1.5]) {
+        expect(() => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptBatchMax }), String(receiptBatchMax)).to.throw(/receiptBatchMax/);
+      }
+    });
   });
 
   it('when stopped, then a job handed over late is given back and not taken', async () => {

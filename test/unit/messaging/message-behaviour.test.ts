@@ -117,6 +117,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
     dispatch: (occurrence: number) => run<'dispatch_occurrence'>({ type: 'dispatch_occurrence', occurrence }),
     dispatchDue: () => run<'dispatch_due'>({ type: 'dispatch_due' }),
     receipt: (receipt: CarrierReceipt) => run<'apply_receipt'>({ type: 'apply_receipt', receipt }),
+    receipts: (receipts: readonly CarrierReceipt[]) => run<'apply_receipts'>({ type: 'apply_receipts', receipts }),
     status: (merchantId: string) => run<'status'>({ type: 'status', merchantId }),
   };
 }
@@ -802,6 +803,63 @@ describe('message behaviour', () => {
 
       expect(story.status(MERCHANT).reply).to.deep.equal(NOT_FOUND);
       expect(story.status('').reply).to.deep.equal(NOT_FOUND);
+    });
+  });
+
+  describe('apply_receipts', () => {
+    const arrival = fc.record({
+      occurrence: fc.integer({ min: 0, max: 2 }),
+      recipient: fc.integer({ min: 0, max: 3 }),
+      status: fc.constantFrom(...CARRIER_STATUSES),
+      at: fc.integer({ min: T0, max: T0 + DAY }),
+      errorCode: fc.option(fc.constantFrom('1502', '1521'), { nil: undefined }),
+    });
+
+    it('when receipts arrive together, then state, journal, events and outcomes are those of the same receipts one by one', () => {
+      fc.assert(
+        fc.property(fc.constantFrom(immediateSpec, scheduledSpec), fc.array(arrival, { minLength: 1, maxLength: 30 }), (makeSpec, arrivals) => {
+          const together = createStory();
+          const oneByOne = createStory();
+          for (const story of [together, oneByOne]) {
+            story.create(makeSpec());
+            story.clock.set(T0 + 3 * DAY);
+            story.dispatchDue();
+            story.clock.set(T0 + 4 * DAY);
+          }
+
+          const batch = together.receipts(arrivals);
+          const singles = arrivals.map((r) => oneByOne.receipt(r).reply);
+          expect(together.state.occurrences[0]?.recipients, 'dispatched before the receipts').to.not.equal(null);
+
+          expect(batch.reply).to.deep.equal({ ok: true, outcomes: singles });
+          expect(together.state).to.deep.equal(oneByOne.state);
+          expect(together.journal).to.deep.equal(oneByOne.journal);
+          expect(together.effects).to.deep.equal(oneByOne.effects);
+        }),
+        { numRuns: 200 },
+      );
+    });
+
+    it('when a batch repeats receipts already applied, then it journals nothing and emits nothing', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      story.dispatch(0);
+      const arrivals = [receipt(0, 'processing', T0), receipt(0, 'delivered', T0 + MINUTE), receipt(1, 'rejected', T0 + MINUTE)];
+      const first = story.receipts(arrivals);
+      expect(first.events).to.have.length(3);
+      expect(webhookEvents(first.effects ?? []).map((e) => e.event_type)).to.deep.equal(['sms.processing', 'sms.sent', 'sms.delivered', 'sms.processing', 'sms.failed']);
+
+      const again = story.receipts(arrivals);
+
+      expect(again.events).to.deep.equal([]);
+      expect(again.effects ?? []).to.deep.equal([]);
+      expect(again.reply).to.deep.equal({ ok: true, outcomes: arrivals.map(() => ({ ok: true, changed: false, events: [] })) });
+    });
+
+    it('when the message was never created, then NOT_FOUND for the whole batch', () => {
+      const story = createStory();
+
+      expect(story.receipts([receipt(0, 'delivered', T0)]).reply).to.deep.equal(NOT_FOUND);
     });
   });
 
