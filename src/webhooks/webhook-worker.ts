@@ -23,18 +23,47 @@ export interface WebhookWorkerOptions {
 }
 
 /**
- * When a merchant is at its limit and its few waiting places are taken, its job goes back to the broker for this
+ * When a merchant is at its limit and its waiting places are taken, its job goes back to the broker for this
  * long, doubling with each delivery of the job up to BUSY_MERCHANT_MAX_DELAY_MS: a merchant with a long backlog keeps
  * its slots fed by the jobs fetched next, and the same job does not come back four times a second.
  */
 const BUSY_MERCHANT_DELAY_MS = 250;
 const BUSY_MERCHANT_MAX_DELAY_MS = 4_000;
+const MIN_BUSY_DELAY_MS = 50;
 
 export function busyMerchantDelayMs(deliveryCount: number): number {
   return Math.min(BUSY_MERCHANT_MAX_DELAY_MS, BUSY_MERCHANT_DELAY_MS * 2 ** Math.max(0, Math.min(deliveryCount - 1, 16)));
 }
-/** Jobs that may wait here for a merchant's free slot, per slot (more go back to the broker). */
-const WAITING_PER_SLOT = 2;
+/**
+ * Events that may wait here for a merchant's free slot, per slot (more go back to the broker): as many as its
+ * recent pace delivers within WAITING_BUDGET_MS, from MIN to MAX_WAITING_PER_SLOT. A fast endpoint keeps its slots
+ * fed from here, without its events bouncing off the broker's busy delay; a slow one holds only a few, and all of
+ * them finish well inside the ack wait.
+ */
+const MIN_WAITING_PER_SLOT = 2;
+const MAX_WAITING_PER_SLOT = 16;
+const WAITING_BUDGET_MS = 5_000;
+
+/** Each merchant's recent attempt duration (exponentially weighted), read by the slots to size its waiting room. */
+export function createAttemptPace(options: { readonly limit: number; readonly weight?: number; readonly maxMerchants?: number }) {
+  const weight = options.weight ?? 0.2;
+  const recent = new Map<string, number>();
+  return {
+    record(merchantId: string, ms: number): void {
+      const previous = recent.get(merchantId);
+      if (previous === undefined && recent.size >= (options.maxMerchants ?? 10_000)) recent.clear();
+      recent.set(merchantId, previous === undefined ? ms : previous + weight * (ms - previous));
+    },
+    /** The merchant's recent attempt duration in ms; undefined until one attempt finished. */
+    paceOf: (merchantId: string): number | undefined => recent.get(merchantId),
+    /** How many events may wait for this merchant's slots: a conservative few until its pace is known. */
+    waitingFor(merchantId: string): number {
+      const pace = recent.get(merchantId);
+      const perSlot = pace === undefined ? MIN_WAITING_PER_SLOT : Math.floor(WAITING_BUDGET_MS / Math.max(pace, 1));
+      return options.limit * Math.min(MAX_WAITING_PER_SLOT, Math.max(MIN_WAITING_PER_SLOT, perSlot));
+    },
+  };
+}
 /** How long a key's webhook credentials are reused before asking its actor again. */
 const CREDENTIALS_TTL_MS = 5_000;
 
@@ -46,7 +75,8 @@ const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, sig
  * recorded as dropped. The same event_id goes out on every attempt.
  */
 export function createWebhookWorker(options: WebhookWorkerOptions) {
-  const slots = createMerchantSlots(options.concurrencyPerMerchant, options.concurrencyPerMerchant * WAITING_PER_SLOT);
+  const pace = createAttemptPace({ limit: options.concurrencyPerMerchant });
+  const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId));
   const credentials = new Map<string, { value: WebhookCredentials; at: number }>();
   let consumer: Consumer | null = null;
 
@@ -87,7 +117,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     const result = await options.sender.send(job.url, body, await credentialsFor(job), started);
     const refused = result.type === 'connection_error' && result.reason.includes(REFUSED_ADDRESS);
     const verdict = refused ? ({ verdict: 'dropped' } as const) : judgeAttempt(result, job.attempt, options.retryDelaysMs);
-    options.onAttempt?.({ merchantId: job.merchantId, verdict: verdict.verdict, seconds: (options.clock.now() - started) / 1000 });
+    const tookMs = options.clock.now() - started;
+    pace.record(job.merchantId, tookMs);
+    options.onAttempt?.({ merchantId: job.merchantId, verdict: verdict.verdict, seconds: tookMs / 1000 });
     switch (verdict.verdict) {
       case 'acknowledged':
         return;
@@ -104,15 +136,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   }
 
   /**
-   * A batch's events are taken as far as the merchant has room (slots plus its few waiting places); the rest go
-   * back to the broker first, as a smaller batch, so no event held here waits more than about two attempts' time
-   * (well inside the ack wait). Each taken event is then delivered like a job of its own.
+   * A batch's events are taken as far as the merchant has room (slots plus its waiting places, sized by its pace);
+   * the rest go back to the broker first, as a smaller batch, so no event held here waits much longer than
+   * WAITING_BUDGET_MS (well inside the ack wait). Each taken event is then delivered like a job of its own.
    */
   async function handleBatch(delivery: Delivery, batch: WebhookBatch): Promise<Disposition> {
     const wait = batch.dueAt - options.clock.now();
     if (wait > 5) return retryAfter(wait);
     const room = slots.room(batch.merchantId);
-    if (room <= 0) return retryAfter(busyMerchantDelayMs(delivery.deliveryCount));
+    if (room <= 0) return retryAfter(busyDelay(batch.merchantId, delivery.deliveryCount));
     // the slots are reserved before anything is awaited: batches handled at the same time each see the room the
     // others left, and none takes events it then has to send back one by one
     const taken = batch.events.slice(0, room).map((event) => ({ job: jobOfBatch(batch, event), slot: slots.acquire(batch.merchantId) }));
@@ -145,18 +177,57 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
   }
 
+  /**
+   * How long a delivery finding its merchant full goes back to the broker: the busy schedule, shortened to the time
+   * the merchant's pace needs to clear what it holds now (at least MIN_BUSY_DELAY_MS), so that nothing waits out a
+   * long delay at the end of a burst while the endpoint has long become idle.
+   */
+  function busyDelay(merchantId: string, deliveryCount: number): number {
+    const paceMs = pace.paceOf(merchantId);
+    const schedule = busyMerchantDelayMs(deliveryCount);
+    if (paceMs === undefined) return schedule;
+    const holding = slots.inUse(merchantId) + slots.waiting(merchantId);
+    const clearMs = Math.ceil(holding / options.concurrencyPerMerchant) * paceMs;
+    return Math.min(schedule, Math.max(MIN_BUSY_DELAY_MS, Math.round(clearMs)));
+  }
+
+  /**
+   * Deliveries (job or batch messages) of one merchant in hand at once, whatever they carry: a merchant whose events
+   * come one per message can never take more of the consumer's places than before the waiting room followed pace.
+   */
+  const maxHeld = options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT);
+  const held = new Map<string, number>();
+
   async function handle(delivery: Delivery): Promise<Disposition> {
-    if (isWebhookBatch(delivery.payload)) return handleBatch(delivery, delivery.payload);
-    if (!isWebhookJob(delivery.payload)) {
+    const payload = delivery.payload;
+    const work = isWebhookBatch(payload)
+      ? { merchantId: payload.merchantId, run: () => handleBatch(delivery, payload) }
+      : isWebhookJob(payload)
+        ? { merchantId: payload.merchantId, run: () => handleJob(delivery, payload) }
+        : null;
+    if (!work) {
       options.onError?.(new Error(`malformed webhook job ${delivery.id}`));
       return DROP;
     }
-    const job = delivery.payload;
+    const { merchantId } = work;
+    const holding = held.get(merchantId) ?? 0;
+    if (holding >= maxHeld) return retryAfter(busyDelay(merchantId, delivery.deliveryCount));
+    held.set(merchantId, holding + 1);
+    try {
+      return await work.run();
+    } finally {
+      const left = (held.get(merchantId) ?? 1) - 1;
+      if (left <= 0) held.delete(merchantId);
+      else held.set(merchantId, left);
+    }
+  }
+
+  async function handleJob(delivery: Delivery, job: WebhookJob): Promise<Disposition> {
     const wait = job.dueAt - options.clock.now();
     if (wait > 5) return retryAfter(wait);
     // a merchant at its limit: wait for its next free slot if few already wait, otherwise back to the broker
     const release = await slots.acquire(job.merchantId);
-    if (!release) return retryAfter(busyMerchantDelayMs(delivery.deliveryCount));
+    if (!release) return retryAfter(busyDelay(job.merchantId, delivery.deliveryCount));
     try {
       await deliver(job);
       return ACK;
@@ -192,10 +263,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 
 /**
  * Per-merchant delivery slots: at most `limit` deliveries at once per merchant, and at most `waiting` jobs waiting
- * here for one; a job beyond that is refused (null) and goes back to the broker, so a slow merchant can only hold
- * a bounded share of the worker.
+ * here for one (a number, or one per merchant); a job beyond that is refused (null) and goes back to the broker, so
+ * a slow merchant can only hold a bounded share of the worker.
  */
-export function createMerchantSlots(limit: number, waiting: number) {
+export function createMerchantSlots(limit: number, waiting: number | ((merchantId: string) => number)) {
+  const waitingFor = typeof waiting === 'number' ? () => waiting : waiting;
   const busy = new Map<string, number>();
   const queues = new Map<string, (() => void)[]>();
 
@@ -225,7 +297,7 @@ export function createMerchantSlots(limit: number, waiting: number) {
         return Promise.resolve(done);
       }
       const queue = queues.get(merchantId) ?? [];
-      if (queue.length >= waiting) return Promise.resolve(null);
+      if (queue.length >= waitingFor(merchantId)) return Promise.resolve(null);
       queues.set(merchantId, queue);
       return new Promise((resolve) => {
         queue.push(() => {
@@ -234,7 +306,7 @@ export function createMerchantSlots(limit: number, waiting: number) {
       });
     },
     /** Deliveries that would be admitted now (started or waiting) before the merchant refuses. */
-    room: (merchantId: string) => limit + waiting - (busy.get(merchantId) ?? 0) - (queues.get(merchantId)?.length ?? 0),
+    room: (merchantId: string) => limit + waitingFor(merchantId) - (busy.get(merchantId) ?? 0) - (queues.get(merchantId)?.length ?? 0),
     inUse: (merchantId: string) => busy.get(merchantId) ?? 0,
     waiting: (merchantId: string) => queues.get(merchantId)?.length ?? 0,
   };

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { busyMerchantDelayMs, createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
+import { busyMerchantDelayMs, createAttemptPace, createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
 
 describe('per-merchant delivery slots', () => {
   it('when a merchant has free slots, then a delivery gets one at once', async () => {
@@ -30,6 +30,50 @@ describe('per-merchant delivery slots', () => {
     await slots.acquire('slow');
     expect(await slots.acquire('slow')).to.equal(null);
     expect(await slots.acquire('fast')).to.be.a('function');
+  });
+});
+
+describe('waiting room by pace: how many events may wait for a merchant’s slots', () => {
+  it('when nothing is known of the merchant yet, then 2 per slot', () => {
+    expect(createAttemptPace({ limit: 64 }).waitingFor('new')).to.equal(128);
+  });
+
+  it('when its attempts are quick, then up to 16 per slot, so a fast endpoint’s slots stay fed', () => {
+    const pace = createAttemptPace({ limit: 64 });
+    for (let i = 0; i < 20; i++) pace.record('fast', 4);
+    expect(pace.waitingFor('fast')).to.equal(64 * 16);
+  });
+
+  it('when its attempts take seconds, then only 2 per slot, so what waits here ends well inside the ack wait', () => {
+    const pace = createAttemptPace({ limit: 64 });
+    for (let i = 0; i < 20; i++) pace.record('slow', 5_000);
+    expect(pace.waitingFor('slow')).to.equal(128);
+  });
+
+  it('when a quick endpoint slows down, then its room shrinks within a few attempts', () => {
+    const pace = createAttemptPace({ limit: 10 });
+    for (let i = 0; i < 20; i++) pace.record('shop', 5);
+    expect(pace.waitingFor('shop')).to.equal(160);
+    const rooms: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      pace.record('shop', 5_000);
+      rooms.push(pace.waitingFor('shop'));
+    }
+    expect(rooms[0]).to.be.below(160);
+    expect(rooms.at(-1)).to.equal(20);
+    // never growing while it stays slow
+    expect(rooms).to.deep.equal([...rooms].sort((a, b) => b - a));
+  });
+
+  it('when the slots size their room by it, then the room follows the merchant’s pace', async () => {
+    const pace = createAttemptPace({ limit: 1 });
+    const slots = createMerchantSlots(1, (merchantId) => pace.waitingFor(merchantId));
+    expect(slots.room('a')).to.equal(3);
+    pace.record('a', 1);
+    expect(slots.room('a')).to.equal(17);
+    await slots.acquire('a');
+    expect(slots.room('a')).to.equal(16);
+    expect(slots.room('b')).to.equal(3);
   });
 });
 

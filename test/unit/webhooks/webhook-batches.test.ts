@@ -174,13 +174,13 @@ describe('webhook batches: the worker', () => {
     take: () => Promise.resolve(null),
   };
 
-  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number) {
+  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number, workerClock: { now(): number } = clock) {
     const worker = createWebhookWorker({
       transport,
       router: routerWith({}),
       sender,
       deadLetters,
-      clock,
+      clock: workerClock,
       retryDelaysMs: [30_000, 120_000],
       concurrencyPerMerchant,
       concurrency: 64,
@@ -244,6 +244,62 @@ describe('webhook batches: the worker', () => {
     expect(await first).to.deep.equal(ACK);
     expect(scripted.sent).to.deep.equal(['evt_1', 'evt_2', 'evt_3']);
     expect(published.map((p) => (p.payload as WebhookBatch).events.map((e) => e.event_id))).to.deep.equal([['evt_4', 'evt_5']]);
+  });
+
+  it('when the merchant’s attempts have been quick, then its room grows and a batch larger than the first room is taken whole', async () => {
+    const { transport, published, deliver } = recordingTransport();
+    const { sender, sent } = scriptedSender();
+    // 1 slot: room for 3 while the pace is unknown; the fake clock makes every attempt take 0 ms
+    await startWorker(transport, sender, 1);
+    expect(await deliver(batchOf([1].map(event)))).to.deep.equal(ACK);
+
+    expect(await deliver(batchOf([2, 3, 4, 5, 6, 7, 8, 9].map(event)))).to.deep.equal(ACK);
+
+    expect(sent).to.have.length(9);
+    expect(published).to.deep.equal([]);
+  });
+
+  it('when one merchant’s deliveries each carry one event, then it holds at most 3 per slot of the consumer’s places, however quick it was', async () => {
+    const { transport, deliver } = recordingTransport();
+    const scripted = scriptedSender();
+    await startWorker(transport, scripted.sender, 1);
+    expect(await deliver(batchOf([1].map(event)))).to.deep.equal(ACK);
+    scripted.holdAnswers();
+
+    const inHand = [2, 3, 4].map((n) => deliver(batchOf([event(n)])));
+    const fourth = await deliver(batchOf([event(5)]), 5);
+
+    // back to the broker; with the merchant's pace known (0 ms a attempt on the fake clock) not for the busy
+    // schedule's 4 s, but for the floor of 50 ms
+    expect(busyMerchantDelayMs(5)).to.equal(4_000);
+    expect(fourth).to.deep.equal(retryAfter(50));
+    scripted.releaseAnswers();
+    expect(await Promise.all(inHand)).to.deep.equal([ACK, ACK, ACK]);
+  });
+
+  it('when a full merchant’s pace is known, then a delivery comes back after the time its pace needs to clear what it holds, if sooner than the busy schedule', async () => {
+    const { transport, deliver } = recordingTransport();
+    let now = NOW;
+    const scripted = scriptedSender();
+    // every attempt takes 40 ms: 5 000 / 40 → 16 waiting places per slot
+    const slowBy40: WebhookSender = {
+      send: async (...args) => {
+        const result = await scripted.sender.send(...args);
+        now += 40;
+        return result;
+      },
+      close: () => Promise.resolve(),
+    };
+    await startWorker(transport, slowBy40, 1, { now: () => now });
+    expect(await deliver(batchOf([event(1)]))).to.deep.equal(ACK);
+    scripted.holdAnswers();
+    const full = deliver(batchOf(Array.from({ length: 17 }, (_, i) => event(i + 2))));
+
+    // 17 held (1 sending, 16 waiting) at 40 ms each through 1 slot: clear in 680 ms
+    expect(await deliver(batchOf([event(30)]), 4)).to.deep.equal(retryAfter(680));
+    expect(await deliver(batchOf([event(30)]), 1)).to.deep.equal(retryAfter(busyMerchantDelayMs(1)));
+    scripted.releaseAnswers();
+    expect(await full).to.deep.equal(ACK);
   });
 
   it('when the merchant has no room left, then a batch goes back to the broker whole with the busy delay', async () => {
