@@ -33,6 +33,9 @@ export interface OutboxRelay {
  */
 export const FRESH_ENTRY_MS = 2_000;
 
+/** Batches of fresh entries of one topic carried out at once. */
+export const LANE_CHUNKS_AT_ONCE = 4;
+
 /**
  * Carries outbox entries out (publish to the transport, finish a send) and marks them done. At least once: after a
  * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
@@ -105,10 +108,28 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return found.length === options.batchSize && done.length > 0;
   }
 
+  /**
+   * The fresh entries, up to LANE_CHUNKS_AT_ONCE batches at a time: while one batch waits for its done marks,
+   * the next is already being published. A batch that fails is reported and stays pending for a poll.
+   */
+  async function carryOutFresh(lane: Lane): Promise<void> {
+    const running = new Set<Promise<void>>();
+    while (lane.fresh.length > 0) {
+      const task: Promise<void> = carryOut(lane, lane.fresh.splice(0, options.batchSize)).then(
+        () => undefined,
+        (error: unknown) => options.onError?.(error),
+      );
+      running.add(task);
+      void task.finally(() => running.delete(task));
+      if (running.size >= LANE_CHUNKS_AT_ONCE) await Promise.race(running);
+    }
+    await Promise.all(running);
+  }
+
   /** Fresh entries first, then the outbox if a poll or drain asked, batch after batch (a failure waits for the next pass). */
   async function drainLane(lane: Lane): Promise<void> {
     try {
-      while (lane.fresh.length > 0) await carryOut(lane, lane.fresh.splice(0, options.batchSize));
+      await carryOutFresh(lane);
       const query = lane.query;
       lane.query = null;
       if (query) while (await queryBatch(lane, query === 'all'));

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import type { PendingOutboxEntry } from '../../../../src/libraries/persistence/journal-port.js';
-import { createOutboxRelay, FRESH_ENTRY_MS, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
+import { createOutboxRelay, FRESH_ENTRY_MS, LANE_CHUNKS_AT_ONCE, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -180,6 +180,41 @@ describe('outbox relay: waking the lanes', () => {
     expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0']);
     expect(webhook.seen).to.deep.equal(['webhook.event-1-1']);
     expect(await journal.pending({ limit: 10 })).to.deep.equal([]);
+    await relay.stop();
+  });
+
+  it('when more fresh entries arrive than one batch holds, then up to LANE_CHUNKS_AT_ONCE batches are carried out at once, and every entry once', async () => {
+    const journal = createMemoryJournal();
+    let inHand = 0;
+    let most = 0;
+    const seen: string[] = [];
+    const releases: (() => void)[] = [];
+    const slow: TopicHandler = {
+      async handle(entries) {
+        inHand++;
+        most = Math.max(most, inHand);
+        seen.push(...entries.map((e) => e.id));
+        await new Promise<void>((resolve) => releases.push(resolve));
+        inHand--;
+        return entries.map((e) => e.id);
+      },
+    };
+    const relay = createOutboxRelay({ outbox: journal, clock: { now: () => Date.now() }, handlers: { 'webhook.event': slow }, pollIntervalMs: 1_000, batchSize: 2 });
+    relay.start();
+    await advance(0);
+    const outbox = Array.from({ length: 2 * (LANE_CHUNKS_AT_ONCE + 2) }, (_, i) => ({ id: `evt-${i}`, topic: 'webhook.event', payload: {}, shard: 0 }));
+    await journal.append({ key: 'message:m1', seq: 1, events: [{ type: 'x' }], outbox, at: Date.now() });
+    await advance(0);
+
+    expect(inHand).to.equal(LANE_CHUNKS_AT_ONCE);
+    while (releases.length > 0) {
+      for (const release of releases.splice(0)) release();
+      await advance(0);
+    }
+
+    expect(most).to.equal(LANE_CHUNKS_AT_ONCE);
+    expect([...seen].sort()).to.deep.equal(outbox.map((e) => e.id).sort());
+    expect(await journal.pending({ limit: 100 })).to.deep.equal([]);
     await relay.stop();
   });
 });
