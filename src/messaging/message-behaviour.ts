@@ -252,6 +252,54 @@ export function applyMessageEvent(state: MessageState, event: MessageEvent): Mes
   }
 }
 
+/**
+ * The events of one record folded at once, equal to folding them one by one: each run of recipient signals copies
+ * the recipients of the occurrences it touches once, not once per signal (a batch of receipts for a message of
+ * 1 000 recipients would otherwise copy 1 000 entries per receipt).
+ */
+export function applyMessageEvents(state: MessageState, events: readonly MessageEvent[]): MessageState {
+  let working = state;
+  let run: Extract<MessageEvent, { type: 'recipient_signal' }>[] = [];
+  const flush = (): void => {
+    if (run.length > 0) working = applyRecipientSignals(working, run);
+    run = [];
+  };
+  for (const event of events) {
+    if (event.type === 'recipient_signal') {
+      run.push(event);
+      continue;
+    }
+    flush();
+    working = applyMessageEvent(working, event);
+  }
+  flush();
+  return working;
+}
+
+function applyRecipientSignals(state: MessageState, signals: readonly Extract<MessageEvent, { type: 'recipient_signal' }>[]): MessageState {
+  const copies = new Map<number, RecipientState[]>();
+  let updatedAt = state.updatedAt;
+  for (const event of signals) {
+    const occurrence = state.occurrences[event.occurrence];
+    if (!occurrence?.recipients || !occurrence.recipients[event.recipient]) continue;
+    let recipients = copies.get(event.occurrence);
+    if (!recipients) {
+      recipients = [...occurrence.recipients];
+      copies.set(event.occurrence, recipients);
+    }
+    const current = recipients[event.recipient];
+    if (!current) continue;
+    recipients[event.recipient] = applySignal(current, event.signal).state;
+    updatedAt = event.at;
+  }
+  if (copies.size === 0) return state;
+  const occurrences = state.occurrences.map((occurrence) => {
+    const recipients = copies.get(occurrence.index);
+    return recipients ? { ...occurrence, recipients } : occurrence;
+  });
+  return { ...state, occurrences, updatedAt };
+}
+
 function withOccurrences(state: MessageState, indexes: readonly number[], status: OccurrenceStatus): MessageState {
   const chosen = new Set(indexes);
   return { ...state, occurrences: state.occurrences.map((o) => (chosen.has(o.index) ? { ...o, status } : o)) };
@@ -400,13 +448,18 @@ interface AppliedReceipt {
   readonly outcome: ReceiptOutcome | NotFound;
   /** The event to journal; null when the receipt changes nothing. */
   readonly event: MessageEvent | null;
+  /** The recipient after the receipt, when it changed. */
+  readonly next: RecipientState | null;
   readonly effects: readonly Effect[];
 }
 
-/** One carrier receipt against the state as it is now: the forward-only merge of recipient-state.ts. */
-function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext): AppliedReceipt {
-  const current = state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
-  if (!current) return { outcome: NOT_FOUND, event: null, effects: [] };
+/**
+ * One carrier receipt against the recipient as it is now (`latest`: as earlier receipts of the same batch left it):
+ * the forward-only merge of recipient-state.ts.
+ */
+function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext, latest?: RecipientState): AppliedReceipt {
+  const current = latest ?? state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
+  if (!current) return { outcome: NOT_FOUND, event: null, next: null, effects: [] };
   const signal: RecipientSignal = {
     type: 'carrier_report',
     status: receipt.status,
@@ -415,10 +468,11 @@ function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: Beh
     errorMessage: receipt.errorMessage ?? null,
   };
   const transition = applySignal(current, signal);
-  if (!transition.changed) return { outcome: { ok: true, changed: false, events: [] }, event: null, effects: [] };
+  if (!transition.changed) return { outcome: { ok: true, changed: false, events: [] }, event: null, next: null, effects: [] };
   return {
     outcome: { ok: true, changed: true, events: transition.events },
     event: { type: 'recipient_signal', occurrence: receipt.occurrence, recipient: receipt.recipient, signal, at: context.now },
+    next: transition.state,
     effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context),
   };
 }
@@ -428,6 +482,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
     kind: 'message',
     initialState: () => EMPTY_MESSAGE,
     apply: applyMessageEvent,
+    applyAll: applyMessageEvents,
     // message ids are generated at submit: a create wakes a message with no journal (save after a crash, when the
     // outbox relay repeats it and the runtime's conflict retry reads the journal)
     startsFresh: (command) => command.type === 'create',
@@ -526,13 +581,16 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const events: MessageEvent[] = [];
         const effects: Effect[] = [];
         const outcomes: (ReceiptOutcome | NotFound)[] = [];
-        let working = state;
+        // each receipt sees the recipients as the earlier ones of the batch left them; only recipients change, so
+        // they are tracked on their own instead of folding a whole new state per receipt
+        const changed = new Map<string, RecipientState>();
         for (const receipt of command.receipts) {
-          const applied = applyReceipt(working, receipt, context);
+          const key = `${receipt.occurrence}:${receipt.recipient}`;
+          const applied = applyReceipt(state, receipt, context, changed.get(key));
           outcomes.push(applied.outcome);
-          if (!applied.event) continue;
+          if (!applied.event || !applied.next) continue;
+          changed.set(key, applied.next);
           effects.push(...applied.effects);
-          working = applyMessageEvent(working, applied.event);
           events.push(applied.event);
         }
         return { events, effects, reply: { ok: true, outcomes } };

@@ -1,6 +1,6 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
 import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
-import { decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
+import { applyEvents, decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
 import {
   dispatchNact,
   spawnPersistentNact,
@@ -177,7 +177,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       return async function receive(this: NactPersistentContext, state: S, message: unknown, context: NactPersistentContext): Promise<S> {
         if (context.recovering) {
           const record = message as StoredRecord;
-          return (record.events as E[]).reduce((acc, event) => behaviour.apply(acc, event), state);
+          return applyEvents(behaviour, state, record.events as E[]);
         }
         if (message !== DRAIN) return state;
         const self = activation();
@@ -195,7 +195,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         for (const ask of batch) {
           try {
             const decision = decide(behaviour, working, ask.command as CommandOf<C, C['type']>, context_);
-            working = decision.events.reduce((acc, event) => behaviour.apply(acc, event), decision.state ?? working);
+            working = applyEvents(behaviour, decision.state ?? working, decision.events);
             events.push(...decision.events);
             effects.push(...(decision.effects ?? []));
             decided.push({ ask, reply: decision.reply });

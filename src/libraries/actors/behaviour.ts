@@ -60,10 +60,21 @@ export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
    * batch of receipts) counts as many, so one record never grows past `maxBatch` items by holding big commands.
    */
   weightOf?(command: C): number;
+  /**
+   * Folds several events at once, with exactly the result of folding them one by one with `apply`: a behaviour whose
+   * state is large (a message's recipients) can copy it once per record instead of once per event.
+   */
+  readonly applyAll?: (state: S, events: readonly E[]) => S;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {
   return events.reduce(apply, state);
+}
+
+/** A record's events folded into the state: the behaviour's applyAll when it has one. */
+export function applyEvents<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, state: S, events: readonly E[]): S {
+  if (events.length === 0) return state;
+  return behaviour.applyAll ? behaviour.applyAll(state, events) : events.reduce((acc, event) => behaviour.apply(acc, event), state);
 }
 
 /** Runs one command through its handler: the pure core of what the actor wrapper does. */

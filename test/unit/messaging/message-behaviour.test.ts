@@ -5,6 +5,7 @@ import { decide, type BehaviourContext, type Decision, type Effect } from '../..
 import { createManualClock, createSequentialIds, toIsoUtc, uuidV4, type IdGenerator } from '../../../src/libraries/clock/clock.js';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
 import {
+  applyMessageEvents,
   createMessageBehaviour,
   type CarrierReceipt,
   type MessageCommand,
@@ -901,6 +902,30 @@ describe('message behaviour', () => {
 
           expect(recovered).to.deep.equal(story.state);
           expect(fromJson).to.deep.equal(story.state);
+        }),
+        { numRuns: 300 },
+      );
+    });
+
+    it('when the journal is folded a record at a time (applyAll), then the result equals folding it event by event', () => {
+      fc.assert(
+        fc.property(spec, fc.array(command, { maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 10 }), (makeSpec, commands, sizes) => {
+          const story = createStory();
+          story.create(makeSpec());
+          story.clock.set(T0 + 3 * DAY);
+          story.dispatchDue();
+          commands.forEach((c, i) => {
+            story.clock.set(T0 + 3 * DAY + (i + 1) * MINUTE);
+            if (c.type === 'dispatch_occurrence') story.dispatch(c.occurrence);
+            else if (c.type === 'apply_receipt') story.receipt(c.receipt);
+          });
+          expect(behaviour.applyAll, 'the message behaviour folds records with it').to.equal(applyMessageEvents);
+          let state = behaviour.initialState(MESSAGE_ID);
+          for (let from = 0, i = 0; from < story.journal.length; from += sizes[i % sizes.length] ?? 1, i++) {
+            state = applyMessageEvents(state, story.journal.slice(from, from + (sizes[i % sizes.length] ?? 1)));
+          }
+
+          expect(state).to.deep.equal(story.state);
         }),
         { numRuns: 300 },
       );
