@@ -192,10 +192,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   }
 
   /**
-   * Deliveries (job or batch messages) of one merchant in hand at once, whatever they carry: a merchant whose events
-   * come one per message can never take more of the consumer's places than before the waiting room followed pace.
+   * Deliveries (job or batch messages) of one merchant in hand at once, whatever they carry: 3 per slot, and never
+   * more than half of the consumer's places (but at least its slots), so a merchant whose endpoint hangs leaves at
+   * least half of the node's deliveries to everyone else.
    */
-  const maxHeld = options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT);
+  const maxHeld = Math.max(options.concurrencyPerMerchant, Math.min(options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT), Math.floor(options.concurrency / 2)));
   const held = new Map<string, number>();
 
   async function handle(delivery: Delivery): Promise<Disposition> {

@@ -174,7 +174,7 @@ describe('webhook batches: the worker', () => {
     take: () => Promise.resolve(null),
   };
 
-  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number, workerClock: { now(): number } = clock) {
+  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number, workerClock: { now(): number } = clock, concurrency = 64) {
     const worker = createWebhookWorker({
       transport,
       router: routerWith({}),
@@ -183,7 +183,7 @@ describe('webhook batches: the worker', () => {
       clock: workerClock,
       retryDelaysMs: [30_000, 120_000],
       concurrencyPerMerchant,
-      concurrency: 64,
+      concurrency,
     });
     await worker.start();
     return worker;
@@ -275,6 +275,21 @@ describe('webhook batches: the worker', () => {
     expect(fourth).to.deep.equal(retryAfter(50));
     scripted.releaseAnswers();
     expect(await Promise.all(inHand)).to.deep.equal([ACK, ACK, ACK]);
+  });
+
+  it('when a merchant’s deliveries would take more than half of the consumer’s places, then the next goes back, leaving the rest to others', async () => {
+    const { transport, deliver } = recordingTransport();
+    const scripted = scriptedSender();
+    // 4 slots of a consumer handling 8 deliveries at once: at most 4 in hand (not 3 per slot = 12)
+    await startWorker(transport, scripted.sender, 4, clock, 8);
+    scripted.holdAnswers();
+
+    const inHand = [1, 2, 3, 4].map((n) => deliver(batchOf([event(n)])));
+    const fifth = await deliver(batchOf([event(5)]));
+
+    expect(fifth.type).to.equal('retry');
+    scripted.releaseAnswers();
+    expect(await Promise.all(inHand)).to.deep.equal([ACK, ACK, ACK, ACK]);
   });
 
   it('when a full merchant’s pace is known, then a delivery comes back after the time its pace needs to clear what it holds, if sooner than the busy schedule', async () => {
