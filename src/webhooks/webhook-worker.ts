@@ -76,7 +76,7 @@ const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, sig
  */
 export function createWebhookWorker(options: WebhookWorkerOptions) {
   const pace = createAttemptPace({ limit: options.concurrencyPerMerchant });
-  const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId));
+  const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId), WAITING_BUDGET_MS);
   const credentials = new Map<string, { value: WebhookCredentials; at: number }>();
   let consumer: Consumer | null = null;
 
@@ -265,9 +265,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
 /**
  * Per-merchant delivery slots: at most `limit` deliveries at once per merchant, and at most `waiting` jobs waiting
  * here for one (a number, or one per merchant); a job beyond that is refused (null) and goes back to the broker, so
- * a slow merchant can only hold a bounded share of the worker.
+ * a slow merchant can only hold a bounded share of the worker. A job that has waited `maxWaitMs` without a slot is
+ * refused too: what a node holds for a merchant whose endpoint suddenly hangs goes back long before its ack wait.
  */
-export function createMerchantSlots(limit: number, waiting: number | ((merchantId: string) => number)) {
+export function createMerchantSlots(limit: number, waiting: number | ((merchantId: string) => number), maxWaitMs = Number.POSITIVE_INFINITY) {
   const waitingFor = typeof waiting === 'number' ? () => waiting : waiting;
   const busy = new Map<string, number>();
   const queues = new Map<string, (() => void)[]>();
@@ -287,7 +288,7 @@ export function createMerchantSlots(limit: number, waiting: number | ((merchantI
   }
 
   return {
-    /** Resolves with the slot's release function, or null when the merchant is full and so is its queue. */
+    /** Resolves with the slot's release function, or null when the merchant is full and so is its queue (or the wait ran out). */
     acquire(merchantId: string): Promise<(() => void) | null> {
       const done = () => {
         release(merchantId);
@@ -301,9 +302,20 @@ export function createMerchantSlots(limit: number, waiting: number | ((merchantI
       if (queue.length >= waitingFor(merchantId)) return Promise.resolve(null);
       queues.set(merchantId, queue);
       return new Promise((resolve) => {
-        queue.push(() => {
+        const granted = (): void => {
+          if (timer) clearTimeout(timer);
           resolve(done);
-        });
+        };
+        const timer = Number.isFinite(maxWaitMs)
+          ? setTimeout(() => {
+              const index = queue.indexOf(granted);
+              if (index < 0) return;
+              queue.splice(index, 1);
+              if (queue.length === 0 && queues.get(merchantId) === queue) queues.delete(merchantId);
+              resolve(null);
+            }, maxWaitMs)
+          : null;
+        queue.push(granted);
       });
     },
     /** Deliveries that would be admitted now (started or waiting) before the merchant refuses. */

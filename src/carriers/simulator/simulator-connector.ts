@@ -177,6 +177,9 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
       setImmediate(resolve);
     })
       .then(drain)
+      .catch((error: unknown) => {
+        onError(error, 'receipt publisher failed');
+      })
       .finally(() => {
         publisher = null;
         // receipts that fell due during the last publish start the next round

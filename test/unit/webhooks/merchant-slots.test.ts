@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { busyMerchantDelayMs, createAttemptPace, createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
 
 describe('per-merchant delivery slots', () => {
@@ -23,6 +24,30 @@ describe('per-merchant delivery slots', () => {
     (await waiting[1])?.();
     expect(slots.inUse('a')).to.equal(0);
     expect(slots.waiting('a')).to.equal(0);
+  });
+
+  it('when a delivery has waited maxWaitMs without a slot, then it is refused and leaves the queue; one granted in time keeps its slot', async () => {
+    const timers = sinon.useFakeTimers();
+    try {
+      const slots = createMerchantSlots(1, 5, 1_000);
+      const first = await slots.acquire('a');
+      const early = slots.acquire('a');
+      await timers.tickAsync(400);
+      const late = slots.acquire('a');
+
+      first?.();
+      const granted = await early;
+      expect(granted).to.be.a('function');
+      await timers.tickAsync(1_000);
+
+      expect(await late).to.equal(null);
+      expect(slots.waiting('a')).to.equal(0);
+      expect(slots.inUse('a')).to.equal(1);
+      granted?.();
+      expect(slots.inUse('a')).to.equal(0);
+    } finally {
+      timers.restore();
+    }
   });
 
   it('when one merchant is full, then another merchant is not affected', async () => {

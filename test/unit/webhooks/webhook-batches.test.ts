@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import type { ActorRouter } from '../../../src/cluster/actor-router.js';
 import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
 import type { PendingOutboxEntry } from '../../../src/libraries/persistence/journal-port.js';
@@ -290,6 +291,26 @@ describe('webhook batches: the worker', () => {
     expect(fifth.type).to.equal('retry');
     scripted.releaseAnswers();
     expect(await Promise.all(inHand)).to.deep.equal([ACK, ACK, ACK, ACK]);
+  });
+
+  it('when events of a batch wait 5 s without a slot (the endpoint stopped answering), then they go back as jobs of their own and the batch is settled', async () => {
+    const timers = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { transport, published, deliver } = recordingTransport();
+      const scripted = scriptedSender();
+      await startWorker(transport, scripted.sender, 1);
+      scripted.holdAnswers();
+      // 1 slot and 2 waiting places: event 1 is sent and hangs, 2 and 3 wait
+      const batch = deliver(batchOf([1, 2, 3].map(event)));
+      await timers.tickAsync(5_000);
+
+      expect(published.map((p) => p.id)).to.deep.equal([jobId('evt_2', KEY_URL), jobId('evt_3', KEY_URL)].map((id) => `${id}:1:requeued`));
+      scripted.releaseAnswers();
+      expect(await batch).to.deep.equal(ACK);
+      expect(scripted.sent).to.deep.equal(['evt_1']);
+    } finally {
+      timers.restore();
+    }
   });
 
   it('when a full merchant’s pace is known, then a delivery comes back after the time its pace needs to clear what it holds, if sooner than the busy schedule', async () => {
