@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { checkReceiptBatch, readReceipts, RECEIPT_BATCH_MAX, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { checkReceipt, checkReceiptBatch, readReceipts, RECEIPT_BATCH_MAX, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 
 const receipt = (n: number, extra: Record<string, unknown> = {}): Receipt =>
   ({ version: 1, receipt_id: `msg_a:0:${n}:0`, dispatch_id: `msg_a:0:${n}`, status: 'delivered', occurred_at: '2025-03-01T10:00:00.000Z', ...extra });
@@ -60,5 +61,16 @@ describe('reading a message on sms.receipts.<carrier> (docs/carrier-protocol.md 
       expect(read.receipts).to.deep.equal([]);
       expect(read.rejected[0]).to.match(/^invalid receipt: /);
     }
+  });
+
+  it('when docs/carrier-protocol.md shows a receipt or a batch, then the example is valid as shown', () => {
+    const doc = readFileSync(new URL('../../../docs/carrier-protocol.md', import.meta.url), 'utf8');
+    const examples = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1] ?? '') as Record<string, unknown>);
+    const batches = examples.filter((e) => 'batch_id' in e);
+    const receipts = examples.filter((e) => 'receipt_id' in e);
+    expect(batches).to.have.length.greaterThan(0);
+    expect(receipts).to.have.length.greaterThan(0);
+    for (const batch of batches) expect(checkReceiptBatch(batch).ok, JSON.stringify(batch)).to.equal(true);
+    for (const receipt of receipts) expect(checkReceipt(receipt).ok, JSON.stringify(receipt)).to.equal(true);
   });
 });
