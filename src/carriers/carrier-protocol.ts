@@ -79,9 +79,13 @@ const validators: { dispatch: ValidateFunction<DispatchJob>; receipt: ValidateFu
 
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly string[] };
 
+type SchemaErrors = NonNullable<ValidateFunction['errors']>;
+
+const describeErrors = (errors: SchemaErrors): string[] => errors.map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+
 function check<T>(validate: ValidateFunction<T>, value: unknown): Checked<T> {
   if (validate(value)) return { ok: true, value };
-  return { ok: false, errors: (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`) };
+  return { ok: false, errors: describeErrors(validate.errors ?? []) };
 }
 
 export const checkDispatchJob = (value: unknown): Checked<DispatchJob> => check(validators.dispatch, value);
@@ -94,19 +98,8 @@ export interface ReceivedReceipts {
   readonly rejected: readonly string[];
 }
 
-function isBatchEnvelope(value: object): value is { version: 1; batch_id: string; receipts: unknown[] } {
-  const { version, batch_id: batchId, receipts } = value as Partial<Record<'version' | 'batch_id' | 'receipts', unknown>>;
-  return (
-    version === 1 &&
-    typeof batchId === 'string' &&
-    batchId.length > 0 &&
-    batchId.length <= 200 &&
-    Array.isArray(receipts) &&
-    receipts.length > 0 &&
-    receipts.length <= RECEIPT_BATCH_MAX &&
-    Object.keys(value).every((key) => key === 'version' || key === 'batch_id' || key === 'receipts')
-  );
-}
+/** Errors that all lie inside the batch's receipts: the batch itself (version, id, list) is well formed. */
+const onlyInReceipts = (errors: SchemaErrors): boolean => errors.length > 0 && errors.every((e) => /^\/receipts\/\d+(\/|$)/.test(e.instancePath));
 
 /**
  * One receipt or a batch of them. An invalid receipt inside a well-formed batch is refused on its own; the others
@@ -118,15 +111,18 @@ export function readReceipts(payload: unknown): ReceivedReceipts {
     const single = checkReceipt(payload);
     return single.ok ? { receipts: [single.value], rejected: [] } : { receipts: [], rejected: [`invalid receipt: ${single.errors.join('; ')}`] };
   }
-  const batch = checkReceiptBatch(payload);
-  if (batch.ok) return { receipts: batch.value.receipts, rejected: [] };
-  if (!isBatchEnvelope(payload)) return { receipts: [], rejected: [`invalid receipt batch: ${batch.errors.join('; ')}`] };
+  const validateBatch = validators.receiptBatch;
+  if (validateBatch(payload)) return { receipts: payload.receipts, rejected: [] };
+  const errors = validateBatch.errors ?? [];
+  if (!onlyInReceipts(errors)) return { receipts: [], rejected: [`invalid receipt batch: ${describeErrors(errors).join('; ')}`] };
+  // the schema passed everything but some receipts: the envelope is as it says
+  const batch = payload as { readonly batch_id: string; readonly receipts: readonly unknown[] };
   const receipts: Receipt[] = [];
   const rejected: string[] = [];
-  payload.receipts.forEach((item, index) => {
+  batch.receipts.forEach((item, index) => {
     const checked = checkReceipt(item);
     if (checked.ok) receipts.push(checked.value);
-    else rejected.push(`invalid receipt ${index} of batch ${payload.batch_id}: ${checked.errors.join('; ')}`);
+    else rejected.push(`invalid receipt ${index} of batch ${batch.batch_id}: ${checked.errors.join('; ')}`);
   });
   return { receipts, rejected };
 }

@@ -74,7 +74,7 @@ export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, eve
 /** A record's events folded into the state: the behaviour's applyAll when it has one. */
 export function applyEvents<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, state: S, events: readonly E[]): S {
   if (events.length === 0) return state;
-  return behaviour.applyAll ? behaviour.applyAll(state, events) : events.reduce((acc, event) => behaviour.apply(acc, event), state);
+  return behaviour.applyAll ? behaviour.applyAll(state, events) : foldEvents((acc: S, event: E) => behaviour.apply(acc, event), state, events);
 }
 
 /** Runs one command through its handler: the pure core of what the actor wrapper does. */
