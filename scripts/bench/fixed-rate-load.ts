@@ -1,0 +1,106 @@
+/**
+ * An open-model load generator for bench:api, run in its own process: requests start at a fixed rate, evenly spaced,
+ * whether or not the earlier ones have been answered, and each one's latency counts from when it was due to start
+ * (so a stalled server is charged for the requests that queued behind the stall: no coordinated omission).
+ * autocannon's rate option sends each connection's quota for a second back to back at the start of that second, a
+ * burst of every connection at once, which measures a burst, not a rate.
+ *
+ * Input: one JSON argument (FixedRateSpec). Output: one JSON line on stdout in the shape of autocannon's summary that
+ * bench:api reads (requests.average/total, latency.p50/p99, non2xx, errors).
+ */
+import { pathToFileURL } from 'node:url';
+import { Pool } from 'undici';
+import { percentile } from './bench-common.js';
+
+export interface FixedRateSpec {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+  /** Requests per second. */
+  readonly rate: number;
+  readonly durationS: number;
+  /** Most connections open at once; requests due while all are busy wait for one, their wait counted. */
+  readonly connections: number;
+}
+
+/** The part of autocannon's summary bench:api reads. */
+export interface FixedRateSummary {
+  readonly requests: { readonly average: number; readonly total: number };
+  readonly latency: { readonly p50: number; readonly p99: number };
+  readonly non2xx: number;
+  readonly errors: number;
+}
+
+export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummary> {
+  const target = new URL(spec.url);
+  const pool = new Pool(target.origin, { connections: spec.connections, pipelining: 1 });
+  const total = Math.round(spec.rate * spec.durationS);
+  const intervalMs = 1000 / spec.rate;
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  let issued = 0;
+  let finished = 0;
+  let lastDone = 0;
+  const started = performance.now();
+
+  const send = async (dueAt: number): Promise<void> => {
+    try {
+      const response = await pool.request({
+        path: target.pathname + target.search,
+        method: spec.method,
+        headers: spec.headers,
+        ...(spec.body !== undefined ? { body: spec.body } : {}),
+      });
+      await response.body.dump();
+      if (response.statusCode < 200 || response.statusCode >= 300) non2xx++;
+      lastDone = performance.now();
+      latencies.push(lastDone - dueAt);
+    } catch {
+      errors++;
+    } finally {
+      finished++;
+    }
+  };
+
+  await new Promise<void>((resolve) => {
+    const tick = (): void => {
+      const now = performance.now();
+      const due = Math.min(total, Math.floor((now - started) / intervalMs) + 1);
+      while (issued < due) {
+        void send(started + issued * intervalMs).then(() => {
+          if (finished === total) resolve();
+        });
+        issued++;
+      }
+      if (issued < total) setTimeout(tick, Math.max(0, started + issued * intervalMs - performance.now()));
+    };
+    tick();
+  });
+  await pool.close();
+
+  latencies.sort((a, b) => a - b);
+  const elapsedS = (lastDone - started) / 1000;
+  return {
+    requests: { average: latencies.length / elapsedS, total: latencies.length },
+    latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+    non2xx,
+    errors,
+  };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const argument = process.argv[2];
+  if (argument === undefined) {
+    process.stderr.write('usage: fixed-rate-load.ts <FixedRateSpec JSON>\n');
+    process.exit(2);
+  }
+  runFixedRate(JSON.parse(argument) as FixedRateSpec).then(
+    (summary) => process.stdout.write(`${JSON.stringify(summary)}\n`),
+    (error: unknown) => {
+      process.stderr.write(`${String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
