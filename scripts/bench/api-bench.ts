@@ -32,7 +32,7 @@ import type { Transport } from '../../src/libraries/transport/transport-port.js'
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
-import type { FixedRateSpec } from './fixed-rate-load.js';
+import type { FixedRateSpec, SecondOfRun } from './fixed-rate-load.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
 
@@ -70,6 +70,8 @@ interface LoadResult {
   readonly p99: number;
   readonly non2xx: number;
   readonly errors: number;
+  /** The open-model generator's run second by second (none from autocannon). */
+  readonly seconds?: readonly SecondOfRun[];
 }
 
 /** The part of autocannon's result (in-process object or CLI `--json` output) this report reads. */
@@ -78,6 +80,7 @@ interface AutocannonSummary {
   readonly latency: { readonly p50: number; readonly p99: number };
   readonly non2xx: number;
   readonly errors: number;
+  readonly seconds?: readonly SecondOfRun[];
 }
 
 const toLoadResult = (r: AutocannonSummary): LoadResult => ({
@@ -87,6 +90,7 @@ const toLoadResult = (r: AutocannonSummary): LoadResult => ({
   p99: r.latency.p99,
   non2xx: r.non2xx,
   errors: r.errors,
+  ...(r.seconds ? { seconds: r.seconds } : {}),
 });
 
 /** Temp dir of the request bodies given to the child autocannon. */
@@ -367,6 +371,19 @@ async function main(): Promise<void> {
           `| ${r.name} | ${r.connections} | ${fmt(r.result.rps)} | ${fmt(r.result.p50, 1)} | ${fmt(r.result.p99, 1)} | ${fmt(r.result.non2xx)} | ${fmt(r.result.errors)} | ${fmt(r.result.rps / floor, 2)} | ${r.target} | ${r.cpu} | ${r.note} |`,
       ),
     ];
+    for (const row of rows.filter((r) => r.result.seconds)) {
+      const seconds = row.result.seconds ?? [];
+      lines.push(
+        '',
+        `${row.name}, second by second (latency ms of the requests due in that second):`,
+        '',
+        `| Second | ${seconds.map((s) => String(s.second + 1)).join(' | ')} |`,
+        `|---|${seconds.map(() => '---:').join('|')}|`,
+        `| p50 | ${seconds.map((s) => fmt(s.p50)).join(' | ')} |`,
+        `| p99 | ${seconds.map((s) => fmt(s.p99)).join(' | ')} |`,
+        `| max | ${seconds.map((s) => fmt(s.max)).join(' | ')} |`,
+      );
+    }
     sections.push(lines.join('\n'));
   }
   console.log(machineLine());

@@ -24,12 +24,22 @@ export interface FixedRateSpec {
   readonly connections: number;
 }
 
-/** The part of autocannon's summary bench:api reads. */
+/** Latencies of the requests due in one second of the run. */
+export interface SecondOfRun {
+  /** Seconds from the start of the run (0, 1, …). */
+  readonly second: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** The part of autocannon's summary bench:api reads, and the run second by second. */
 export interface FixedRateSummary {
   readonly requests: { readonly average: number; readonly total: number };
   readonly latency: { readonly p50: number; readonly p99: number };
   readonly non2xx: number;
   readonly errors: number;
+  readonly seconds: readonly SecondOfRun[];
 }
 
 export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummary> {
@@ -38,6 +48,8 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
   const total = Math.round(spec.rate * spec.durationS);
   const intervalMs = 1000 / spec.rate;
   const latencies: number[] = [];
+  /** Latencies by the second of the run in which each request was due. */
+  const bySecond: number[][] = [];
   let non2xx = 0;
   let errors = 0;
   let issued = 0;
@@ -57,6 +69,8 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
       if (response.statusCode < 200 || response.statusCode >= 300) non2xx++;
       lastDone = performance.now();
       latencies.push(lastDone - dueAt);
+      const second = Math.floor((dueAt - started) / 1000);
+      (bySecond[second] ??= []).push(lastDone - dueAt);
     } catch {
       errors++;
     } finally {
@@ -87,6 +101,10 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     non2xx,
     errors,
+    seconds: bySecond.map((values, second) => {
+      values.sort((a, b) => a - b);
+      return { second, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN };
+    }),
   };
 }
 

@@ -57,6 +57,10 @@ describe('bench:api fixed-rate load generator', () => {
       const summary = await runFixedRate({ url, method: 'GET', headers: {}, rate: 100, durationS: 0.2, connections: 1 });
       expect(summary.requests.total).to.equal(20);
       expect(summary.latency.p50).to.be.at.least(110);
+      // all of them were due in the run's first second, whose row tells the same
+      expect(summary.seconds.map((s) => s.second)).to.deep.equal([0]);
+      expect(summary.seconds[0]?.p50).to.be.at.least(110);
+      expect(summary.seconds[0]?.max).to.be.at.least(summary.latency.p99);
     } finally {
       await close(server);
     }
