@@ -95,15 +95,17 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
   await pool.close();
 
   latencies.sort((a, b) => a - b);
-  const elapsedS = (lastDone - started) / 1000;
+  // from the first request due to the last answer (no answer at all: nothing answered per second)
+  const elapsedS = latencies.length > 0 ? (lastDone - started) / 1000 : Number.POSITIVE_INFINITY;
   return {
     requests: { average: latencies.length / elapsedS, total: latencies.length },
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     non2xx,
     errors,
-    seconds: bySecond.map((values, second) => {
+    // a second in which nothing was answered is a hole in bySecond: flatMap leaves it out
+    seconds: bySecond.flatMap((values, second) => {
       values.sort((a, b) => a - b);
-      return { second, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN };
+      return [{ second, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN }];
     }),
   };
 }

@@ -79,4 +79,19 @@ describe('bench:api fixed-rate load generator', () => {
       await close(server);
     }
   });
+
+  it('counts requests that got no answer as errors, and answers none per second', async () => {
+    const { url, server } = await receiver((req) => {
+      req.socket.destroy();
+    });
+    try {
+      const summary = await runFixedRate({ url, method: 'GET', headers: {}, rate: 100, durationS: 0.1, connections: 2 });
+      expect(summary.errors).to.equal(10);
+      expect(summary.requests.total).to.equal(0);
+      expect(summary.requests.average).to.equal(0);
+      expect(summary.seconds).to.deep.equal([]);
+    } finally {
+      await close(server);
+    }
+  });
 });
