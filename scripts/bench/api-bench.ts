@@ -74,7 +74,10 @@ interface LoadResult {
   readonly seconds?: readonly SecondOfRun[];
 }
 
-/** The part of autocannon's result (in-process object or CLI `--json` output) this report reads. */
+/**
+ * The part of a load generator's summary this report reads: autocannon's (in-process object or CLI `--json` output), or
+ * fixed-rate-load.ts's, which adds the run second by second.
+ */
 interface AutocannonSummary {
   readonly requests: { readonly average: number; readonly total: number };
   readonly latency: { readonly p50: number; readonly p99: number };
