@@ -20,22 +20,31 @@ export interface FixedRateSpec {
   /** Requests per second. */
   readonly rate: number;
   readonly durationS: number;
+  /**
+   * Seconds at the same rate before the measured `durationS` (default 0): the generator's own start (its JIT, its
+   * connections opening) is not the server's latency. Whole seconds; they are reported, marked, and their latencies
+   * left out of the summary (non-2xx answers and errors count over the whole run, warm-up included).
+   */
+  readonly warmupS?: number;
   /** Most connections open at once; requests due while all are busy wait for one, their wait counted. */
   readonly connections: number;
 }
 
 /** Latencies of the requests due in one second of the run. */
 export interface SecondOfRun {
-  /** Seconds from the start of the run (0, 1, …). */
+  /** Seconds from the start of the run (0, 1, …), warm-up included. */
   readonly second: number;
+  /** Due during the warm-up: not in the summary. */
+  readonly warmup: boolean;
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
 }
 
-/** The part of autocannon's summary bench:api reads, and the run second by second. */
+/** The part of autocannon's summary bench:api reads (of the measured seconds), and the run second by second. */
 export interface FixedRateSummary {
-  readonly requests: { readonly average: number; readonly total: number };
+  /** `answered`: every answer, the warm-up's included (what the run cost is divided by). */
+  readonly requests: { readonly average: number; readonly total: number; readonly answered: number };
   readonly latency: { readonly p50: number; readonly p99: number };
   readonly non2xx: number;
   readonly errors: number;
@@ -43,9 +52,11 @@ export interface FixedRateSummary {
 }
 
 export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummary> {
+  const warmupS = spec.warmupS ?? 0;
+  if (!Number.isInteger(warmupS) || warmupS < 0) throw new Error(`warmupS must be a whole number of seconds, not ${warmupS}`);
   const target = new URL(spec.url);
   const agent = new Agent({ connections: spec.connections, pipelining: 1 });
-  const total = Math.round(spec.rate * spec.durationS);
+  const total = Math.round(spec.rate * (warmupS + spec.durationS));
   const intervalMs = 1000 / spec.rate;
   /** Latencies by the second of the run in which each request was due. */
   const bySecond: number[][] = [];
@@ -109,18 +120,18 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
   });
   await agent.close();
 
-  const latencies = bySecond.flat().sort((a, b) => a - b);
-  // from the first request due to the last answer (no answer at all: nothing answered per second)
-  const elapsedS = latencies.length > 0 ? (lastDone - started) / 1000 : Number.POSITIVE_INFINITY;
+  const latencies = bySecond.slice(warmupS).flat().sort((a, b) => a - b);
+  // from the first measured request due to the last answer (no answer at all: nothing answered per second)
+  const elapsedS = latencies.length > 0 ? (lastDone - started) / 1000 - warmupS : Number.POSITIVE_INFINITY;
   return {
-    requests: { average: latencies.length / elapsedS, total: latencies.length },
+    requests: { average: latencies.length / elapsedS, total: latencies.length, answered: bySecond.flat().length },
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     non2xx,
     errors,
     // a second in which nothing was answered is a hole in bySecond: flatMap leaves it out
     seconds: bySecond.flatMap((values, second) => {
       values.sort((a, b) => a - b);
-      return [{ second, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN }];
+      return [{ second, warmup: second < warmupS, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN }];
     }),
   };
 }

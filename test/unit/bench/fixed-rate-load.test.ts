@@ -94,4 +94,36 @@ describe('bench:api fixed-rate load generator', () => {
       await close(server);
     }
   });
+
+  it('leaves the warm-up seconds out of the summary, and reports them marked', async () => {
+    // the first answer takes 300 ms: with one connection, a third of the warm-up second's requests wait behind it; the
+    // measured requests (due from 1 s on) are answered at once. Counted in, 30 of 120 would be 100 ms late or more.
+    const { url, server } = await receiver((_req, res, index) => {
+      if (index === 0) setTimeout(() => res.end('{}'), 300);
+      else res.end('{}');
+    });
+    try {
+      const summary = await runFixedRate({ url, method: 'GET', headers: {}, rate: 100, durationS: 0.2, warmupS: 1, connections: 1 });
+      expect(summary.requests.total).to.equal(20);
+      expect(summary.requests.answered).to.equal(120);
+      expect(summary.seconds.map((s) => [s.second, s.warmup])).to.deep.equal([
+        [0, true],
+        [1, false],
+      ]);
+      expect(summary.seconds[0]?.max).to.be.at.least(300);
+      expect(summary.latency.p99).to.be.below(100);
+      // the measured rate is over the measured second, not the warm-up
+      expect(summary.requests.average).to.be.above(50);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('refuses a warm-up of part of a second', async () => {
+    let error: unknown = null;
+    await runFixedRate({ url: 'http://127.0.0.1:9/', method: 'GET', headers: {}, rate: 100, durationS: 0.1, warmupS: 0.5, connections: 1 }).catch((e: unknown) => {
+      error = e;
+    });
+    expect(String(error)).to.contain('whole number of seconds');
+  });
 });
