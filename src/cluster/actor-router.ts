@@ -8,6 +8,7 @@ import { createWalletBehaviour } from '../wallets/wallet-behaviour.js';
 import type { RateLimitPolicy } from '../api-keys/rate-limiter.js';
 import type { ActorHostOptions } from '../libraries/actors/actor-runtime.js';
 import { shardOf } from './shards.js';
+import { createWebhookPresence, withWebhookPresence, type WebhookPresence } from '../webhooks/webhook-presence.js';
 
 export type WalletRef = ActorRef<WalletCommand, WalletReplies>;
 export type ApiKeyRef = ActorRef<ApiKeyCommand, ApiKeyReplies>;
@@ -28,6 +29,8 @@ export interface DomainHosts {
   readonly wallets: ActorHost<WalletCommand, WalletReplies>;
   readonly apiKeys: ActorHost<ApiKeyCommand, ApiKeyReplies>;
   readonly messages: ActorHost<MessageCommand, MessageReplies>;
+  /** What this node's key actors know of their webhooks; the messages record events by it. */
+  readonly keyWebhooks: WebhookPresence;
 }
 
 export interface DomainHostOptions {
@@ -37,10 +40,12 @@ export interface DomainHostOptions {
 }
 
 export function createDomainHosts(runtime: ActorRuntime, options: DomainHostOptions): DomainHosts {
+  const keyWebhooks = createWebhookPresence();
   return {
     wallets: runtime.host(createWalletBehaviour({ idempotencyTtlMs: options.idempotencyTtlMs }), options.host),
-    apiKeys: runtime.host(createApiKeyBehaviour(options.ratePolicy), options.host),
-    messages: runtime.host(createMessageBehaviour(), options.host),
+    apiKeys: runtime.host(withWebhookPresence(createApiKeyBehaviour(options.ratePolicy), keyWebhooks), options.host),
+    messages: runtime.host(createMessageBehaviour(keyWebhooks), options.host),
+    keyWebhooks,
   };
 }
 

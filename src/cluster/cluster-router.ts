@@ -148,6 +148,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       hosts.wallets.passivate(inShard);
       hosts.apiKeys.passivate(inShard);
       hosts.messages.passivate(inShard);
+      hosts.keyWebhooks.forgetShard(shard);
     },
   };
 }

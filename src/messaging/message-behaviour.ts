@@ -4,6 +4,7 @@ import { add, multiply, toDecimalNumber, ZERO, type Money } from '../pricing/mon
 import type { RecurrenceRule } from '../scheduling/recurrence.js';
 import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../webhooks/event-envelope.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
+import { ALWAYS_RECORD, type WebhookPresence } from '../webhooks/webhook-presence.js';
 import { applySignal, INITIAL_RECIPIENT_STATE, type RecipientSignal, type RecipientState } from './recipient-state.js';
 import type { Encoding } from './segments.js';
 import type { SendingType } from './send-request.js';
@@ -11,7 +12,7 @@ import type { SendingType } from './send-request.js';
 /**
  * MessageActor (`message:<messageId>`): one submitted message, all its recipients and occurrences. Every state
  * change the contract turns into a webhook event writes an outbox entry with the event (its id fixed now) in the
- * same append; so does every dispatch to a carrier.
+ * same append, when the event can go somewhere (webhook-presence.ts); so does every dispatch to a carrier.
  */
 
 export interface MessageRecipient {
@@ -316,6 +317,9 @@ function webhookEffect(spec: MessageSpec, event: WebhookEvent): Effect {
   return { id: event.event_id, topic: WEBHOOK_TOPIC, payload };
 }
 
+/** Events are recorded when they can go somewhere: the message's callback_url, or a key that may have a webhook. */
+type EventsWanted = (spec: MessageSpec) => boolean;
+
 /** What leaves with an occurrence: the dispatch, and the deadline for its receipts. */
 function dispatchEffects(spec: MessageSpec, occurrence: number): Effect[] {
   const deadline: ReceiptDeadline = { merchantId: spec.merchantId, messageId: spec.messageId, occurrence };
@@ -337,7 +341,8 @@ function dispatchEffect(spec: MessageSpec, occurrence: number): Effect {
   return { id: `dispatch:${spec.messageId}:${occurrence}`, topic: DISPATCH_TOPIC, payload };
 }
 
-function queuedEffect(spec: MessageSpec, context: BehaviourContext): Effect {
+function queuedEffects(spec: MessageSpec, context: BehaviourContext, wanted: EventsWanted): Effect[] {
+  if (!wanted(spec)) return [];
   const firstOccurrence = spec.sendingType === 'immediate' ? null : (spec.occurrences[0] ?? null);
   const event = buildEvent(
     'sms.queued',
@@ -352,7 +357,7 @@ function queuedEffect(spec: MessageSpec, context: BehaviourContext): Effect {
     context.newId(),
     context.now,
   );
-  return webhookEffect(spec, event);
+  return [webhookEffect(spec, event)];
 }
 
 /** The instant an event reports (`sent_at`, `delivered_at`, `failed_at`): when the carrier says it happened. */
@@ -371,11 +376,12 @@ function recipientEffects(
   next: RecipientState,
   types: readonly Exclude<EventType, 'sms.queued'>[],
   context: BehaviourContext,
+  wanted: EventsWanted,
 ): Effect[] {
   const spec = state.spec;
   const occurrence = state.occurrences[occurrenceIndex];
   const recipient = spec?.recipients[recipientIndex];
-  if (!spec || !occurrence || !recipient) return [];
+  if (!spec || !occurrence || !recipient || !wanted(spec)) return [];
   return types.map((type) => {
     const at = eventInstant(type, next) ?? context.now;
     const data = recipientEventData({
@@ -457,7 +463,7 @@ interface AppliedReceipt {
  * One carrier receipt against the recipient as it is now (`latest`: as earlier receipts of the same batch left it):
  * the forward-only merge of recipient-state.ts.
  */
-function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext, latest?: RecipientState): AppliedReceipt {
+function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext, wanted: EventsWanted, latest?: RecipientState): AppliedReceipt {
   const current = latest ?? state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
   if (!current) return { outcome: NOT_FOUND, event: null, next: null, effects: [] };
   const signal: RecipientSignal = {
@@ -473,11 +479,18 @@ function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: Beh
     outcome: { ok: true, changed: true, events: transition.events },
     event: { type: 'recipient_signal', occurrence: receipt.occurrence, recipient: receipt.recipient, signal, at: context.now },
     next: transition.state,
-    effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context),
+    effects: recipientEffects(state, receipt.occurrence, receipt.recipient, transition.state, transition.events, context, wanted),
   };
 }
 
-export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand, MessageEvent, MessageReplies> {
+/**
+ * `keys` tells whether a message's key may have a webhook (webhook-presence.ts); without it every event is recorded
+ * and the relay finds out where it goes.
+ */
+export function createMessageBehaviour(
+  keys: Pick<WebhookPresence, 'mayHaveWebhook'> = ALWAYS_RECORD,
+): Behaviour<MessageState, MessageCommand, MessageEvent, MessageReplies> {
+  const wanted: EventsWanted = (spec) => spec.callbackUrl !== null || keys.mayHaveWebhook(spec.keyId);
   return {
     kind: 'message',
     initialState: () => EMPTY_MESSAGE,
@@ -493,7 +506,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };
         const spec = command.spec;
         const events: MessageEvent[] = [{ type: 'message_created', spec, at: context.now }];
-        const effects: Effect[] = [queuedEffect(spec, context)];
+        const effects: Effect[] = queuedEffects(spec, context, wanted);
         if (spec.sendingType === 'immediate') {
           events.push({ type: 'occurrence_dispatched', occurrence: 0, at: context.now });
           effects.push(...dispatchEffects(spec, 0));
@@ -538,7 +551,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
           const transition = applySignal(recipient, signal);
           if (!transition.changed) return;
           const event: MessageEvent = { type: 'recipient_signal', occurrence: command.occurrence, recipient: index, signal, at: context.now };
-          effects.push(...recipientEffects(working, command.occurrence, index, transition.state, transition.events, context));
+          effects.push(...recipientEffects(working, command.occurrence, index, transition.state, transition.events, context, wanted));
           working = applyMessageEvent(working, event);
           events.push(event);
         });
@@ -572,7 +585,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
 
       apply_receipt: (state, command, context) => {
         if (!state.spec) return { events: [], reply: NOT_FOUND };
-        const applied = applyReceipt(state, command.receipt, context);
+        const applied = applyReceipt(state, command.receipt, context, wanted);
         return { events: applied.event ? [applied.event] : [], effects: applied.effects, reply: applied.outcome };
       },
 
@@ -586,7 +599,7 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const changed = new Map<string, RecipientState>();
         for (const receipt of command.receipts) {
           const key = `${receipt.occurrence}:${receipt.recipient}`;
-          const applied = applyReceipt(state, receipt, context, changed.get(key));
+          const applied = applyReceipt(state, receipt, context, wanted, changed.get(key));
           outcomes.push(applied.outcome);
           if (!applied.event || !applied.next) continue;
           changed.set(key, applied.next);
