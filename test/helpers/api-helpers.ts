@@ -142,3 +142,6 @@ export function client(api: () => string) {
 }
 
 export type ApiClient = ReturnType<typeof client>;
+
+/** The key with its last character changed to another one (a key ending in x stays itself under `+ 'x'`). */
+export const alteredKey = (key: string): string => `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;

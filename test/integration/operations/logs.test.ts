@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { hashApiKey } from '../../../src/api-keys/api-key.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
-import { dataOf, type SendData } from '../../helpers/api-helpers.js';
+import { alteredKey, dataOf, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
@@ -50,7 +50,7 @@ describe('logs: request ids, merchants, incidents, and never a secret', function
     expect(receiver.requests[0]?.headers['x-signature']).to.be.a('string');
     const status = await call(`${fixture.api}/status/${messageId}`, { key: shop.apiKey });
     requestIds.push(status.headers.get('x-request-id') ?? '');
-    const unauthorized = await call(`${fixture.api}/balance`, { key: `${shop.apiKey.slice(0, -1)}x` });
+    const unauthorized = await call(`${fixture.api}/balance`, { key: alteredKey(shop.apiKey) });
     expect(unauthorized.status).to.equal(401);
     requestIds.push(unauthorized.headers.get('x-request-id') ?? '');
     // a key not yet looked up (so not cached), whose lookup fails the way a driver fails: quoting the value it was
