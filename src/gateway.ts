@@ -186,6 +186,7 @@ export async function createGateway(options: GatewayOptions) {
     host: {
       askTimeoutMs: config.actors.askTimeoutMs,
       idleShutdownMs: config.actors.idleShutdownMs,
+      settledIdleMs: config.actors.settledIdleMs,
       snapshotEvery: config.actors.snapshotEvery,
       ...(manager ? { fenceOf: (shard: number) => manager.fenceOf(shard) } : {}),
     },

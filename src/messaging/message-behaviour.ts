@@ -5,7 +5,7 @@ import type { RecurrenceRule } from '../scheduling/recurrence.js';
 import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../webhooks/event-envelope.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
 import { ALWAYS_RECORD, type WebhookPresence } from '../webhooks/webhook-presence.js';
-import { applySignal, INITIAL_RECIPIENT_STATE, type RecipientSignal, type RecipientState } from './recipient-state.js';
+import { applySignal, INITIAL_RECIPIENT_STATE, isTerminal, type RecipientSignal, type RecipientState } from './recipient-state.js';
 import type { Encoding } from './segments.js';
 import type { SendingType } from './send-request.js';
 
@@ -501,6 +501,9 @@ export function createMessageBehaviour(
     startsFresh: (command) => command.type === 'create',
     // a batch of receipts is as much work as that many single receipts
     weightOf: (command) => (command.type === 'apply_receipts' ? Math.max(1, command.receipts.length) : 1),
+    // nothing left to dispatch and every recipient final: only late duplicates and status reads can come
+    settled: (state) =>
+      !state.created || state.occurrences.every((o) => o.status !== 'scheduled' && (o.recipients ?? []).every((r) => isTerminal(r.status))),
     handlers: {
       create: (state, command, context) => {
         if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };

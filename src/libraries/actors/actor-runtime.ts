@@ -43,6 +43,8 @@ export interface ActorRuntimeOptions {
 export interface ActorHostOptions {
   readonly askTimeoutMs: number;
   readonly idleShutdownMs: number;
+  /** How long a settled actor (Behaviour.settled) stays in memory idle; absent: idleShutdownMs like any other. */
+  readonly settledIdleMs?: number;
   readonly snapshotEvery: number;
   /** Commands handled together and journaled as one record (default 256), counted by the behaviour's weightOf. */
   readonly maxBatch?: number;
@@ -84,11 +86,15 @@ interface Activation {
   readonly shard: number;
   readonly queue: PendingAsk[];
   drainScheduled: boolean;
+  /** When it last took commands (the clock's time), and whether its state then was settled (Behaviour.settled). */
+  lastActive: number;
+  settled: boolean;
 }
 
 const DRAIN = Symbol('drain');
 const ID_PATTERN = /^[A-Za-z0-9_-]+$/;
 const DEFAULT_MAX_BATCH = 256;
+const SWEEP_MS = 100;
 
 function describe(error: unknown): string {
   if (error instanceof Error) return error.cause instanceof Error ? error.cause.message : error.message;
@@ -149,6 +155,8 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const freshKeys = new Set<string>();
   const root = startNact(journalEngine(options.journal, onIncident, freshKeys));
   let stopped = false;
+  /** The hosts' settled-actor sweeps, cleared on stop. */
+  const sweeps: NodeJS.Timeout[] = [];
 
   function host<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, hostOptions: ActorHostOptions): ActorHost<C, RM> {
     const live = new Map<string, Activation>();
@@ -186,6 +194,9 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         if (batch.length === 0) return state;
 
         const now = options.clock.now();
+        // busy: not settled until this batch is journaled and answered
+        self.lastActive = now;
+        self.settled = false;
         const context_ = { now, newId: options.newId, shard: self.shard };
         let working = state;
         const events: unknown[] = [];
@@ -227,6 +238,8 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
           }
         }
         for (const { ask, reply } of decided) ask.resolve(reply);
+        self.lastActive = options.clock.now();
+        self.settled = behaviour.settled?.(working) ?? false;
         if (crash) {
           crash.ask.reject(new ActorFailureError(key, 'crashed', describe(crash.error)));
           onIncident({ key, what: 'actor_crashed', error: crash.error });
@@ -271,9 +284,32 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
           }
         },
       });
-      activation = { ref, shard, queue: [], drainScheduled: false };
+      activation = { ref, shard, queue: [], drainScheduled: false, lastActive: options.clock.now(), settled: false };
       live.set(id, activation);
       return activation;
+    }
+
+    function stopActivation(id: string, activation: Activation): void {
+      live.delete(id);
+      stopNact(activation.ref);
+    }
+
+    /**
+     * Settled actors idle for settledIdleMs leave memory. Checked often (every SWEEP_MS, or half of settledIdleMs if
+     * shorter), so that at a steady pace a sweep stops a few actors, not seconds' worth at once.
+     */
+    if (hostOptions.settledIdleMs !== undefined && behaviour.settled) {
+      const settledIdleMs = hostOptions.settledIdleMs;
+      const sweep = setInterval(() => {
+        const now = options.clock.now();
+        for (const [id, activation] of [...live]) {
+          if (activation.settled && activation.queue.length === 0 && !activation.drainScheduled && now - activation.lastActive >= settledIdleMs) {
+            stopActivation(id, activation);
+          }
+        }
+      }, Math.max(1, Math.min(SWEEP_MS, Math.floor(settledIdleMs / 2))));
+      sweep.unref();
+      sweeps.push(sweep);
     }
 
     function enqueue(id: string, shard: number, asks: readonly PendingAsk[]): void {
@@ -329,8 +365,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       passivate: (filter) => {
         for (const [id, activation] of [...live]) {
           if (filter && !filter(id, activation.shard)) continue;
-          live.delete(id);
-          stopNact(activation.ref);
+          stopActivation(id, activation);
         }
       },
     };
@@ -340,6 +375,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
     host,
     stop: () => {
       stopped = true;
+      for (const sweep of sweeps.splice(0)) clearInterval(sweep);
       stopNact(root);
     },
   };

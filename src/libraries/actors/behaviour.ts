@@ -65,6 +65,12 @@ export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
    * state is large (a message's recipients) can copy it once per record instead of once per event.
    */
   readonly applyAll?: (state: S, events: readonly E[]) => S;
+  /**
+   * True when nothing more is expected for the actor soon (a message whose recipients all have their final
+   * status): the host may then passivate it after `settledIdleMs` idle instead of `idleShutdownMs`. A command that
+   * comes later reactivates it from the journal like any other.
+   */
+  settled?(state: S): boolean;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {

@@ -62,6 +62,11 @@ export const configSchema = Joi.object({
     askTimeoutMs: setting(positiveInt(), 'ACTOR_ASK_TIMEOUT_MS', 'How long a caller waits for an actor reply.'),
     snapshotEvery: setting(positiveInt(), 'ACTOR_SNAPSHOT_EVERY', 'Persistent actors snapshot their state every N events.'),
     idleShutdownMs: setting(positiveInt(), 'ACTOR_IDLE_SHUTDOWN_MS', 'Idle actors passivate after this long.'),
+    settledIdleMs: setting(
+      positiveInt(),
+      'ACTOR_SETTLED_IDLE_MS',
+      'A message whose recipients all have their final status (nothing left to dispatch) passivates after this long idle.',
+    ),
   }),
   merchantDefaults: Joi.object({
     timezone: setting(Joi.string(), 'MERCHANT_DEFAULT_TIMEZONE', 'IANA time zone of merchants created without one.'),

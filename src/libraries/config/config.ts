@@ -17,7 +17,7 @@ export interface Config {
   readonly shutdown: { readonly graceMs: number };
   readonly database: { readonly dataDir: string; readonly url: string; readonly mongoUrl: string; readonly poolSize: number };
   readonly nats: { readonly url: string };
-  readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number };
+  readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number; readonly settledIdleMs: number };
   readonly merchantDefaults: {
     readonly timezone: string;
     readonly country: string;

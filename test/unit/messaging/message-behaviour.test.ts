@@ -807,6 +807,36 @@ describe('message behaviour', () => {
     });
   });
 
+  describe('settled (the host may passivate it after a short idle)', () => {
+    const settled = (story: Story): boolean => behaviour.settled?.(story.state) ?? false;
+
+    it('when every recipient has its final status, then the message is settled, and not a receipt before', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      expect(settled(story)).to.equal(false);
+      story.receipt(receipt(0, 'delivered', T0 + MINUTE));
+      story.receipt(receipt(1, 'undelivered', T0 + MINUTE));
+      expect(settled(story), 'one recipient still waits').to.equal(false);
+      story.receipt(receipt(2, 'accepted', T0 + MINUTE));
+      expect(settled(story), 'accepted is not final').to.equal(false);
+      story.receipt(receipt(2, 'delivered', T0 + 2 * MINUTE));
+      expect(settled(story)).to.equal(true);
+    });
+
+    it('when occurrences are still to be dispatched, then it is not settled, even with the dispatched ones final', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(OCCURRENCE_0);
+      story.dispatchDue();
+      for (const recipient of [0, 1, 2]) story.receipt(receipt(recipient, 'delivered', OCCURRENCE_0 + MINUTE));
+      expect(settled(story)).to.equal(false);
+    });
+
+    it('when the message was never created (a status read of an unknown id), then it is settled', () => {
+      expect(settled(createStory())).to.equal(true);
+    });
+  });
+
   describe('apply_receipts', () => {
     const arrival = fc.record({
       occurrence: fc.integer({ min: 0, max: 2 }),

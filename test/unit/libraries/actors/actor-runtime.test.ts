@@ -51,6 +51,53 @@ describe('actor runtime', () => {
     expect(await counters.ref('idle', 7).ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
   });
 
+  describe('settled actors (Behaviour.settled) leave memory after settledIdleMs', () => {
+    // a counter is settled once its total reaches 10: nothing more is expected of it
+    const settling = { ...counterBehaviour, settled: (state: { readonly total: number }) => state.total >= 10 };
+    const settledHost = { ...HOST, settledIdleMs: 1_000 };
+    /** Long enough for two sweeps (every 100 ms). */
+    const sweeps = () => new Promise((resolve) => setTimeout(resolve, 250));
+
+    it('when an actor is settled and idle for settledIdleMs, then it is passivated, and a later command reactivates it from its journal', async () => {
+      const counters = runtime.host(settling, settledHost);
+      await counters.ref('done', 7).ask({ type: 'add', amount: 10 });
+      expect(counters.activeCount()).to.equal(1);
+      clock.advance(999);
+      await sweeps();
+      expect(counters.activeCount(), 'not idle long enough yet').to.equal(1);
+      clock.advance(1);
+      await sweeps();
+      expect(counters.activeCount()).to.equal(0);
+      expect(await counters.ref('done', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 1 });
+    });
+
+    it('when an actor is not settled, then it stays for idleShutdownMs however long it has been idle', async () => {
+      const counters = runtime.host(settling, settledHost);
+      await counters.ref('busy', 7).ask({ type: 'add', amount: 9 });
+      clock.advance(59_000);
+      await sweeps();
+      expect(counters.activeCount()).to.equal(1);
+    });
+
+    it('when a settled actor takes a command, then its idle time starts again', async () => {
+      const counters = runtime.host(settling, settledHost);
+      await counters.ref('read', 7).ask({ type: 'add', amount: 12 });
+      clock.advance(900);
+      expect(await counters.ref('read', 7).ask({ type: 'read' })).to.deep.equal({ total: 12, applied: 1 });
+      clock.advance(900);
+      await sweeps();
+      expect(counters.activeCount()).to.equal(1);
+    });
+
+    it('when the host has no settledIdleMs, then a settled actor stays for idleShutdownMs', async () => {
+      const counters = runtime.host(settling, HOST);
+      await counters.ref('kept', 7).ask({ type: 'add', amount: 10 });
+      clock.advance(30_000);
+      await sweeps();
+      expect(counters.activeCount()).to.equal(1);
+    });
+  });
+
   it('when a snapshot exists, then recovery starts from it and replays only later records', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
     for (const amount of [1, 2, 3, 4]) await counters.ref('snap', 7).ask({ type: 'add', amount });
