@@ -15,7 +15,7 @@ import { applyEvents, type Behaviour, type BehaviourContext, type Decision, type
 export interface WebhookPresence {
   /** False only when the key is known to have no webhook now. */
   mayHaveWebhook(keyId: string): boolean;
-  /** What a key's actor saw: called with the key's state before and after each command it decides. */
+  /** What a key's actor saw deciding a command: whether the key had a webhook before it or has one after. */
   note(keyId: string, shard: number, hasWebhook: boolean): void;
   /** The shard left this node: its keys are unknown again. */
   forgetShard(shard: number): void;
