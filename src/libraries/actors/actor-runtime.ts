@@ -302,7 +302,8 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       const settledIdleMs = hostOptions.settledIdleMs;
       const sweep = setInterval(() => {
         const now = options.clock.now();
-        for (const [id, activation] of [...live]) {
+        // deleting the entry being visited is safe while iterating a Map: no copy of every live actor per sweep
+        for (const [id, activation] of live) {
           if (activation.settled && activation.queue.length === 0 && !activation.drainScheduled && now - activation.lastActive >= settledIdleMs) {
             stopActivation(id, activation);
           }

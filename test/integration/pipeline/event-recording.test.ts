@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import type { Receipt } from '../../../src/carriers/carrier-protocol.js';
 import type { Gateway } from '../../../src/gateway.js';
-import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../../src/messaging/message-behaviour.js';
-import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
+import { gatewayOnPostgres, outboxEvents, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { numberEnding, send, startPipeline, statusOf, type Pipeline } from './pipeline-fixture.js';
@@ -37,10 +36,7 @@ describe('webhook events are recorded when they can go somewhere', function () {
       return result.value.receipt.message_id;
     }
 
-    async function recorded(messageId: string): Promise<string[]> {
-      const entries = await gateway.persistence.outbox.pending({ limit: 10_000, topics: [WEBHOOK_TOPIC] });
-      return entries.map((entry) => (entry.payload as WebhookOutboxPayload).event).filter((event) => event.message_id === messageId).map((event) => event.event_type);
-    }
+    const recorded = async (messageId: string): Promise<string[]> => (await outboxEvents(gateway, messageId)).map((event) => event.event_type);
 
     const deliver = (messageId: string) => gateway.router.message(shop.merchantId, messageId).ask({ type: 'apply_receipt', receipt: { occurrence: 0, recipient: 0, status: 'delivered', at: Date.now() } });
 

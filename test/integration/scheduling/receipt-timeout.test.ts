@@ -5,11 +5,10 @@ import type { CarrierStatus } from '../../../src/carriers/carrier-outcomes.js';
 import { failureMessage } from '../../../src/carriers/carrier-outcomes.js';
 import type { Gateway } from '../../../src/gateway.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
-import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../../src/messaging/message-behaviour.js';
 import type { RecipientView } from '../../../src/messaging/message-view.js';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
 import { client, dataOf, type SendData } from '../../helpers/api-helpers.js';
-import { gatewayOnPostgres, seedMerchant, testConfig, type SeededMerchant } from '../../helpers/gateway-fixture.js';
+import { gatewayOnPostgres, outboxEvents, seedMerchant, testConfig, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually, iso, playJob, statusOf } from './scheduling-fixture.js';
@@ -17,12 +16,6 @@ import { eventually, iso, playJob, statusOf } from './scheduling-fixture.js';
 const RECEIPT_TIMEOUT_MS = testConfig().scheduling.receiptTimeoutMs;
 const SECOND = 1_000;
 const TIMEOUT_MESSAGE = failureMessage('1503');
-
-/** Webhook events still in the outbox of a node without transport (nothing carries them out), for one message. */
-async function outboxEvents(gateway: Gateway, messageId: string): Promise<WebhookEvent[]> {
-  const entries = await gateway.persistence.outbox.pending({ limit: 10_000, topics: [WEBHOOK_TOPIC] });
-  return entries.map((entry) => (entry.payload as WebhookOutboxPayload).event).filter((event) => event.message_id === messageId);
-}
 
 const failedEvents = (events: readonly WebhookEvent[]) => events.filter((e) => e.event_type === 'sms.failed');
 const phoneOf = (event: WebhookEvent): string | null => ('recipient_phone' in event.data ? event.data.recipient_phone : null);
