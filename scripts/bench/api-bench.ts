@@ -258,9 +258,10 @@ async function cpuShare(ms: number): Promise<number> {
 /**
  * Waits until the outbox has stopped changing and this process is back to its idle CPU use (pollers included) for
  * a second, so one run's pipeline work (dispatches, receipts, webhook events) does not land in the next run's
- * numbers. (Not until the outbox is empty: some entries wait on purpose, e.g. one receipt timeout per message.)
+ * numbers. (Not until the outbox is empty: some entries wait on purpose, e.g. the receipt deadline of a recipient
+ * the carrier has not answered yet.) `backlog` is what the outbox then holds.
  */
-async function settle(persistence: Persistence, idleShare: number): Promise<{ seconds: number; quiet: boolean }> {
+async function settle(persistence: Persistence, idleShare: number): Promise<{ seconds: number; quiet: boolean; backlog: number }> {
   const started = performance.now();
   let quietSamples = 0;
   let lastBacklog = await persistence.outbox.backlog();
@@ -269,9 +270,9 @@ async function settle(persistence: Persistence, idleShare: number): Promise<{ se
     const backlog = await persistence.outbox.backlog();
     quietSamples = backlog === lastBacklog && share < idleShare + 0.1 ? quietSamples + 1 : 0;
     lastBacklog = backlog;
-    if (quietSamples >= 2) return { seconds: (performance.now() - started) / 1000, quiet: true };
+    if (quietSamples >= 2) return { seconds: (performance.now() - started) / 1000, quiet: true, backlog };
   }
-  return { seconds: (performance.now() - started) / 1000, quiet: false };
+  return { seconds: (performance.now() - started) / 1000, quiet: false, backlog: lastBacklog };
 }
 
 /** One request before the run: it must succeed, else the run would measure error answers. */
@@ -345,7 +346,10 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
     // the pipeline work the run left behind, drained before the next run
     const after = await settle(mode.persistence, idleShare);
     const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, sampleCpu(mode.connectorPids), result.answered));
-    const notes = [after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`];
+    const notes = [
+      after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`,
+      `outbox then holds ${fmt(after.backlog)}`,
+    ];
     if (c.spec.method === 'POST') notes.push(`${fmt(result.answered * (c.spec.body === thousand ? 1000 : 1))} recipients submitted`);
     rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; '), cpu });
   }
@@ -402,7 +406,7 @@ async function main(): Promise<void> {
       `${fmt(DURATION_S)} s per endpoint; server and load generator share this machine.`,
   );
   console.log(
-    'Notes: "pipeline busy" is how long the node took after the run to go back to idle (outbox steady, CPU at its idle level, checked every 0.5 s, so at least 1 s): the dispatch, receipt and webhook work the run left behind.',
+    'Notes: "pipeline busy" is how long the node took after the run to go back to idle (outbox steady, CPU at its idle level, checked every 0.5 s, so at least 1 s): the dispatch, receipt and webhook work the run left behind. "outbox then holds": the entries left waiting on purpose (receipt deadlines of recipients not yet final), counted since the mode started.',
   );
   console.log(
     'GET /health pings the database and the transport (checks arriving while a ping is out share its answer): the floor of the HTTP stack with a little I/O.',

@@ -323,7 +323,26 @@ type EventsWanted = (spec: MessageSpec) => boolean;
 /** What leaves with an occurrence: the dispatch, and the deadline for its receipts. */
 function dispatchEffects(spec: MessageSpec, occurrence: number): Effect[] {
   const deadline: ReceiptDeadline = { merchantId: spec.merchantId, messageId: spec.messageId, occurrence };
-  return [dispatchEffect(spec, occurrence), { id: `timeout:${spec.messageId}:${occurrence}`, topic: RECEIPT_TIMEOUT_TOPIC, payload: deadline }];
+  return [dispatchEffect(spec, occurrence), { id: receiptDeadlineId(spec.messageId, occurrence), topic: RECEIPT_TIMEOUT_TOPIC, payload: deadline }];
+}
+
+/** The outbox id of an occurrence's receipt deadline. */
+export function receiptDeadlineId(messageId: string, occurrence: number): string {
+  return `timeout:${messageId}:${occurrence}`;
+}
+
+/**
+ * The receipt deadlines receipts have made moot: those of the occurrences `occurrences` in which every recipient is
+ * now final, as `latest` (the recipients a batch of receipts changed, by `occurrence:recipient`) over `state` tells.
+ * Retired with the receipts' record, they leave the outbox at once instead of a day later.
+ */
+function mootDeadlines(state: MessageState, messageId: string, occurrences: ReadonlySet<number>, latest: ReadonlyMap<string, RecipientState>): string[] {
+  const moot: string[] = [];
+  for (const index of occurrences) {
+    const recipients = state.occurrences[index]?.recipients;
+    if (recipients?.every((recipient, i) => isTerminal((latest.get(`${index}:${i}`) ?? recipient).status))) moot.push(receiptDeadlineId(messageId, index));
+  }
+  return moot;
 }
 
 function dispatchEffect(spec: MessageSpec, occurrence: number): Effect {
@@ -588,8 +607,13 @@ export function createMessageBehaviour(
 
       apply_receipt: (state, command, context) => {
         if (!state.spec) return { events: [], reply: NOT_FOUND };
-        const applied = applyReceipt(state, command.receipt, context, wanted);
-        return { events: applied.event ? [applied.event] : [], effects: applied.effects, reply: applied.outcome };
+        const { receipt } = command;
+        const applied = applyReceipt(state, receipt, context, wanted);
+        if (!applied.event || !applied.next) return { events: [], reply: applied.outcome };
+        const retire = isTerminal(applied.next.status)
+          ? mootDeadlines(state, state.spec.messageId, new Set([receipt.occurrence]), new Map([[`${receipt.occurrence}:${receipt.recipient}`, applied.next]]))
+          : [];
+        return { events: [applied.event], effects: applied.effects, retire, reply: applied.outcome };
       },
 
       apply_receipts: (state, command, context) => {
@@ -600,16 +624,20 @@ export function createMessageBehaviour(
         // each receipt sees the recipients as the earlier ones of the batch left them; only recipients change, so
         // they are tracked on their own instead of folding a whole new state per receipt
         const changed = new Map<string, RecipientState>();
+        // occurrences in which a recipient became final: their deadline may be moot now
+        const finalised = new Set<number>();
         for (const receipt of command.receipts) {
           const key = `${receipt.occurrence}:${receipt.recipient}`;
           const applied = applyReceipt(state, receipt, context, wanted, changed.get(key));
           outcomes.push(applied.outcome);
           if (!applied.event || !applied.next) continue;
           changed.set(key, applied.next);
+          if (isTerminal(applied.next.status)) finalised.add(receipt.occurrence);
           effects.push(...applied.effects);
           events.push(applied.event);
         }
-        return { events, effects, reply: { ok: true, outcomes } };
+        const retire = finalised.size > 0 ? mootDeadlines(state, state.spec.messageId, finalised, changed) : [];
+        return { events, effects, retire, reply: { ok: true, outcomes } };
       },
 
       status: (state, command) =>

@@ -38,6 +38,7 @@ export function createMemoryJournal(): Journal &
       records.sort((a, b) => a.seq - b.seq);
       byKey.set(append.key, records);
       for (const entry of append.outbox) outbox.set(entry.id, { ...entry, key: append.key, seq: append.seq, createdAt: append.at });
+      for (const id of append.retire ?? []) if (outbox.get(id)?.key === append.key) outbox.delete(id);
       if (append.outbox.length > 0) for (const listener of listeners) listener(outboxEntriesOf(append));
     },
     async read(key, afterSeq) {

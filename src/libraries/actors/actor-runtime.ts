@@ -69,6 +69,7 @@ export interface ActorRuntime {
 interface StoredRecord {
   readonly events: readonly unknown[];
   readonly outbox: readonly OutboxEntry[];
+  readonly retire?: readonly string[];
   readonly at: number;
 }
 
@@ -136,6 +137,7 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
         seq: event.sequenceNumber,
         events: record.events,
         outbox: record.outbox,
+        ...(record.retire && record.retire.length > 0 ? { retire: record.retire } : {}),
         at: record.at,
         ...(fence ? { fence: fence as Fence } : {}),
       });
@@ -200,7 +202,8 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         const context_ = { now, newId: options.newId, shard: self.shard };
         let working = state;
         const events: unknown[] = [];
-        const effects: Effect[] = [];
+        let effects: Effect[] = [];
+        const retire: string[] = [];
         const decided: { ask: PendingAsk; reply: unknown }[] = [];
         let crash: { ask: PendingAsk; error: unknown } | null = null;
         for (const ask of batch) {
@@ -208,6 +211,13 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             const decision = decide(behaviour, working, ask.command as CommandOf<C, C['type']>, context_);
             working = applyEvents(behaviour, decision.state ?? working, decision.events);
             events.push(...decision.events);
+            if (decision.retire && decision.retire.length > 0) {
+              // an entry an earlier command of this batch left is simply not written; the others go with the record
+              const moot = new Set(decision.retire);
+              const unwritten = new Set(effects.filter((effect) => moot.has(effect.id)).map((effect) => effect.id));
+              effects = effects.filter((effect) => !unwritten.has(effect.id));
+              retire.push(...decision.retire.filter((id) => !unwritten.has(id)));
+            }
             effects.push(...(decision.effects ?? []));
             decided.push({ ask, reply: decision.reply });
           } catch (error) {
@@ -218,8 +228,9 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         // commands after a crashing one wait for the next activation
         if (crash) self.queue.unshift(...batch.slice(decided.length + 1));
 
-        if (events.length > 0 || effects.length > 0) {
-          const record: StoredRecord = { events, outbox: effects.map((effect) => ({ ...effect, shard: self.shard })), at: now };
+        if (events.length > 0 || effects.length > 0 || retire.length > 0) {
+          const outbox = effects.map((effect) => ({ ...effect, shard: self.shard }));
+          const record: StoredRecord = retire.length > 0 ? { events, outbox, retire, at: now } : { events, outbox, at: now };
           const fence = hostOptions.fenceOf?.(self.shard);
           try {
             await context.persist(record, [], ...(fence ? [fence] : []));

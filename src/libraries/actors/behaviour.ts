@@ -13,7 +13,8 @@ export type Effect = Omit<OutboxEntry, 'shard'>;
 
 /**
  * The result of handling one command. `events` are journaled, then folded into the state with `apply`;
- * `effects` become outbox entries in the same append; `reply` goes to the caller once the append is durable.
+ * `effects` become outbox entries in the same append; `retire` names entries the actor's earlier effects left
+ * that the command makes moot (JournalAppend.retire); `reply` goes to the caller once the append is durable.
  * `state`, when given, is the next state before the events: only for what is deliberately not journaled
  * (rate-limit windows).
  */
@@ -21,6 +22,7 @@ export interface Decision<S, E, R> {
   readonly events: readonly E[];
   readonly reply: R;
   readonly effects?: readonly Effect[];
+  readonly retire?: readonly string[];
   readonly state?: S;
 }
 

@@ -27,6 +27,13 @@ export interface JournalAppend {
   readonly seq: number;
   readonly events: readonly unknown[];
   readonly outbox: readonly OutboxEntry[];
+  /**
+   * Ids of outbox entries this key wrote earlier that the append makes moot (a deadline nothing waits for any more):
+   * removed with the write if still pending. Only entries of the same key are removed, and none if the append is
+   * refused. An adapter that cannot remove them in the same write removes them just after, so a consumer must still
+   * take a retired entry that was already on its way as a no-op.
+   */
+  readonly retire?: readonly string[];
   readonly at: number;
   readonly fence?: Fence;
 }

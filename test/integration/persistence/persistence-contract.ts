@@ -107,6 +107,34 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       expect(await store.outbox.pending({ limit: 10 })).to.deep.equal([]);
     });
 
+    it('when an append retires entries its key wrote, then they leave the outbox with it; another key’s entry and unknown ids change nothing', async () => {
+      const deadline = (id: string) => ({ id, topic: 'receipt.timeout', payload: {}, shard: 4 });
+      await store.journal.append(append('message:m', 1, [{}], { outbox: [deadline('timeout:m:0'), deadline('timeout:m:1')] }));
+      await store.journal.append(append('message:other', 1, [{}], { outbox: [deadline('timeout:other:0')] }));
+
+      await store.journal.append(append('message:m', 2, [{ type: 'final' }], { retire: ['timeout:m:0', 'timeout:other:0', 'timeout:unknown:0'] }));
+
+      expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id).sort()).to.deep.equal(['timeout:m:1', 'timeout:other:0']);
+      expect(await store.outbox.backlog()).to.equal(2);
+      expect((await store.journal.read('message:m', 0)).map((r) => r.events)).to.deep.equal([[{}], [{ type: 'final' }]]);
+    });
+
+    it('when an append that retires entries is refused, then nothing is retired', async () => {
+      await store.journal.append(append('message:r', 1, [{}], { outbox: [{ id: 'timeout:r:0', topic: 'receipt.timeout', payload: {}, shard: 0 }] }));
+      const refused = await store.journal.append(append('message:r', 1, [{}], { retire: ['timeout:r:0'] })).catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(JournalConflictError);
+      expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['timeout:r:0']);
+    });
+
+    it('when many appends retire at once (one batch), then each retires its own entry and writes its own', async () => {
+      const keys = Array.from({ length: 40 }, (_, i) => `message:batch-${i}`);
+      await Promise.all(keys.map((key) => store.journal.append(append(key, 1, [{}], { outbox: [{ id: `timeout:${key}`, topic: 'receipt.timeout', payload: {}, shard: 1 }] }))));
+      await Promise.all(
+        keys.map((key) => store.journal.append(append(key, 2, [{}], { retire: [`timeout:${key}`], outbox: [{ id: `event:${key}`, topic: 'webhook.event', payload: {}, shard: 1 }] }))),
+      );
+      expect((await store.outbox.pending({ limit: 100 })).map((e) => e.id).sort()).to.deep.equal(keys.map((key) => `event:${key}`).sort());
+    });
+
     it('when pending entries are listed, then they can be restricted to shards and to older entries, oldest first', async () => {
       await store.journal.append(append('a', 1, [{}], { at: 1000, outbox: [{ id: 'a1', topic: 't', payload: {}, shard: 1 }] }));
       await store.journal.append(append('b', 1, [{}], { at: 2000, outbox: [{ id: 'b1', topic: 't', payload: {}, shard: 2 }] }));

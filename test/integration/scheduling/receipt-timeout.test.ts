@@ -5,6 +5,7 @@ import type { CarrierStatus } from '../../../src/carriers/carrier-outcomes.js';
 import { failureMessage } from '../../../src/carriers/carrier-outcomes.js';
 import type { Gateway } from '../../../src/gateway.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
+import { RECEIPT_TIMEOUT_TOPIC } from '../../../src/messaging/message-behaviour.js';
 import type { RecipientView } from '../../../src/messaging/message-view.js';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
 import { client, dataOf, type SendData } from '../../helpers/api-helpers.js';
@@ -18,6 +19,12 @@ const SECOND = 1_000;
 const TIMEOUT_MESSAGE = failureMessage('1503');
 
 const failedEvents = (events: readonly WebhookEvent[]) => events.filter((e) => e.event_type === 'sms.failed');
+
+/** The receipt deadlines of a message still in the outbox. */
+async function deadlinesOf(gateway: Gateway, messageId: string): Promise<string[]> {
+  const entries = await gateway.persistence.outbox.pending({ limit: 10_000, topics: [RECEIPT_TIMEOUT_TOPIC] });
+  return entries.map((entry) => entry.id).filter((id) => id.startsWith(`timeout:${messageId}:`));
+}
 const phoneOf = (event: WebhookEvent): string | null => ('recipient_phone' in event.data ? event.data.recipient_phone : null);
 
 describe('the 24-hour receipt timeout (1503)', function () {
@@ -128,6 +135,24 @@ describe('the 24-hour receipt timeout (1503)', function () {
       );
     });
 
+    it('when the last recipient of an occurrence gets its final receipt, then the occurrence’s deadline leaves the outbox with it, and 24 h later nothing happens', async () => {
+      const id = await send({ to: ['+243812345697', '+243812345678'], message: 'final' });
+      expect(await deadlinesOf(gateway, id), 'left with the dispatch').to.deep.equal([`timeout:${id}:0`]);
+      await receipt(id, 0, 0, 'delivered', T0 + SECOND);
+      await receipt(id, 0, 1, 'accepted', T0 + SECOND);
+      expect(await deadlinesOf(gateway, id), 'one recipient still waits').to.deep.equal([`timeout:${id}:0`]);
+
+      await receipt(id, 0, 1, 'undelivered', T0 + 2 * SECOND);
+      expect(await deadlinesOf(gateway, id)).to.deep.equal([]);
+      const final = await recipients(id);
+      const events = await outboxEvents(gateway, id);
+
+      clock.set(T0 + RECEIPT_TIMEOUT_MS);
+      await gateway.relay.drain();
+      expect(await recipients(id)).to.deep.equal(final);
+      expect(await outboxEvents(gateway, id)).to.deep.equal(events);
+    });
+
     it('when a receipt arrives after the timeout, or the timeout is carried out again, then nothing changes and nothing is emitted', async () => {
       const id = await send({ to: ['+243812345697'], message: 'late' });
       await receipt(id, 0, 0, 'processing', T0 + SECOND);
@@ -232,6 +257,7 @@ describe('the 24-hour receipt timeout (1503)', function () {
         return settled && eventsOf('sms.sent', '+243812345697').length === 1 && eventsOf('sms.delivered', '+243812345678').length === 1 ? true : undefined;
       });
       const dispatchedAt = clock.now();
+      expect(await deadlinesOf(fixture.node.gateway, id), 'the deadline waits for the silent recipient').to.deep.equal([`timeout:${id}:0`]);
 
       clock.set(dispatchedAt + RECEIPT_TIMEOUT_MS - SECOND);
       await fixture.node.gateway.relay.drain();
@@ -256,6 +282,16 @@ describe('the 24-hour receipt timeout (1503)', function () {
         'sms.processing',
         'sms.sent',
       ]);
+    });
+
+    it('when the carrier delivers every recipient, then no deadline is left in the outbox for the message', async () => {
+      const shop = await seedMerchant(fixture.node.gateway, { prepaid: '10' });
+      const id = dataOf<SendData>(await http.send(shop.apiKey, { to: ['+243812345678', '+243812345679'], message: 'delivered' }), 201).message_id;
+      await eventually('both delivered', 15_000, async () => {
+        const status = await statusOf(http, shop.apiKey, id);
+        return status.recipients.every((r) => r.status === 'delivered') ? true : undefined;
+      });
+      expect(await deadlinesOf(fixture.node.gateway, id)).to.deep.equal([]);
     });
   });
 });

@@ -96,6 +96,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
   const newId = options.newId ?? createSequentialIds('evt');
   const journal: MessageEvent[] = [];
   const effects: Effect[] = [];
+  const retired: string[] = [];
   let state = behaviour.initialState(MESSAGE_ID);
 
   function run<K extends MessageCommand['type']>(command: Extract<MessageCommand, { type: K }>): Decision<MessageState, MessageEvent, MessageReplies[K]> {
@@ -104,6 +105,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
     state = decision.events.reduce(apply, state);
     journal.push(...decision.events);
     effects.push(...(decision.effects ?? []));
+    retired.push(...(decision.retire ?? []));
     return decision;
   }
 
@@ -111,6 +113,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
     clock,
     journal,
     effects,
+    retired,
     get state(): MessageState {
       return state;
     },
@@ -120,6 +123,7 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
     receipt: (receipt: CarrierReceipt) => run<'apply_receipt'>({ type: 'apply_receipt', receipt }),
     receipts: (receipts: readonly CarrierReceipt[]) => run<'apply_receipts'>({ type: 'apply_receipts', receipts }),
     status: (merchantId: string) => run<'status'>({ type: 'status', merchantId }),
+    receiptTimeout: (occurrence: number) => run<'receipt_timeout'>({ type: 'receipt_timeout', occurrence }),
   };
 }
 
@@ -837,6 +841,45 @@ describe('message behaviour', () => {
     });
   });
 
+  describe('receipt deadlines (retired once nothing waits for them)', () => {
+    it('when the receipt that makes the last recipient final arrives, then it retires the occurrence’s deadline, and no receipt before it does', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      expect(story.effects.map((e) => e.id), 'the deadline left with the dispatch').to.include('timeout:msg-1:0');
+      const before = [receipt(0, 'delivered', T0 + MINUTE), receipt(1, 'undelivered', T0 + MINUTE), receipt(2, 'enroute', T0 + MINUTE)];
+      for (const r of before) expect(story.receipt(r).retire ?? [], `${r.recipient} ${r.status}`).to.deep.equal([]);
+
+      expect(story.receipt(receipt(2, 'delivered', T0 + 2 * MINUTE)).retire).to.deep.equal(['timeout:msg-1:0']);
+      expect(story.receipt(receipt(2, 'delivered', T0 + 2 * MINUTE)).retire ?? [], 'a repeated receipt').to.deep.equal([]);
+      expect(story.retired).to.deep.equal(['timeout:msg-1:0']);
+    });
+
+    it('when one occurrence of a schedule is final and the other is not, then only the final one’s deadline is retired', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(OCCURRENCE_1);
+      story.dispatchDue();
+      const retire = story.receipts([
+        ...[0, 1, 2].map((recipient) => receipt(recipient, 'delivered', OCCURRENCE_1)),
+        receipt(0, 'delivered', OCCURRENCE_1, { occurrence: 1 }),
+        receipt(1, 'rejected', OCCURRENCE_1, { occurrence: 1 }),
+      ]).retire;
+
+      expect(retire).to.deep.equal(['timeout:msg-1:0']);
+      expect(story.receipts([receipt(2, 'undelivered', OCCURRENCE_1 + MINUTE, { occurrence: 1 })]).retire).to.deep.equal(['timeout:msg-1:1']);
+    });
+
+    it('when the deadline has already failed the late recipients, then nothing is left to retire', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      story.receipt(receipt(0, 'delivered', T0 + MINUTE));
+      story.clock.set(T0 + DAY);
+      story.receiptTimeout(0);
+      expect(story.receipt(receipt(1, 'delivered', T0 + DAY)).retire ?? [], 'a receipt after the timeout changes nothing').to.deep.equal([]);
+      expect(story.retired).to.deep.equal([]);
+    });
+  });
+
   describe('apply_receipts', () => {
     const arrival = fc.record({
       occurrence: fc.integer({ min: 0, max: 2 }),
@@ -866,6 +909,9 @@ describe('message behaviour', () => {
           expect(together.state).to.deep.equal(oneByOne.state);
           expect(together.journal).to.deep.equal(oneByOne.journal);
           expect(together.effects).to.deep.equal(oneByOne.effects);
+          expect([...together.retired].sort(), 'the same receipt deadlines retired').to.deep.equal([...oneByOne.retired].sort());
+          const final = together.state.occurrences.filter((o) => o.recipients?.every((r) => r.status === 'delivered' || r.status === 'failed'));
+          expect([...together.retired].sort(), 'exactly the deadlines of the occurrences now final').to.deep.equal(final.map((o) => `timeout:${MESSAGE_ID}:${o.index}`).sort());
         }),
         { numRuns: 200 },
       );

@@ -273,6 +273,31 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     return allowed;
   }
 
+  /** Entries done, optionally only those a given key wrote. */
+  async function markEntriesDone(ids: readonly string[], key?: string): Promise<void> {
+    if (ids.length === 0) return;
+    const list = [...ids];
+    const ofKey = key === undefined ? {} : { key };
+    await c.journal.updateMany(
+      { ...ofKey, outboxPending: true, 'outbox.id': { $in: list } },
+      { $set: { 'outbox.$[e].done': true } },
+      { arrayFilters: [{ 'e.id': { $in: list } }] },
+    );
+    // `'outbox.done': { $ne: false }` matches a document none of whose entries is still not done. A crash
+    // between the two updates leaves `outboxPending` true on a document with nothing pending: harmless, pending()
+    // and backlog() look at the entries.
+    await c.journal.updateMany({ ...ofKey, outboxPending: true, 'outbox.id': { $in: list }, 'outbox.done': { $ne: false } }, { $set: { outboxPending: false } });
+  }
+
+  /**
+   * What written appends retire, just after their insert (no multi-document transaction on a standalone server). The
+   * appends are written whatever happens here: a failure leaves the entries pending, and their consumers take them
+   * as the no-ops they have become.
+   */
+  async function retireEntries(appends: readonly JournalAppend[]): Promise<void> {
+    await Promise.all(appends.map((a) => markEntriesDone(a.retire ?? [], a.key).catch(() => undefined)));
+  }
+
   async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     try {
       // two appends of one (key, seq) in a batch: the first competes, the others lost already
@@ -327,16 +352,21 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       }
 
       const written: PendingOutboxEntry[] = [];
+      // an append that retires entries is answered once they are retired (just after its insert)
+      const retiring: PendingAppend[] = [];
       for (const [index, pending] of sending.entries()) {
         const duplicate = failed.get(index);
         if (duplicate === true) pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, 'sequence_taken'));
         else if (duplicate === false || !othersWritten) pending.reject(batchError);
         else {
-          pending.resolve();
+          if (pending.item.retire !== undefined && pending.item.retire.length > 0) retiring.push(pending);
+          else pending.resolve();
           written.push(...outboxEntriesOf(pending.item));
         }
       }
       if (written.length > 0) notify(written);
+      await retireEntries(retiring.map((pending) => pending.item));
+      for (const pending of retiring) pending.resolve();
     } catch (error) {
       // unexpected: settle whatever is still waiting (settling a settled promise again does nothing)
       for (const pending of batch) pending.reject(error);
@@ -404,19 +434,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       );
     },
 
-    async markDone(ids) {
-      if (ids.length === 0) return;
-      const list = [...ids];
-      await c.journal.updateMany(
-        { outboxPending: true, 'outbox.id': { $in: list } },
-        { $set: { 'outbox.$[e].done': true } },
-        { arrayFilters: [{ 'e.id': { $in: list } }] },
-      );
-      // `'outbox.done': { $ne: false }` matches a document none of whose entries is still not done. A crash
-      // between the two updates leaves `outboxPending` true on a document with nothing pending: harmless, pending()
-      // and backlog() look at the entries.
-      await c.journal.updateMany({ outboxPending: true, 'outbox.id': { $in: list }, 'outbox.done': { $ne: false } }, { $set: { outboxPending: false } });
-    },
+    markDone: (ids) => markEntriesDone(ids),
 
     async backlog() {
       const rows = await c.journal

@@ -16,7 +16,8 @@ export type SqlJournalOptions = GroupCommitOptions;
 export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMMIT_OPTIONS;
 
 // One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
-// taken, and writes the outbox entries of exactly the appends that went in.
+// taken, writes the outbox entries of exactly the appends that went in, and removes the entries those appends
+// retire (only entries of their own key).
 const APPEND_BATCH_SQL = `
 WITH input AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
@@ -37,6 +38,11 @@ WITH input AS (
     AS o(id text, key text, seq bigint, topic text, payload jsonb, shard integer, created_at bigint)
   JOIN written w ON w.key = o.key AND w.seq = o.seq
   ON CONFLICT (id) DO NOTHING
+), retired AS (
+  DELETE FROM outbox
+  USING jsonb_to_recordset($3::jsonb) AS r(id text, key text, seq bigint)
+  JOIN written w ON w.key = r.key AND w.seq = r.seq
+  WHERE outbox.id = r.id AND outbox.key = r.key
 )
 SELECT key, seq::float8 AS seq FROM written`;
 
@@ -74,9 +80,12 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     const outboxRows = appends.flatMap((a) =>
       a.outbox.map((entry) => ({ id: entry.id, key: a.key, seq: a.seq, topic: entry.topic, payload: entry.payload, shard: entry.shard, created_at: a.at })),
     );
+    const retiredRows = appends.flatMap((a) => (a.retire ?? []).map((id) => ({ id, key: a.key, seq: a.seq })));
     let written: readonly { key: string; seq: number }[];
     try {
-      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows)], { prepare: true });
+      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows)], {
+        prepare: true,
+      });
     } catch (error) {
       // an append whose data the database refuses (a NUL in its text, say) must not fail the others batched with
       // it: the batch is halved until the guilty one is alone. Any other failure (the database down) fails all.

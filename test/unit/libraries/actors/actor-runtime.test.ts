@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createActorRuntime, ActorFailureError, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
-import { JournalConflictError } from '../../../../src/libraries/persistence/journal-port.js';
+import { JournalConflictError, type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 import { counterBehaviour, type CounterCommand } from './counter-behaviour.js';
 
@@ -183,6 +183,55 @@ describe('actor runtime', () => {
     const pending = await journal.pending({ limit: 10 });
     expect(pending).to.have.length(1);
     expect(pending[0]).to.include({ id: reply.id, topic: 'test.topic', shard: 7, key: 'counter:fx', seq: 1 });
+  });
+
+  describe('retired outbox entries (Decision.retire)', () => {
+    /** The appends the runtime makes, as the journal receives them. */
+    function recordAppends(): JournalAppend[] {
+      const appends: JournalAppend[] = [];
+      const append = journal.append.bind(journal);
+      journal.append = (a) => {
+        appends.push(a);
+        return append(a);
+      };
+      return appends;
+    }
+
+    it('when a command retires an entry the actor wrote earlier, then its append carries the retirement and the entry leaves the outbox', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      const counter = counters.ref('retire', 7);
+      const { id } = await counter.ask({ type: 'announce', topic: 'test.deadline' });
+      const kept = await counter.ask({ type: 'announce', topic: 'test.deadline' });
+      const appends = recordAppends();
+
+      await counter.ask({ type: 'withdraw', ids: [id] });
+
+      expect(appends.map((a) => [a.seq, a.outbox.length, a.retire])).to.deep.equal([[3, 0, [id]]]);
+      expect((await journal.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal([kept.id]);
+    });
+
+    it('when the same batch writes an entry and retires it, then it is never written and the record retires only the others', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      const counter = counters.ref('same-batch', 7);
+      const appends = recordAppends();
+
+      await Promise.all([
+        counter.ask({ type: 'announce', topic: 'test.deadline', id: 'deadline-1' }),
+        counter.ask({ type: 'announce', topic: 'test.deadline', id: 'deadline-2' }),
+        counter.ask({ type: 'withdraw', ids: ['deadline-1', 'elsewhere-1'] }),
+        counter.ask({ type: 'add', amount: 1 }),
+      ]);
+
+      expect(appends.map((a) => [a.outbox.map((e) => e.id), a.retire])).to.deep.equal([[['deadline-2'], ['elsewhere-1']]]);
+      expect((await journal.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['deadline-2']);
+    });
+
+    it('when a command retires nothing, then its append has no retirement', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      const appends = recordAppends();
+      await counters.ref('plain', 7).ask({ type: 'announce', topic: 'test.deadline' });
+      expect(appends.map((a) => 'retire' in a)).to.deep.equal([false]);
+    });
   });
 
   it('when many commands race on one actor, then they are decided in order and journaled together in few records', async () => {

@@ -9,13 +9,15 @@ export type CounterCommand =
   | { readonly type: 'add'; readonly amount: number }
   | { readonly type: 'read' }
   | { readonly type: 'explode' }
-  | { readonly type: 'announce'; readonly topic: string };
+  | { readonly type: 'announce'; readonly topic: string; readonly id?: string }
+  | { readonly type: 'withdraw'; readonly ids: readonly string[] };
 export type CounterEvent = { readonly type: 'added'; readonly amount: number };
 export interface CounterReplies {
   readonly add: { readonly total: number };
   readonly read: { readonly total: number; readonly applied: number };
   readonly explode: never;
   readonly announce: { readonly id: string };
+  readonly withdraw: Record<string, never>;
 }
 
 export const counterBehaviour: Behaviour<CounterState, CounterCommand, CounterEvent, CounterReplies> = {
@@ -28,9 +30,10 @@ export const counterBehaviour: Behaviour<CounterState, CounterCommand, CounterEv
       throw new Error('boom');
     },
     announce: (_state, command, context) => {
-      const id = context.newId();
+      const id = command.id ?? context.newId();
       return { events: [], reply: { id }, effects: [{ id, topic: command.topic, payload: { at: context.now } }] };
     },
+    withdraw: (_state, command) => ({ events: [], reply: {}, retire: command.ids }),
   },
   apply: (state, event) => ({ total: state.total + event.amount, applied: state.applied + 1 }),
 };
