@@ -14,7 +14,7 @@ import {
   type WebhookOutboxPayload,
 } from '../../../src/messaging/message-behaviour.js';
 import { fromUnits } from '../../../src/pricing/money.js';
-import { createWebhookPresence, withWebhookPresence } from '../../../src/webhooks/webhook-presence.js';
+import { createWebhookPresence, withWebhookPresence, type WebhookPresence } from '../../../src/webhooks/webhook-presence.js';
 
 const T0 = Date.UTC(2026, 10, 2, 9, 0, 0);
 const KEY_ID = 'key-1';
@@ -55,27 +55,35 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
   });
 
   describe('the key actor telling it', () => {
-    const presence = createWebhookPresence();
-    const behaviour = withWebhookPresence(createApiKeyBehaviour(POLICY), presence);
-    let state: ApiKeyState = behaviour.initialState(KEY_ID);
+    let presence: WebhookPresence;
+    let behaviour: ReturnType<typeof withWebhookPresence>;
+    let state: ApiKeyState;
     const run = (command: ApiKeyCommand): unknown => {
       const decision = decide(behaviour, state, command, context());
       state = applyEvents(behaviour, decision.state ?? state, decision.events);
       return decision.reply;
     };
+    /** A fresh key actor: created without a webhook, then authenticated once. */
+    beforeEach(() => {
+      presence = createWebhookPresence();
+      behaviour = withWebhookPresence(createApiKeyBehaviour(POLICY), presence);
+      state = behaviour.initialState(KEY_ID);
+      run({ type: 'create', merchantId: 'merchant-1', environment: 'sandbox', hash: HASH, display: 'sk_test_…W0xY', status: 'allowed', expiresAt: null });
+    });
 
     it('when a key is created without a webhook and authenticates, then it is known to have none', () => {
-      run({ type: 'create', merchantId: 'merchant-1', environment: 'sandbox', hash: HASH, display: 'sk_test_…W0xY', status: 'allowed', expiresAt: null });
       expect(run({ type: 'authenticate', hash: HASH, bucket: 'send' })).to.deep.include({ outcome: 'authenticated' });
       expect(presence.mayHaveWebhook(KEY_ID)).to.equal(false);
     });
 
     it('when its webhook is set, then it has one from that command on', () => {
+      run({ type: 'authenticate', hash: HASH, bucket: 'send' });
       run({ type: 'set_webhook', webhook: HOOK });
       expect(presence.mayHaveWebhook(KEY_ID)).to.equal(true);
     });
 
     it('when its webhook is cleared, then it still counts until its next command (the clearing is journaled by then)', () => {
+      run({ type: 'set_webhook', webhook: HOOK });
       run({ type: 'set_webhook', webhook: null });
       expect(presence.mayHaveWebhook(KEY_ID)).to.equal(true);
       run({ type: 'describe' });
@@ -83,8 +91,7 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
     });
 
     it('when the command names a key that does not exist, then that key is known to have none (the relay would find none)', () => {
-      const unknown = withWebhookPresence(createApiKeyBehaviour(POLICY), presence);
-      decide(unknown, unknown.initialState('key-404'), { type: 'webhook_target' }, context());
+      decide(behaviour, behaviour.initialState('key-404'), { type: 'webhook_target' }, context());
       expect(presence.mayHaveWebhook('key-404')).to.equal(false);
     });
   });
