@@ -327,7 +327,7 @@ function dispatchEffects(spec: MessageSpec, occurrence: number): Effect[] {
 }
 
 /** The outbox id of an occurrence's receipt deadline. */
-export function receiptDeadlineId(messageId: string, occurrence: number): string {
+function receiptDeadlineId(messageId: string, occurrence: number): string {
   return `timeout:${messageId}:${occurrence}`;
 }
 
@@ -340,7 +340,13 @@ function mootDeadlines(state: MessageState, messageId: string, occurrences: Read
   const moot: string[] = [];
   for (const index of occurrences) {
     const recipients = state.occurrences[index]?.recipients;
-    if (recipients?.every((recipient, i) => isTerminal((latest.get(`${index}:${i}`) ?? recipient).status))) moot.push(receiptDeadlineId(messageId, index));
+    // a recipient final before the batch needs no look-up; the first one still waiting ends the scan
+    const final = (recipient: RecipientState, i: number): boolean => {
+      if (isTerminal(recipient.status)) return true;
+      const now = latest.get(`${index}:${i}`);
+      return now !== undefined && isTerminal(now.status);
+    };
+    if (recipients?.every(final)) moot.push(receiptDeadlineId(messageId, index));
   }
   return moot;
 }
