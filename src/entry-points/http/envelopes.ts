@@ -7,9 +7,9 @@ export function sendData(res: Response, status: number, data: unknown): void {
 }
 
 /** The contract's service-error envelope; `error_code` is always a four-digit string. */
-export function sendError(res: Response, error: AppError, requestId: string): void {
-  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
-  res.status(error.httpStatus).json({
+/** The service-error envelope of `error`. */
+export function serviceErrorBody(error: AppError, requestId: string): Record<string, unknown> {
+  return {
     success: false,
     status_code: error.httpStatus,
     error_code: error.code,
@@ -17,7 +17,12 @@ export function sendError(res: Response, error: AppError, requestId: string): vo
     request_id: requestId,
     ...(error.details ? { details: error.details } : {}),
     ...(error.retryAfterSeconds !== undefined ? { retry_after: error.retryAfterSeconds } : {}),
-  });
+  };
+}
+
+export function sendError(res: Response, error: AppError, requestId: string): void {
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  res.status(error.httpStatus).json(serviceErrorBody(error, requestId));
 }
 
 /** Authentication failures and status-404 bodies: exactly `{ detail }`. */

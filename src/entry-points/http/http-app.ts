@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { RateBucket } from '../../api-keys/rate-limiter.js';
@@ -8,7 +9,7 @@ import { AppError, isAppError, type Result } from '../../libraries/errors/app-er
 import type { Logger } from '../../libraries/logger/logger.js';
 import type { Gateway } from '../../gateway.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
-import { DETAILS, sendData, sendDetail, sendError } from './envelopes.js';
+import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody } from './envelopes.js';
 import { allowedMethods, API_ROOT, ROUTES, type RouteName } from './routes.js';
 
 export interface HealthReport {
@@ -98,7 +99,7 @@ function hasBody(req: Request): boolean {
  * The merchant API. Order for every authenticated endpoint (DECISIONS.md): authenticate → rate limit → read and
  * validate the body → act. A route is a few lines: read the request, call one use case, map the result.
  */
-export function createHttpApp(deps: HttpAppDependencies): express.Express {
+export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -312,5 +313,29 @@ export function createHttpApp(deps: HttpAppDependencies): express.Express {
     sendError(res, appError, requestId);
   });
 
-  return app;
+  // A request target Express reads no path from (`//a@#b`: its URL parser takes `a@` for an authority) skips every
+  // middleware above and would get Express's own HTML 404: it gets the contract's 404 with a request id instead.
+  const unrouted = (req: IncomingMessage, res: ServerResponse, error?: unknown): void => {
+    const started = process.hrtime.bigint();
+    const requestId = randomUUID();
+    const logger = deps.logger.child({ request_id: requestId });
+    const appError = error === undefined ? new AppError('ROUTE_NOT_FOUND') : toAppError(error);
+    if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');
+    if (!res.headersSent) {
+      res.statusCode = appError.httpStatus;
+      res.setHeader('Content-Type', 'application/json; charset=utf-8');
+      res.setHeader('X-Request-Id', requestId);
+    }
+    res.end(JSON.stringify(serviceErrorBody(appError, requestId)));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const method = req.method ?? 'GET';
+    logger.info({ method, route: 'unmatched', status: res.statusCode, duration_ms: Math.round(seconds * 1000) }, 'request');
+    deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds });
+  };
+  return (req, res) => {
+    // what an http server hands its listener; Express takes it as its own request and response
+    app(req as Request, res as Response, (error?: unknown) => {
+      unrouted(req, res, error);
+    });
+  };
 }

@@ -657,6 +657,15 @@ describe('merchant API under fuzzing', function () {
       expect((result!.body as { error_code: string }).error_code).to.equal('1405');
     });
 
+    it('when the request target is one Express reads no path from (`//!@#frag`), then it is 404/1404 with a request id (was Express’s HTML "Cannot GET null")', async () => {
+      for (const [method, path] of [['GET', '//!@#frag'], ['POST', '//u:p@#x'], ['DELETE', '//x@?q=1']] as const) {
+        const result = await exchange({ method, path, headers: { 'x-request-id': 'ignored-here' } });
+        expect(result!.response.status, path).to.equal(404);
+        expect(result!.response.headers['content-type'], path).to.match(/^application\/json/);
+        expect(result!.body, path).to.deep.include({ success: false, status_code: 404, error_code: '1404', request_id: result!.response.headers['x-request-id'] });
+      }
+    });
+
     it('when OPTIONS asks a path of the API reference (/docs/), then it is a contract envelope too (was 200 text/plain "GET, HEAD" from the docs router)', async () => {
       for (const path of ['/docs', '/docs/', '/docs/openapi.json']) {
         const result = await exchange({ method: 'OPTIONS', path, headers: {} });
