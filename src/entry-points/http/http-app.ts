@@ -321,11 +321,14 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     const logger = deps.logger.child({ request_id: requestId });
     const appError = error === undefined ? new AppError('ROUTE_NOT_FOUND') : toAppError(error);
     if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');
-    if (!res.headersSent) {
-      res.statusCode = appError.httpStatus;
-      res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.setHeader('X-Request-Id', requestId);
+    if (res.headersSent) {
+      // an answer already under way cannot become an envelope: the connection closes as Express would close it
+      req.socket.destroy();
+      return;
     }
+    res.statusCode = appError.httpStatus;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('X-Request-Id', requestId);
     res.end(JSON.stringify(serviceErrorBody(appError, requestId)));
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
