@@ -18,7 +18,9 @@ import { testPostgres } from '../../helpers/postgres.js';
  * a header, a path with a space) never reaches the server; such cases are counted and skipped.
  */
 
-const RUNS = { sendBodies: 1500, calculateBodies: 1000, headers: 1200, paths: 1500 } as const;
+/** `FUZZ_SCALE=10` runs ten times the cases, for a deeper search than every test run makes (a whole number ≥ 1). */
+const SCALE = Math.max(1, Math.floor(Number(process.env.FUZZ_SCALE ?? '1')) || 1);
+const RUNS = { sendBodies: 1500 * SCALE, calculateBodies: 1000 * SCALE, headers: 1200 * SCALE, paths: 1500 * SCALE } as const;
 const CLIENT_TIMEOUT_MS = 10_000;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -413,7 +415,7 @@ function percentEncode(text: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('merchant API under fuzzing', function () {
-  this.timeout(120_000);
+  this.timeout(120_000 * SCALE);
 
   let fixture: ApiFixture;
   let merchant: SeededMerchant;
