@@ -8,7 +8,8 @@ const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf
 const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
 
 /** Environment variables the README may name besides the settings: Node's, and the MongoDB suite's switch. */
-const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL'];
+/** Variables read outside the configuration: Node's own, and the tests' (a MongoDB to test against, the fuzzing's depth). */
+const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL', 'FUZZ_SCALE'];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string): string =>
