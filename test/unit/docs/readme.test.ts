@@ -7,8 +7,7 @@ import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.j
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
 
-/** Environment variables the README may name besides the settings: Node's, and the MongoDB suite's switch. */
-/** Variables read outside the configuration: Node's own, and the tests' (a MongoDB to test against, the fuzzing's depth). */
+/** Environment variables the README may name besides the settings: Node's, the MongoDB suite's switch, the fuzzing's depth. */
 const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL', 'FUZZ_SCALE'];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
