@@ -6,8 +6,7 @@ export function sendData(res: Response, status: number, data: unknown): void {
   res.status(status).json({ status_code: status, data });
 }
 
-/** The contract's service-error envelope; `error_code` is always a four-digit string. */
-/** The service-error envelope of `error`. */
+/** The contract's service-error envelope of `error`; `error_code` is always a four-digit string. */
 export function serviceErrorBody(error: AppError, requestId: string): Record<string, unknown> {
   return {
     success: false,
@@ -20,6 +19,7 @@ export function serviceErrorBody(error: AppError, requestId: string): Record<str
   };
 }
 
+/** Answers with the service-error envelope (and `Retry-After` when the error has one). */
 export function sendError(res: Response, error: AppError, requestId: string): void {
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   res.status(error.httpStatus).json(serviceErrorBody(error, requestId));

@@ -95,6 +95,12 @@ function hasBody(req: Request): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
+/** The caller's `X-Request-Id` when it is a usable id, else a fresh one. */
+function requestIdOf(req: IncomingMessage): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
 /**
  * The merchant API. Order for every authenticated endpoint (DECISIONS.md): authenticate → rate limit → read and
  * validate the body → act. A route is a few lines: read the request, call one use case, map the result.
@@ -107,8 +113,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   app.use(helmet());
 
   app.use((req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched' } satisfies Locals);
@@ -317,7 +322,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   // middleware above and would get Express's own HTML 404: it gets the contract's 404 with a request id instead.
   const unrouted = (req: IncomingMessage, res: ServerResponse, error?: unknown): void => {
     const started = process.hrtime.bigint();
-    const requestId = randomUUID();
+    const requestId = requestIdOf(req);
     const logger = deps.logger.child({ request_id: requestId });
     const appError = error === undefined ? new AppError('ROUTE_NOT_FOUND') : toAppError(error);
     if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');

@@ -659,13 +659,17 @@ describe('merchant API under fuzzing', function () {
       expect((result!.body as { error_code: string }).error_code).to.equal('1405');
     });
 
-    it('when the request target is one Express reads no path from (`//!@#frag`), then it is 404/1404 with a request id (was Express’s HTML "Cannot GET null")', async () => {
+    it('when the request target is one Express reads no path from (`//!@#frag`), then it is 404/1404 with a request id, the caller’s when it sent one (was Express’s HTML "Cannot GET null")', async () => {
       for (const [method, path] of [['GET', '//!@#frag'], ['POST', '//u:p@#x'], ['DELETE', '//x@?q=1']] as const) {
-        const result = await exchange({ method, path, headers: { 'x-request-id': 'ignored-here' } });
+        const result = await exchange({ method, path, headers: {} });
         expect(result!.response.status, path).to.equal(404);
         expect(result!.response.headers['content-type'], path).to.match(/^application\/json/);
+        expect(result!.response.headers['x-request-id'], path).to.match(UUID);
         expect(result!.body, path).to.deep.include({ success: false, status_code: 404, error_code: '1404', request_id: result!.response.headers['x-request-id'] });
       }
+      const traced = await exchange({ method: 'GET', path: '//!@#frag', headers: { 'x-request-id': 'trace-42' } });
+      expect(traced!.response.headers['x-request-id']).to.equal('trace-42');
+      expect(traced!.body).to.deep.include({ error_code: '1404', request_id: 'trace-42' });
     });
 
     it('when OPTIONS asks a path of the API reference (/docs/), then it is a contract envelope too (was 200 text/plain "GET, HEAD" from the docs router)', async () => {
