@@ -270,9 +270,9 @@ async function settle(persistence: Persistence, idleShare: number): Promise<{ se
     const backlog = await persistence.outbox.backlog();
     quietSamples = backlog === lastBacklog && share < idleShare + 0.1 ? quietSamples + 1 : 0;
     lastBacklog = backlog;
-    if (quietSamples >= 2) return { seconds: (performance.now() - started) / 1000, quiet: true, backlog };
+    if (quietSamples >= 2) break;
   }
-  return { seconds: (performance.now() - started) / 1000, quiet: false, backlog: lastBacklog };
+  return { seconds: (performance.now() - started) / 1000, quiet: quietSamples >= 2, backlog: lastBacklog };
 }
 
 /** One request before the run: it must succeed, else the run would measure error answers. */

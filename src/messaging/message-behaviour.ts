@@ -509,6 +509,38 @@ function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: Beh
 }
 
 /**
+ * Receipts in arrival order: each sees the recipients as the earlier ones left them. Only recipients change, so they
+ * are tracked on their own instead of folding a whole new state per receipt. The deadlines of occurrences the
+ * receipts made final are retired.
+ */
+function applyReceipts(
+  state: MessageState,
+  spec: MessageSpec,
+  receipts: readonly CarrierReceipt[],
+  context: BehaviourContext,
+  wanted: EventsWanted,
+): { events: MessageEvent[]; effects: Effect[]; retire: string[]; outcomes: (ReceiptOutcome | NotFound)[] } {
+  const events: MessageEvent[] = [];
+  const effects: Effect[] = [];
+  const outcomes: (ReceiptOutcome | NotFound)[] = [];
+  const changed = new Map<string, RecipientState>();
+  // occurrences in which a recipient became final: their deadline may be moot now
+  const finalised = new Set<number>();
+  for (const receipt of receipts) {
+    const key = `${receipt.occurrence}:${receipt.recipient}`;
+    const applied = applyReceipt(state, receipt, context, wanted, changed.get(key));
+    outcomes.push(applied.outcome);
+    if (!applied.event || !applied.next) continue;
+    changed.set(key, applied.next);
+    if (isTerminal(applied.next.status)) finalised.add(receipt.occurrence);
+    effects.push(...applied.effects);
+    events.push(applied.event);
+  }
+  const retire = finalised.size > 0 ? mootDeadlines(state, spec.messageId, finalised, changed) : [];
+  return { events, effects, retire, outcomes };
+}
+
+/**
  * `keys` tells whether a message's key may have a webhook (webhook-presence.ts); without it every event is recorded
  * and the relay finds out where it goes.
  */
@@ -613,37 +645,14 @@ export function createMessageBehaviour(
 
       apply_receipt: (state, command, context) => {
         if (!state.spec) return { events: [], reply: NOT_FOUND };
-        const { receipt } = command;
-        const applied = applyReceipt(state, receipt, context, wanted);
-        if (!applied.event || !applied.next) return { events: [], reply: applied.outcome };
-        const retire = isTerminal(applied.next.status)
-          ? mootDeadlines(state, state.spec.messageId, new Set([receipt.occurrence]), new Map([[`${receipt.occurrence}:${receipt.recipient}`, applied.next]]))
-          : [];
-        return { events: [applied.event], effects: applied.effects, retire, reply: applied.outcome };
+        const { outcomes: [outcome = NOT_FOUND], ...decided } = applyReceipts(state, state.spec, [command.receipt], context, wanted);
+        return { ...decided, reply: outcome };
       },
 
       apply_receipts: (state, command, context) => {
         if (!state.spec) return { events: [], reply: NOT_FOUND };
-        const events: MessageEvent[] = [];
-        const effects: Effect[] = [];
-        const outcomes: (ReceiptOutcome | NotFound)[] = [];
-        // each receipt sees the recipients as the earlier ones of the batch left them; only recipients change, so
-        // they are tracked on their own instead of folding a whole new state per receipt
-        const changed = new Map<string, RecipientState>();
-        // occurrences in which a recipient became final: their deadline may be moot now
-        const finalised = new Set<number>();
-        for (const receipt of command.receipts) {
-          const key = `${receipt.occurrence}:${receipt.recipient}`;
-          const applied = applyReceipt(state, receipt, context, wanted, changed.get(key));
-          outcomes.push(applied.outcome);
-          if (!applied.event || !applied.next) continue;
-          changed.set(key, applied.next);
-          if (isTerminal(applied.next.status)) finalised.add(receipt.occurrence);
-          effects.push(...applied.effects);
-          events.push(applied.event);
-        }
-        const retire = finalised.size > 0 ? mootDeadlines(state, state.spec.messageId, finalised, changed) : [];
-        return { events, effects, retire, reply: { ok: true, outcomes } };
+        const { outcomes, ...decided } = applyReceipts(state, state.spec, command.receipts, context, wanted);
+        return { ...decided, reply: { ok: true, outcomes } };
       },
 
       status: (state, command) =>

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createActorRuntime, ActorFailureError, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
+import { createActorRuntime, ActorFailureError, type ActorHostOptions, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
 import { JournalConflictError, type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
@@ -71,12 +71,17 @@ describe('actor runtime', () => {
       expect(await counters.ref('done', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 1 });
     });
 
-    it('when an actor is not settled, then it stays for idleShutdownMs however long it has been idle', async () => {
-      const counters = runtime.host(settling, settledHost);
-      await counters.ref('busy', 7).ask({ type: 'add', amount: 9 });
-      clock.advance(59_000);
+    /** How many actors are in memory after a counter added `amount`, then stayed idle `idleMs` and sweeps ran. */
+    async function activeAfterIdle(hostOptions: ActorHostOptions, amount: number, idleMs: number): Promise<number> {
+      const counters = runtime.host(settling, hostOptions);
+      await counters.ref('idle', 7).ask({ type: 'add', amount });
+      clock.advance(idleMs);
       await sweeps();
-      expect(counters.activeCount()).to.equal(1);
+      return counters.activeCount();
+    }
+
+    it('when an actor is not settled, then it stays for idleShutdownMs however long it has been idle', async () => {
+      expect(await activeAfterIdle(settledHost, 9, 59_000)).to.equal(1);
     });
 
     it('when a settled actor takes a command, then its idle time starts again', async () => {
@@ -90,11 +95,7 @@ describe('actor runtime', () => {
     });
 
     it('when the host has no settledIdleMs, then a settled actor stays for idleShutdownMs', async () => {
-      const counters = runtime.host(settling, HOST);
-      await counters.ref('kept', 7).ask({ type: 'add', amount: 10 });
-      clock.advance(30_000);
-      await sweeps();
-      expect(counters.activeCount()).to.equal(1);
+      expect(await activeAfterIdle(HOST, 10, 30_000)).to.equal(1);
     });
   });
 
