@@ -85,7 +85,8 @@ export interface RecipientView {
   /** Position in the request's `to`. */
   readonly recipient_index: number;
   readonly phone: string;
-  readonly status: RecipientStatus;
+  /** `cancelled` / `skipped` only when a schedule ended without dispatching any occurrence. */
+  readonly status: RecipientStatus | 'cancelled' | 'skipped';
   /** The carrier's precise outcome (`accepted`, `undelivered`, …), null before the carrier answered. */
   readonly carrier_status: string | null;
   readonly segments: number;
@@ -114,6 +115,10 @@ export interface OccurrenceView {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  /** Every recipient of a cancelled occurrence, else 0. */
+  readonly cancelled: number;
+  /** Every recipient of a skipped occurrence, else 0. */
+  readonly skipped: number;
 }
 
 export interface MessageStatus {
@@ -123,6 +128,10 @@ export interface MessageStatus {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  /** Recipients never to be sent: the schedule was cancelled before its first dispatch. */
+  readonly cancelled: number;
+  /** Recipients never to be sent: every occurrence passed while the schedule was paused. */
+  readonly skipped: number;
   readonly created_at: string;
   readonly updated_at: string;
   /** For a schedule: the most recent dispatched occurrence. */

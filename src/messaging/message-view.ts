@@ -10,6 +10,10 @@ export interface MessageStatusView {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  /** Recipients of a schedule cancelled before anything went (additive). */
+  readonly cancelled: number;
+  /** Recipients of a schedule whose every occurrence was skipped while paused (additive). */
+  readonly skipped: number;
   readonly created_at: string;
   readonly updated_at: string;
   readonly recipients: readonly RecipientView[];
@@ -21,7 +25,8 @@ export interface MessageStatusView {
 export interface RecipientView {
   readonly recipient_index: number;
   readonly phone: string;
-  readonly status: RecipientState['status'];
+  /** A recipient state, or `cancelled` / `skipped` when the schedule ended without ever dispatching. */
+  readonly status: RecipientState['status'] | NotSent;
   readonly carrier_status: string | null;
   readonly segments: number;
   readonly carrier: string;
@@ -50,13 +55,53 @@ export interface OccurrenceView {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  readonly cancelled: number;
+  readonly skipped: number;
 }
+
+/** How an occurrence that never went ended: its recipients are neither pending nor terminal. */
+type NotSent = 'cancelled' | 'skipped';
+
+/** The view's counters: `delivered + failed + pending + cancelled + skipped = total_recipients`. */
+type Counters = Pick<OccurrenceView, 'delivered' | 'failed' | 'pending' | 'cancelled' | 'skipped'>;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : toIsoUtc(ms));
 
 function occurrenceStatus(occurrence: Occurrence): OccurrenceView['status'] {
   if (occurrence.status === 'dispatched' && occurrence.recipients) return aggregateStatus(occurrence.recipients.map((r) => r.status));
   return occurrence.status === 'dispatched' ? 'pending' : occurrence.status;
+}
+
+const NO_RECIPIENTS: Counters = { delivered: 0, failed: 0, pending: 0, cancelled: 0, skipped: 0 };
+
+/**
+ * The counters of one occurrence. Only a dispatched occurrence has recipient states; one still to come counts its
+ * recipients as pending, and a cancelled or skipped one counts them as such: they will never be sent.
+ */
+function occurrenceCounters(occurrence: Occurrence, total: number): Counters {
+  const none = NO_RECIPIENTS;
+  switch (occurrence.status) {
+    case 'dispatched':
+      return { ...none, ...countRecipients((occurrence.recipients ?? []).map((r) => r.status)) };
+    case 'scheduled':
+      return { ...none, pending: total };
+    case 'cancelled':
+      return { ...none, cancelled: total };
+    case 'skipped':
+      return { ...none, skipped: total };
+  }
+}
+
+/**
+ * Which occurrence recipients[] and the message's counters show: the most recent dispatched one; before any
+ * dispatch, none (every recipient pending) while the schedule may still send, and its last occurrence once it
+ * ended without sending (all cancelled or skipped).
+ */
+function shownOccurrence(state: MessageState): Occurrence | null {
+  const latest = [...state.occurrences].reverse().find((o) => o.status === 'dispatched' && o.recipients);
+  if (latest) return latest;
+  const last = state.occurrences.at(-1);
+  return last && (last.status === 'cancelled' || last.status === 'skipped') ? last : null;
 }
 
 /** Views already built, by state: a message's state is immutable, and status is asked far more often than it changes. */
@@ -75,15 +120,17 @@ function buildStatusView(state: MessageState): MessageStatusView {
   const spec = state.spec;
   if (!spec) throw new Error('status of a message that was never created');
   // for a schedule, recipients and the aggregate reflect the most recent dispatched occurrence
-  const latest = [...state.occurrences].reverse().find((o) => o.status === 'dispatched' && o.recipients);
+  const shown = shownOccurrence(state);
+  const latest = shown?.status === 'dispatched' ? shown : null;
+  const notSent: NotSent | null = shown?.status === 'cancelled' || shown?.status === 'skipped' ? shown.status : null;
   const recipientStates = latest?.recipients ?? spec.recipients.map(() => INITIAL_RECIPIENT_STATE);
-  const counters = countRecipients(recipientStates.map((r) => r.status));
+  const counters = shown ? occurrenceCounters(shown, spec.recipients.length) : { ...NO_RECIPIENTS, pending: spec.recipients.length };
   const recipients = spec.recipients.map((recipient, i): RecipientView => {
     const r = recipientStates[i] ?? INITIAL_RECIPIENT_STATE;
     return {
       recipient_index: recipient.index,
       phone: recipient.phone,
-      status: r.status,
+      status: notSent ?? r.status,
       carrier_status: r.carrierStatus,
       segments: spec.segments,
       carrier: recipient.carrier,
@@ -112,9 +159,7 @@ function buildStatusView(state: MessageState): MessageStatusView {
     message_id: spec.messageId,
     status: latest ? aggregateStatus(recipientStates.map((r) => r.status)) : spec.sendingType === 'immediate' ? 'pending' : 'scheduled',
     total_recipients: spec.recipients.length,
-    delivered: counters.delivered,
-    failed: counters.failed,
-    pending: counters.pending,
+    ...counters,
     created_at: toIsoUtc(state.createdAt),
     updated_at: toIsoUtc(state.updatedAt),
     recipients,
@@ -123,9 +168,11 @@ function buildStatusView(state: MessageState): MessageStatusView {
     occurrences:
       spec.sendingType === 'immediate'
         ? []
-        : state.occurrences.map((o) => {
-            const c = countRecipients((o.recipients ?? spec.recipients.map(() => INITIAL_RECIPIENT_STATE)).map((r) => r.status));
-            return { occurrence_index: o.index, status: occurrenceStatus(o), scheduled_at: toIsoUtc(o.scheduledAt), ...c };
-          }),
+        : state.occurrences.map((o) => ({
+            occurrence_index: o.index,
+            status: occurrenceStatus(o),
+            scheduled_at: toIsoUtc(o.scheduledAt),
+            ...occurrenceCounters(o, spec.recipients.length),
+          })),
   };
 }

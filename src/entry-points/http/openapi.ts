@@ -303,10 +303,25 @@ function schemas(): Record<SchemaName, JsonSchema> {
       total_recipients: integer('Entries in `to`.'),
       delivered: integer('Recipients `delivered`.'),
       failed: integer('Recipients `failed`.'),
-      pending: integer('Recipients not terminal (`pending`, `processing`, `sent`): `delivered + failed + pending = total_recipients`.'),
+      pending: integer(
+        'Recipients not terminal (`pending`, `processing`, `sent`). `delivered + failed + pending + cancelled + skipped = total_recipients`; ' +
+          'for an immediate send, or once a schedule has dispatched, `cancelled` and `skipped` are 0 and `delivered + failed + pending = total_recipients`.',
+      ),
+      cancelled: integer(
+        'Recipients that will never be sent because the schedule was cancelled before its first dispatch (additive); then `pending` is 0.',
+      ),
+      skipped: integer(
+        'Recipients that will never be sent because every occurrence passed while the schedule was paused (additive); then `pending` is 0.',
+      ),
       created_at: timestamp('When `POST /send` was accepted (UTC).'),
       updated_at: timestamp('Last state change (UTC).'),
-      recipients: { type: 'array', items: ref('Recipient'), description: 'One per entry of `to`; for a schedule, as of its most recent dispatched occurrence.' },
+      recipients: {
+        type: 'array',
+        items: ref('Recipient'),
+        description:
+          'One per entry of `to`; for a schedule, as of its most recent dispatched occurrence, or `cancelled` / `skipped` when the schedule ' +
+          'ended without dispatching any.',
+      },
       sending_type: oneOfValues(['immediate', 'scheduled', 'recurring'], 'As sent (additive).'),
       schedule: { ...nullable(ref('Schedule')), description: '`null` for an immediate send (additive).' },
       occurrences: { type: 'array', items: ref('Occurrence'), description: 'Every occurrence of a schedule in order; empty for an immediate send (additive).' },
@@ -314,7 +329,11 @@ function schemas(): Record<SchemaName, JsonSchema> {
     Recipient: objectOf<RecipientView>('One recipient of a message.', {
       recipient_index: integer('Position in `to`.'),
       phone: text('The number in E.164.'),
-      status: oneOfValues(RECIPIENT_STATUSES, 'Only moves forward; `delivered` and `failed` are terminal.'),
+      status: oneOfValues(
+        [...RECIPIENT_STATUSES, 'cancelled', 'skipped'],
+        'Only moves forward; `delivered` and `failed` are terminal. `cancelled` / `skipped` (additive) only when a schedule ended without ' +
+          'dispatching any occurrence: the recipient was never sent and never will be.',
+      ),
       carrier_status: {
         type: ['string', 'null'],
         enum: [...CARRIER_STATUSES, null],
@@ -346,7 +365,9 @@ function schemas(): Record<SchemaName, JsonSchema> {
       scheduled_at: timestamp('UTC time of the occurrence.'),
       delivered: integer('Recipients delivered in this occurrence.'),
       failed: integer('Recipients failed in this occurrence.'),
-      pending: integer('Recipients not terminal in this occurrence.'),
+      pending: integer('Recipients not terminal in this occurrence; every recipient of an occurrence still `scheduled`.'),
+      cancelled: integer('Every recipient of a `cancelled` occurrence, else 0 (additive): never sent, not pending.'),
+      skipped: integer('Every recipient of a `skipped` occurrence, else 0 (additive): never sent, not pending.'),
     }),
     Balance: objectOf<BalanceData>('`GET /balance` data.', {
       balance: decimal('`sms_wallet_balance + postpaid_wallet_balance`.'),

@@ -133,7 +133,7 @@ describe('operator CLI: schedules', function () {
         sending_type: 'recurring',
         status: 'scheduled',
         schedule: { type: 'recurring', state: 'paused', next_occurrence_at: instants[0], occurrences_total: 3, occurrences_dispatched: 0, occurrences_remaining: 3 },
-        occurrences: instants.map((at, index) => ({ occurrence_index: index, status: 'scheduled', scheduled_at: at, delivered: 0, failed: 0, pending: 1 })),
+        occurrences: instants.map((at, index) => ({ occurrence_index: index, status: 'scheduled', scheduled_at: at, delivered: 0, failed: 0, pending: 1, cancelled: 0, skipped: 0 })),
         jobs: [
           {
             message_id: id,

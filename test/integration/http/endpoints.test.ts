@@ -446,7 +446,7 @@ describe('HTTP API: endpoints', function () {
       expect(sent).to.include({ status: 'pending', total_recipients: 2, total_messages: 4, total_cost: 0.1 });
       const data = dataOf(await http.status(shop.apiKey, sent.message_id));
       expect(data).to.deep.include({ status: 'scheduled', total_recipients: 2, schedule: scheduleOf('active', 2) });
-      const occurrence = (index: number, at: string) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2 });
+      const occurrence = (index: number, at: string) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2, cancelled: 0, skipped: 0 });
       // 09:30 in Kinshasa is 08:30 UTC; occurrences in chronological order
       expect(data.occurrences).to.deep.equal([occurrence(0, '2031-03-12T08:30:00.000Z'), occurrence(1, '2031-03-13T08:30:00.000Z')]);
     });

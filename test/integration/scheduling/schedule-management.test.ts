@@ -4,7 +4,7 @@ import { client, dataOf, expectDetail, expectEnvelope, NUMBERS, type ApiClient, 
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import type { ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { dispatchCounts, playJob, startHeldApi, statusOf, units, type ScheduleData } from './scheduling-fixture.js';
+import { dispatchCounts, playJob, startHeldApi, statusOf, units, type ScheduleData, type StatusData } from './scheduling-fixture.js';
 
 // Monday 2026-01-05 09:00 UTC; the schedules below run in February 2026, at 09:00 Kinshasa time (08:00 UTC)
 const NOW = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -355,6 +355,78 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
       expect((await statusOf(http, money.merchant.apiKey, id)).schedule).to.deep.equal(schedule('active', 0, 2, febIso(1), 2));
       await money.check('untouched');
       await other.check('untouched');
+    });
+  });
+  describe('what GET /status counts once occurrences will never go', () => {
+    type Counted = Pick<StatusData, 'delivered' | 'failed' | 'pending' | 'cancelled' | 'skipped'>;
+    const split = (c: Counted) => [c.delivered, c.failed, c.pending, c.cancelled, c.skipped];
+    const occurrencesOf = (status: StatusData) => status.occurrences.map((o) => [o.status, ...split(o)]);
+
+    it('when a schedule is cancelled before its first occurrence, then no recipient and no occurrence stays pending, even after their times', async () => {
+      const money = await book();
+      const id = await recurring(money, 2);
+      expect(split(await statusOf(http, money.merchant.apiKey, id))).to.deep.equal([0, 0, 4, 0, 0]);
+
+      clock.set(NOW + 60_000);
+      await http.cancel(money.merchant.apiKey, id);
+      clock.set(feb(3));
+      expect(await play(money, id)).to.deep.equal({ dispatched: [], next: null });
+
+      const status = await statusOf(http, money.merchant.apiKey, id);
+      expect(split(status)).to.deep.equal([0, 0, 0, 4, 0]);
+      expect(status.recipients.map((r) => r.status)).to.deep.equal(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+      expect(occurrencesOf(status)).to.deep.equal([
+        ['cancelled', 0, 0, 0, 4, 0],
+        ['cancelled', 0, 0, 0, 4, 0],
+      ]);
+    });
+
+    it('when a schedule is cancelled after its first occurrence, then the cancelled ones count as cancelled, not pending', async () => {
+      const money = await book();
+      const id = await recurring(money, 3);
+      clock.set(feb(1));
+      await play(money, id);
+      clock.set(feb(1, 12));
+
+      await http.cancel(money.merchant.apiKey, id);
+
+      const status = await statusOf(http, money.merchant.apiKey, id);
+      expect(status.recipients).to.have.length(4);
+      expect(occurrencesOf(status).slice(1)).to.deep.equal([
+        ['cancelled', 0, 0, 0, 4, 0],
+        ['cancelled', 0, 0, 0, 4, 0],
+      ]);
+      expect(status.cancelled + status.skipped, 'the shown recipients are those of the occurrence that went').to.equal(0);
+    });
+
+    it('when an occurrence passes while paused and the schedule resumes, then it counts as skipped; when all passed, every recipient is skipped', async () => {
+      const money = await book();
+      const id = await recurring(money, 3);
+      await http.pause(money.merchant.apiKey, id);
+      clock.set(feb(1, 9));
+      await http.resume(money.merchant.apiKey, id);
+
+      const resumed = await statusOf(http, money.merchant.apiKey, id);
+      expect(occurrencesOf(resumed)).to.deep.equal([
+        ['skipped', 0, 0, 0, 0, 4],
+        ['scheduled', 0, 0, 4, 0, 0],
+        ['scheduled', 0, 0, 4, 0, 0],
+      ]);
+      expect(split(resumed), 'two occurrences may still go').to.deep.equal([0, 0, 4, 0, 0]);
+
+      await http.pause(money.merchant.apiKey, id);
+      clock.set(feb(3, 9));
+      await http.resume(money.merchant.apiKey, id);
+
+      const completed = await statusOf(http, money.merchant.apiKey, id);
+      expect(completed.schedule?.state).to.equal('completed');
+      expect(split(completed)).to.deep.equal([0, 0, 0, 0, 4]);
+      expect(completed.recipients.map((r) => r.status)).to.deep.equal(['skipped', 'skipped', 'skipped', 'skipped']);
+      expect(occurrencesOf(completed)).to.deep.equal([
+        ['skipped', 0, 0, 0, 0, 4],
+        ['skipped', 0, 0, 0, 0, 4],
+        ['skipped', 0, 0, 0, 0, 4],
+      ]);
     });
   });
 });

@@ -146,7 +146,7 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
         occurrences_remaining: 3,
       });
       expect(waiting.occurrences).to.deep.equal(
-        instants.map((at, index) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2 })),
+        instants.map((at, index) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2, cancelled: 0, skipped: 0 })),
       );
       expect(waiting.recipients.map((r) => [r.status, r.carrier_status, r.sent_at])).to.deep.equal([
         ['pending', null, null],

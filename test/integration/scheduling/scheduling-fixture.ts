@@ -56,6 +56,8 @@ export interface OccurrenceData {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  readonly cancelled: number;
+  readonly skipped: number;
 }
 
 export interface StatusData {
@@ -65,6 +67,8 @@ export interface StatusData {
   readonly delivered: number;
   readonly failed: number;
   readonly pending: number;
+  readonly cancelled: number;
+  readonly skipped: number;
   readonly recipients: readonly RecipientData[];
   readonly sending_type: string;
   readonly schedule: ScheduleData | null;

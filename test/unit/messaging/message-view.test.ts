@@ -99,6 +99,9 @@ function createStory() {
     create: (spec: MessageSpec) => run<'create'>({ type: 'create', spec }),
     dispatch: (occurrence: number) => run<'dispatch_occurrence'>({ type: 'dispatch_occurrence', occurrence }),
     receipt: (receipt: CarrierReceipt) => run<'apply_receipt'>({ type: 'apply_receipt', receipt }),
+    cancel: () => run<'cancel'>({ type: 'cancel', merchantId: MERCHANT }),
+    pause: () => run<'pause'>({ type: 'pause', merchantId: MERCHANT }),
+    resume: () => run<'resume'>({ type: 'resume', merchantId: MERCHANT }),
   };
 }
 
@@ -156,6 +159,8 @@ describe('message status view', () => {
         delivered: 0,
         failed: 0,
         pending: 3,
+        cancelled: 0,
+        skipped: 0,
         created_at: '2025-06-02T09:00:00.000Z',
         updated_at: '2025-06-02T09:00:00.000Z',
         recipients: [untouched(0), untouched(1), untouched(2)],
@@ -191,6 +196,8 @@ describe('message status view', () => {
         delivered: 1,
         failed: 1,
         pending: 1,
+        cancelled: 0,
+        skipped: 0,
         created_at: '2025-06-02T09:00:00.000Z',
         updated_at: '2025-06-02T09:05:05.000Z',
         recipients: [
@@ -315,6 +322,8 @@ describe('message status view', () => {
         delivered: 0,
         failed: 0,
         pending: 3,
+        cancelled: 0,
+        skipped: 0,
         created_at: '2025-06-02T09:00:00.000Z',
         updated_at: '2025-06-02T09:00:00.000Z',
         recipients: [untouched(0), untouched(1), untouched(2)],
@@ -328,8 +337,8 @@ describe('message status view', () => {
           occurrences_remaining: 2,
         },
         occurrences: [
-          { occurrence_index: 0, status: 'scheduled', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 0, failed: 0, pending: 3 },
-          { occurrence_index: 1, status: 'scheduled', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3 },
+          { occurrence_index: 0, status: 'scheduled', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
+          { occurrence_index: 1, status: 'scheduled', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
         ],
       });
     });
@@ -375,8 +384,8 @@ describe('message status view', () => {
       expect([view.delivered, view.failed, view.pending]).to.deep.equal([0, 0, 3]);
       expect(view.recipients).to.deep.equal([untouched(0), untouched(1), untouched(2)]);
       expect(view.occurrences).to.deep.equal([
-        { occurrence_index: 0, status: 'delivered', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 3, failed: 0, pending: 0 },
-        { occurrence_index: 1, status: 'pending', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3 },
+        { occurrence_index: 0, status: 'delivered', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 3, failed: 0, pending: 0, cancelled: 0, skipped: 0 },
+        { occurrence_index: 1, status: 'pending', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
       ]);
       expect(view.schedule).to.deep.equal({
         type: 'scheduled',
@@ -430,6 +439,90 @@ describe('message status view', () => {
     });
   });
 
+  describe('cancelled and skipped occurrences', () => {
+    const counters = (c: { delivered: number; failed: number; pending: number; cancelled: number; skipped: number }) => [
+      c.delivered,
+      c.failed,
+      c.pending,
+      c.cancelled,
+      c.skipped,
+    ];
+
+    it('when a schedule is cancelled before its first dispatch, then no recipient is pending: all are cancelled, for good', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(T0 + MINUTE);
+
+      story.cancel();
+      story.clock.set(OCCURRENCE_1 + 30 * DAY);
+
+      const view = story.view;
+      expect(view.status).to.equal('scheduled');
+      expect(view.schedule?.state).to.equal('cancelled');
+      expect(counters(view)).to.deep.equal([0, 0, 0, 3, 0]);
+      expect(view.recipients.map((r) => r.status)).to.deep.equal(['cancelled', 'cancelled', 'cancelled']);
+      expect(view.occurrences.map((o) => [o.status, ...counters(o)])).to.deep.equal([
+        ['cancelled', 0, 0, 0, 3, 0],
+        ['cancelled', 0, 0, 0, 3, 0],
+      ]);
+    });
+
+    it('when a schedule is cancelled after one occurrence went, then recipients show that occurrence and the cancelled one counts nothing pending', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(OCCURRENCE_0);
+      story.dispatch(0);
+      deliverAll(story, 0, OCCURRENCE_0 + SECOND);
+      story.clock.set(OCCURRENCE_0 + MINUTE);
+
+      story.cancel();
+
+      const view = story.view;
+      expect(view.status).to.equal('delivered');
+      expect(counters(view)).to.deep.equal([3, 0, 0, 0, 0]);
+      expect(view.recipients.map((r) => r.status)).to.deep.equal(['delivered', 'delivered', 'delivered']);
+      expect(view.occurrences.map((o) => [o.status, ...counters(o)])).to.deep.equal([
+        ['delivered', 3, 0, 0, 0, 0],
+        ['cancelled', 0, 0, 0, 3, 0],
+      ]);
+    });
+
+    it('when an occurrence passes while paused and the schedule resumes, then it is skipped and not pending; the next one still is', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(T0 + MINUTE);
+      story.pause();
+      story.clock.set(OCCURRENCE_0 + MINUTE);
+
+      story.resume();
+
+      const view = story.view;
+      expect(view.occurrences.map((o) => [o.status, ...counters(o)])).to.deep.equal([
+        ['skipped', 0, 0, 0, 0, 3],
+        ['scheduled', 0, 0, 3, 0, 0],
+      ]);
+      // the schedule may still send: its recipients wait for the next occurrence
+      expect(counters(view)).to.deep.equal([0, 0, 3, 0, 0]);
+      expect(view.recipients.map((r) => r.status)).to.deep.equal(['pending', 'pending', 'pending']);
+    });
+
+    it('when every occurrence passes while paused, then the schedule completes with all recipients skipped, none pending', () => {
+      const story = createStory();
+      story.create(scheduledSpec());
+      story.clock.set(T0 + MINUTE);
+      story.pause();
+      story.clock.set(OCCURRENCE_1 + MINUTE);
+
+      story.dispatch(1);
+
+      const view = story.view;
+      expect(view.schedule?.state).to.equal('completed');
+      expect(counters(view)).to.deep.equal([0, 0, 0, 0, 3]);
+      expect(view.recipients.map((r) => r.status)).to.deep.equal(['skipped', 'skipped', 'skipped']);
+      expect(view.occurrences.map((o) => o.status)).to.deep.equal(['skipped', 'skipped']);
+    });
+  });
+
   describe('counters', () => {
     const anyReceipt = fc.record({
       occurrence: fc.integer({ min: 0, max: 1 }),
@@ -440,9 +533,10 @@ describe('message status view', () => {
     const step = fc.oneof(
       { weight: 1, arbitrary: fc.integer({ min: 0, max: 1 }).map((occurrence) => ({ dispatch: occurrence })) },
       { weight: 4, arbitrary: anyReceipt.map((r) => ({ receipt: r })) },
+      { weight: 1, arbitrary: fc.constantFrom('cancel', 'pause', 'resume').map((manage) => ({ manage })) },
     );
 
-    it('when any receipts arrive, then delivered + failed + pending = total_recipients and each counter matches recipients[] and occurrences[]', () => {
+    it('when any receipts, dispatches, cancels, pauses and resumes arrive, then delivered + failed + pending + cancelled + skipped = total_recipients and each counter matches recipients[] and occurrences[]', () => {
       fc.assert(
         fc.property(fc.constantFrom(immediateSpec, scheduledSpec), fc.array(step, { maxLength: 30 }), (makeSpec, steps) => {
           const story = createStory();
@@ -450,15 +544,26 @@ describe('message status view', () => {
           steps.forEach((s, i) => {
             story.clock.set(T0 + (i + 1) * MINUTE);
             if ('dispatch' in s) story.dispatch(s.dispatch);
-            else story.receipt(s.receipt);
+            else if ('receipt' in s) story.receipt(s.receipt);
+            else story[s.manage]();
 
             const view = story.view;
             const count = (status: string): number => view.recipients.filter((r) => r.status === status).length;
-            expect(view.delivered + view.failed + view.pending).to.equal(view.total_recipients);
+            const split = (c: { delivered: number; failed: number; pending: number; cancelled: number; skipped: number }): number =>
+              c.delivered + c.failed + c.pending + c.cancelled + c.skipped;
+            expect(split(view)).to.equal(view.total_recipients);
             expect(view.total_recipients).to.equal(3);
             expect(view.delivered).to.equal(count('delivered'));
             expect(view.failed).to.equal(count('failed'));
-            for (const o of view.occurrences) expect(o.delivered + o.failed + o.pending).to.equal(3);
+            expect(view.cancelled).to.equal(count('cancelled'));
+            expect(view.skipped).to.equal(count('skipped'));
+            // nothing dispatched and nothing left to dispatch: nobody is pending
+            const ended = view.occurrences.length > 0 && view.occurrences.every((o) => o.status === 'cancelled' || o.status === 'skipped');
+            if (ended) expect(view.pending).to.equal(0);
+            for (const o of view.occurrences) {
+              expect(split(o)).to.equal(3);
+              if (o.status === 'cancelled' || o.status === 'skipped') expect(o.pending).to.equal(0);
+            }
           });
         }),
         { numRuns: 200 },
