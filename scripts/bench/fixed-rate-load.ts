@@ -79,7 +79,10 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
     // undici's dispatcher API rather than request(): no response stream per request, so the generator takes a little
     // less of the CPU it shares with the node under test (loopback trial at 1 000 req/s: 0.19 ms of CPU per request
     // instead of 0.21; most of what is left is the kernel's socket work, the JavaScript side is ~0.08 ms)
-    const send = (dueAt: number): void => {
+    const send = (index: number): void => {
+      const dueAt = started + index * intervalMs;
+      // the second it was due in, from its index: (dueAt - started) / 1000 can round just below a whole second
+      const second = Math.floor(index / spec.rate);
       let status = 0;
       const failed = (): void => {
         errors++;
@@ -99,7 +102,7 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
         onResponseEnd() {
           if (status < 200 || status >= 300) non2xx++;
           lastDone = performance.now();
-          (bySecond[Math.floor((dueAt - started) / 1000)] ??= []).push(lastDone - dueAt);
+          (bySecond[second] ??= []).push(lastDone - dueAt);
           finish();
         },
         onResponseError: failed,
@@ -113,25 +116,46 @@ export async function runFixedRate(spec: FixedRateSpec): Promise<FixedRateSummar
     };
     const tick = (): void => {
       const due = Math.min(total, Math.floor((performance.now() - started) / intervalMs) + 1);
-      for (; issued < due; issued++) send(started + issued * intervalMs);
+      for (; issued < due; issued++) send(issued);
       if (issued < total) setTimeout(tick, Math.max(0, started + issued * intervalMs - performance.now()));
     };
     tick();
   });
   await agent.close();
 
-  const latencies = bySecond.slice(warmupS).flat().sort((a, b) => a - b);
+  return summarizeRun({ bySecond, warmupS, elapsedMs: lastDone - started, non2xx, errors });
+}
+
+/**
+ * The summary of a run from its latencies by the second each request was due in (a pure function, so what the
+ * summary counts is testable without depending on how fast the machine answers): the warm-up seconds are reported,
+ * marked, and left out of the percentiles, the measured total and the rate. `elapsedMs` runs from the start to the
+ * last answer.
+ */
+export function summarizeRun(run: {
+  readonly bySecond: readonly (readonly number[] | undefined)[];
+  readonly warmupS: number;
+  readonly elapsedMs: number;
+  readonly non2xx: number;
+  readonly errors: number;
+}): FixedRateSummary {
+  const { bySecond, warmupS } = run;
+  const latencies = bySecond
+    .slice(warmupS)
+    .flatMap((values) => values ?? [])
+    .sort((a, b) => a - b);
   // from the first measured request due to the last answer (no answer at all: nothing answered per second)
-  const elapsedS = latencies.length > 0 ? (lastDone - started) / 1000 - warmupS : Number.POSITIVE_INFINITY;
+  const elapsedS = latencies.length > 0 ? run.elapsedMs / 1000 - warmupS : Number.POSITIVE_INFINITY;
   return {
-    requests: { average: latencies.length / elapsedS, total: latencies.length, answered: bySecond.flat().length },
+    requests: { average: latencies.length / elapsedS, total: latencies.length, answered: bySecond.flatMap((values) => values ?? []).length },
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
-    non2xx,
-    errors,
-    // a second in which nothing was answered is a hole in bySecond: flatMap leaves it out
+    non2xx: run.non2xx,
+    errors: run.errors,
+    // a second in which nothing was answered is a hole in bySecond: it is left out
     seconds: bySecond.flatMap((values, second) => {
-      values.sort((a, b) => a - b);
-      return [{ second, warmup: second < warmupS, p50: percentile(values, 50), p99: percentile(values, 99), max: values[values.length - 1] ?? Number.NaN }];
+      if (values === undefined) return [];
+      const sorted = [...values].sort((a, b) => a - b);
+      return [{ second, warmup: second < warmupS, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN }];
     }),
   };
 }
