@@ -10,7 +10,7 @@ import { recorder, transportContract, waitUntil } from './transport-contract.js'
 const emptyBus = (db: SqlExecutor): Promise<void> => db.script('TRUNCATE bus_deliveries, bus_messages, bus_consumers');
 
 describe('transport contract: database bus on PGlite (in memory)', function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   // opening PGlite costs seconds: one instance for the suite, emptied before each test
   let db: SqlExecutor;
   before(async () => {
@@ -25,7 +25,7 @@ describe('transport contract: database bus on PGlite (in memory)', function () {
 });
 
 describe('transport contract: database bus on PostgreSQL (private server)', function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   let url: string;
   let admin: SqlExecutor;
   const pools: SqlExecutor[] = [];
@@ -50,7 +50,7 @@ describe('transport contract: database bus on PostgreSQL (private server)', func
 });
 
 describe('database bus', function () {
-  this.timeout(30_000);
+  this.timeout(120_000);
   let db: SqlExecutor;
   let bus: Transport | null = null;
   const consumers: Consumer[] = [];

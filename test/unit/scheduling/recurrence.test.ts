@@ -416,7 +416,6 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when start_date is 1900-01-01 daily open-ended, then it completes quickly with the next 365 days', function () {
-      this.timeout(2000);
       const result = expandRecurrence(rule({ startDate: '1900-01-01', endDate: null }), KINSHASA, window('2026-03-27T00:00:00Z'));
       const instants = instantsOf(result);
       expect(instants).to.have.length(365);
@@ -425,7 +424,6 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when start_date is 1900-01-01 daily with interval 7, then the phase from 1900 is kept', function () {
-      this.timeout(2000);
       // 1900-01-01 was a Monday, so every 7th day from it is a Monday; 2026-03-30 is a Monday.
       const result = expandRecurrence(rule({ startDate: '1900-01-01', endDate: '2026-04-30', interval: 7 }), PARIS, window('2026-03-27T00:00:00Z'));
       expect(instantsOf(result)).to.deep.equal([
@@ -438,7 +436,6 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when start_date is 1900-01-31 monthly open-ended, then it completes quickly with the months having a 31st', function () {
-      this.timeout(2000);
       const result = expandRecurrence(
         rule({ startDate: '1900-01-31', endDate: null, frequency: 'monthly', times: ['10:00', '11:00'] }),
         KINSHASA,
@@ -451,7 +448,6 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when start_date is 1900-01-01 daily until 9999-12-31, then the limit stops the expansion quickly', function () {
-      this.timeout(2000);
       const result = expandRecurrence(rule({ startDate: '1900-01-01', endDate: '9999-12-31', times: ['10:00', '22:00'] }), KINSHASA, window('2026-03-27T00:00:00Z', 5000));
       if (!result.ok) expect.fail('expected the rule to expand');
       expect(result.reachedLimit).to.equal(true);
@@ -651,8 +647,7 @@ describe('scheduling: recurrence', () => {
     for (const [frequency, interval] of huge) {
       for (const endDate of [null, '9999-12-31']) {
         it(`when ${frequency} has interval ${interval} and end_date ${String(endDate)}, then only start_date counts`, function () {
-          this.timeout(2000);
-          const result = expandRecurrence(rule({ startDate: '2026-06-15', endDate, frequency, interval }), KINSHASA, window('2026-06-01T00:00:00Z'));
+              const result = expandRecurrence(rule({ startDate: '2026-06-15', endDate, frequency, interval }), KINSHASA, window('2026-06-01T00:00:00Z'));
           expect(result).to.deep.equal({ ok: true, instants: [Date.parse('2026-06-15T09:00:00Z')], reachedLimit: false });
         });
       }

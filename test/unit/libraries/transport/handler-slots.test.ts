@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { createHandlerSlots } from '../../../../src/libraries/transport/handler-slots.js';
 
 function gate() {
@@ -48,15 +49,26 @@ describe('handler slots', () => {
     hung.open();
   });
 
-  it('when a handler hangs, then settled gives up after its timeout', async () => {
-    const slots = createHandlerSlots(1);
-    const hung = gate();
-    slots.run(() => hung.opened);
-    const started = Date.now();
-    await slots.settled(50);
-    expect(Date.now() - started).to.be.within(40, 1_000);
-    expect(slots.inFlight).to.equal(1);
-    hung.open();
+  it('when a handler hangs, then settled gives up after its timeout, not before', async () => {
+    const clock = sinon.useFakeTimers();
+    try {
+      const slots = createHandlerSlots(1);
+      const hung = gate();
+      slots.run(() => hung.opened);
+      let gaveUp = false;
+      const settled = slots.settled(50).then(() => {
+        gaveUp = true;
+      });
+      await clock.tickAsync(49);
+      expect(gaveUp, 'still waiting at 49 ms').to.equal(false);
+      await clock.tickAsync(1);
+      await settled;
+      expect(gaveUp).to.equal(true);
+      expect(slots.inFlight).to.equal(1);
+      hung.open();
+    } finally {
+      clock.restore();
+    }
   });
 
   it('when the limit is not a positive integer, then creating the slots fails', () => {
