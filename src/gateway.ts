@@ -409,9 +409,10 @@ export async function createGateway(options: GatewayOptions) {
           ...(manager ? { shardsOwned: () => manager.ownedShards().length } : {}),
         }) ?? unbindMetrics;
       await manager?.start();
-      relay.start();
+      // the consumers' durables exist before the relay publishes: their streams drop what no durable wants
       await receipts?.start();
       await webhooks?.start();
+      relay.start();
       await scheduler?.start();
     },
     async stop() {

@@ -36,7 +36,7 @@ export interface NatsTransportOptions {
   readonly streamReplicas?: number;
   /** Window in which a repeated publish id is discarded by the stream. */
   readonly duplicateWindowMs?: number;
-  /** How long a stream keeps a message whatever its consumers did. */
+  /** How long a stream keeps a message nobody consumed (a durable no process pulls from any more). */
   readonly maxAgeMs?: number;
   /** How long a publish waits for the stream's acknowledgement. */
   readonly publishTimeoutMs?: number;
@@ -60,10 +60,11 @@ const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.p
 /**
  * The transport port on NATS JetStream (server mode).
  *
- * Streams use limits retention (kept for `maxAgeMs`, file storage), not work-queue or interest retention: each
- * durable consumer must see every message (dispatch and webhook jobs fan out to e.g. a worker and an auditor), which
- * a work-queue stream forbids for overlapping filters, and a message published before its first consumer exists
- * (a connector started late) must wait for it, which interest retention would discard at once.
+ * Streams use the retention their STREAMS entry names (work queue or interest, file storage), bounded by
+ * `maxAgeMs`: what was consumed is removed, so the broker keeps only what is still to be consumed. JetStream cannot
+ * change the retention of an existing stream: a stream created with another policy (limits, by earlier versions)
+ * keeps it, bounded by `maxAgeMs` only, and `onError` says so at every connect; deleting it while no process runs
+ * lets the next start create it right (docs/operations.md).
  *
  * Measured on nats-server 2.9.10: a publish sent while the server restarts can be lost and time out (publish
  * rejects; the caller retries with the same id, which the stream deduplicates); and a message whose ack wait runs out
@@ -85,11 +86,15 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   try {
-    await ensureStreams(jsm, {
-      replicas: options.streamReplicas ?? 1,
-      duplicateWindowMs: options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS,
-      maxAgeMs: options.maxAgeMs ?? DEFAULT_MAX_AGE_MS,
-    });
+    await ensureStreams(
+      jsm,
+      {
+        replicas: options.streamReplicas ?? 1,
+        duplicateWindowMs: options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS,
+        maxAgeMs: options.maxAgeMs ?? DEFAULT_MAX_AGE_MS,
+      },
+      onError,
+    );
   } catch (error) {
     await nc.close();
     throw error;
@@ -285,13 +290,23 @@ function settle(msg: JsMsg, disposition: Disposition): void {
 /** "stream name already in use with a different configuration" */
 const STREAM_NAME_IN_USE = 10058;
 
-async function ensureStreams(jsm: JetStreamManager, settings: { replicas: number; duplicateWindowMs: number; maxAgeMs: number }): Promise<void> {
-  for (const { name, subjects } of Object.values(STREAMS)) {
+const RETENTION: Readonly<Record<(typeof STREAMS)[keyof typeof STREAMS]['retention'], RetentionPolicy>> = {
+  work_queue: RetentionPolicy.Workqueue,
+  interest: RetentionPolicy.Interest,
+};
+
+/** Creates the streams, or brings an existing one to the current settings (all but its retention, which cannot change). */
+async function ensureStreams(
+  jsm: JetStreamManager,
+  settings: { replicas: number; duplicateWindowMs: number; maxAgeMs: number },
+  onError: (error: unknown, context: string) => void,
+): Promise<void> {
+  for (const { name, subjects, retention } of Object.values(STREAMS)) {
     const config: Partial<StreamConfig> & { name: string } = {
       name,
       subjects: [subjects],
       storage: StorageType.File,
-      retention: RetentionPolicy.Limits,
+      retention: RETENTION[retention],
       discard: DiscardPolicy.Old,
       num_replicas: settings.replicas,
       max_age: nanos(settings.maxAgeMs),
@@ -302,7 +317,15 @@ async function ensureStreams(jsm: JetStreamManager, settings: { replicas: number
     } catch (error) {
       if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) throw error;
       const { storage: _storage, retention: _retention, ...updatable } = config;
-      await jsm.streams.update(name, updatable);
+      const updated = await jsm.streams.update(name, updatable);
+      if (updated.config.retention !== config.retention) {
+        onError(
+          new Error(`stream ${name} has ${updated.config.retention} retention, not ${config.retention}`),
+          `stream ${name} keeps consumed messages until they are ${Math.round(settings.maxAgeMs / 3_600_000)} h old: ` +
+            'delete it while no gateway or connector runs, once its consumers have nothing pending, and the next start creates it with ' +
+            `${config.retention} retention (docs/operations.md)`,
+        );
+      }
     }
   }
 }
@@ -311,9 +334,12 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Par
   try {
     await jsm.consumers.add(stream, config);
   } catch (error) {
-    // the durable exists with other settings (a new ack wait, a new filter): update it in place
+    // the durable exists with other settings (a new ack wait, a new filter): update it in place; when there is no
+    // such durable, the refusal was about something else (an overlapping filter on a work-queue stream): say that
     if (!(error instanceof JetStreamApiError)) throw error;
     const { durable_name, deliver_policy: _deliverPolicy, ack_policy: _ackPolicy, ...updatable } = config;
+    const existing = await jsm.consumers.info(stream, durable_name).catch(() => null);
+    if (existing === null) throw error;
     await jsm.consumers.update(stream, durable_name, updatable);
   }
 }

@@ -4,14 +4,23 @@
  * server mode; a database-backed bus implements it in embedded mode. Both pass one contract suite.
  */
 
-/** The durable streams and the subjects they hold. */
+/**
+ * The durable streams, the subjects they hold, and how long a message stays (so the broker's disk stays bounded):
+ * - `work_queue`: a message is removed once one consumer acknowledged (or dropped) it, and waits for a consumer
+ *   that does not exist yet. One durable per subject: durables with overlapping filters are refused. Dispatch jobs
+ *   (one connector durable per carrier, started whenever the connector starts).
+ * - `interest`: a message is removed once every durable whose filter matches it has settled it; several durables
+ *   may each receive every message, but a message published while no durable matches it is dropped, so its
+ *   consumers must exist first. Receipts and webhook jobs: the gateway creates their durables before it publishes.
+ * Both also drop anything older than the transport's maximum age (a durable nobody consumes any more).
+ */
 export const STREAMS = {
   /** Jobs for carrier connectors: `sms.dispatch.<carrier>`. */
-  dispatch: { name: 'SMS_DISPATCH', subjects: 'sms.dispatch.>' },
+  dispatch: { name: 'SMS_DISPATCH', subjects: 'sms.dispatch.>', retention: 'work_queue' },
   /** Receipts from carrier connectors: `sms.receipts.<carrier>`. */
-  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>' },
+  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>', retention: 'interest' },
   /** Webhook delivery jobs: `webhook.jobs.<merchantId>`. */
-  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>' },
+  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>', retention: 'interest' },
 } as const;
 
 export type StreamName = keyof typeof STREAMS;

@@ -1,10 +1,19 @@
 import { expect } from 'chai';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import { ACK, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
+
+/** Polls an asynchronous condition with a generous timeout (no fixed sleep). */
+async function waitUntilAsync(condition: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await pause(20);
+  }
+}
 
 async function deleteStreams(jsm: JetStreamManager): Promise<void> {
   for (const { name } of Object.values(STREAMS)) await jsm.streams.delete(name).catch(() => false);
@@ -56,12 +65,13 @@ describe('NATS transport', function () {
     await admin.close();
   });
 
-  it('when it connects, then the three streams exist with file storage and the dedupe window', async () => {
-    for (const { name, subjects } of Object.values(STREAMS)) {
+  it('when it connects, then the three streams exist with file storage, their retention and the dedupe window', async () => {
+    for (const key of ['dispatch', 'receipts', 'webhooks'] as const) {
+      const { name, subjects } = STREAMS[key];
       const info = await jsm.streams.info(name);
       expect(info.config.subjects).to.deep.equal([subjects]);
       expect(info.config.storage).to.equal('file');
-      expect(info.config.retention).to.equal('limits');
+      expect(info.config.retention).to.equal({ work_queue: 'workqueue', interest: 'interest' }[STREAMS[key].retention]);
       expect(info.config.duplicate_window).to.equal(60_000 * 1_000_000);
     }
   });
@@ -70,6 +80,92 @@ describe('NATS transport', function () {
     const second = await connectNatsTransport({ servers: server.url, duplicateWindowMs: 90_000 });
     await second.close();
     expect((await jsm.streams.info(STREAMS.receipts.name)).config.duplicate_window).to.equal(90_000 * 1_000_000);
+  });
+
+  describe('bounded streams: what was consumed is not kept', () => {
+    const stored = async (stream: keyof typeof STREAMS): Promise<number> => (await jsm.streams.info(STREAMS[stream].name)).state.messages;
+    /** Polls until the stream holds `count` (the server removes settled messages as their acks arrive). */
+    const untilStored = (stream: keyof typeof STREAMS, count: number) =>
+      waitUntilAsync(async () => (await stored(stream)) === count, `${stream} holds ${count}`);
+
+    it('when every dispatch job is acknowledged or dropped, then the dispatch stream holds none; jobs not yet consumed stay', async () => {
+      for (let i = 0; i < 20; i++) await transport.publish(`sms.dispatch.${i < 15 ? 'simulator' : 'orange'}`, { i }, { id: `job-${i}` });
+      expect(await stored('dispatch'), 'before any connector: every job waits').to.equal(20);
+      const seen: string[] = [];
+      const consumer = await transport.consume({
+        stream: 'dispatch',
+        durable: 'connector-simulator',
+        filter: 'sms.dispatch.simulator',
+        concurrency: 4,
+        ackWaitMs: 5_000,
+        handler: (d: Delivery): Promise<Disposition> => {
+          seen.push(d.id);
+          return Promise.resolve(d.id === 'job-3' ? { type: 'drop' } : ACK);
+        },
+      });
+      await untilStored('dispatch', 5);
+      expect(seen).to.have.length(15);
+      await consumer.stop();
+      // the 5 left are the orange jobs, still waiting for their connector
+      expect(seen.filter((id) => Number(id.slice(4)) >= 15)).to.deep.equal([]);
+    });
+
+    it('when a second connector durable would overlap a carrier, then the work-queue stream refuses it rather than share its jobs', async () => {
+      const handler = (): Promise<Disposition> => Promise.resolve(ACK);
+      const spec = { stream: 'dispatch', concurrency: 1, ackWaitMs: 5_000, handler } as const;
+      const consumer = await transport.consume({ ...spec, durable: 'connector-simulator', filter: 'sms.dispatch.simulator' });
+      const error = await transport.consume({ ...spec, durable: 'auditor', filter: 'sms.dispatch.>' }).catch((e: unknown) => e);
+      expect(String(error)).to.contain('not unique');
+      await consumer.stop();
+    });
+
+    it('when receipts and webhook jobs are settled by every durable that wants them, then their streams hold none', async () => {
+      const settled = { a: 0, b: 0, receipts: 0 };
+      const counting = (key: keyof typeof settled) => (): Promise<Disposition> => {
+        settled[key]++;
+        return Promise.resolve(ACK);
+      };
+      // an auditor that has not caught up keeps the jobs it has not seen
+      const audit = await transport.consume({ stream: 'webhooks', durable: 'audit', filter: 'webhook.jobs.>', concurrency: 1, ackWaitMs: 5_000, handler: counting('a') });
+      await audit.stop();
+      const worker = await transport.consume({ stream: 'webhooks', durable: 'webhook-delivery', filter: 'webhook.jobs.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('b') });
+      const receipts = await transport.consume({ stream: 'receipts', durable: 'gateway-receipts', filter: 'sms.receipts.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('receipts') });
+      for (let i = 0; i < 10; i++) {
+        await transport.publish(`webhook.jobs.m${i % 3}`, { i }, { id: `hook-${i}` });
+        await transport.publish('sms.receipts.simulator', { i }, { id: `receipt-${i}` });
+      }
+      await untilStored('receipts', 0);
+      await waitUntil(() => settled.b === 10, 'the worker settled every job');
+      expect(await stored('webhooks'), 'the stopped auditor still has them to read').to.equal(10);
+
+      const auditAgain = await transport.consume({ stream: 'webhooks', durable: 'audit', filter: 'webhook.jobs.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('a') });
+      await untilStored('webhooks', 0);
+      expect(settled).to.deep.equal({ a: 10, b: 10, receipts: 10 });
+      await Promise.all([auditAgain.stop(), worker.stop(), receipts.stop()]);
+    });
+
+    it('when a stream exists with limits retention (an earlier version), then connecting updates the rest, says how to migrate, and works', async () => {
+      await deleteStreams(jsm);
+      await jsm.streams.add({ name: STREAMS.receipts.name, subjects: [STREAMS.receipts.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File });
+      const reported: string[] = [];
+      const older = await connectNatsTransport({
+        servers: server.url,
+        duplicateWindowMs: 90_000,
+        onError: (error, context) => {
+          reported.push(`${String(error)} | ${context}`);
+        },
+      });
+      try {
+        const info = await jsm.streams.info(STREAMS.receipts.name);
+        expect(info.config.retention).to.equal('limits');
+        expect(info.config.duplicate_window).to.equal(90_000 * 1_000_000);
+        expect(reported).to.have.length(1);
+        expect(reported[0]).to.contain(`stream ${STREAMS.receipts.name} has limits retention, not interest`).and.contain('docs/operations.md');
+        expect((await jsm.streams.info(STREAMS.dispatch.name)).config.retention, 'the others are created right').to.equal('workqueue');
+      } finally {
+        await older.close();
+      }
+    });
   });
 
   it('when another process serves a subject, then a request from this one reaches it', async () => {
@@ -84,10 +180,11 @@ describe('NATS transport', function () {
   });
 
   it('when the same id is published twice, then the stream stores it once', async () => {
-    await transport.publish('sms.receipts.orange', { n: 1 }, { id: 'rcpt-1' });
-    await transport.publish('sms.receipts.orange', { n: 2 }, { id: 'rcpt-1' });
-    await transport.publish('sms.receipts.orange', { n: 3 }, { id: 'rcpt-2' });
-    expect((await jsm.streams.info(STREAMS.receipts.name)).state.messages).to.equal(2);
+    // the dispatch stream keeps jobs nobody consumed yet (a receipt no durable wants is dropped at once)
+    await transport.publish('sms.dispatch.orange', { n: 1 }, { id: 'job-1' });
+    await transport.publish('sms.dispatch.orange', { n: 2 }, { id: 'job-1' });
+    await transport.publish('sms.dispatch.orange', { n: 3 }, { id: 'job-2' });
+    expect((await jsm.streams.info(STREAMS.dispatch.name)).state.messages).to.equal(2);
   });
 
   it('when nats-server restarts mid-stream, then the consumer resumes and every message is delivered', async () => {
