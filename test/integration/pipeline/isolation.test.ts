@@ -24,7 +24,7 @@ const latenciesOf = (requests: readonly ReceivedRequest[]): number[] =>
 const summary = (latencies: readonly number[]): string => `p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms`;
 
 describe('pipeline: one dead merchant endpoint never delays another merchant (webhook isolation)', function () {
-  this.timeout(90_000);
+  this.timeout(180_000);
   /** Short enough that A's attempts fail (and are retried) while B's flow runs. */
   const TIMEOUT_MS = 500;
   /**
@@ -35,8 +35,8 @@ describe('pipeline: one dead merchant endpoint never delays another merchant (we
   const A_RECIPIENTS = 32;
   const B_MESSAGES = 10;
   const B_RECIPIENTS = 5;
-  /** Hang guard only: B's events normally arrive within a second or two. */
-  const B_DEADLINE_MS = 10_000;
+  /** Hang guard only: B's events normally arrive within a second or two, later on a loaded machine. */
+  const B_DEADLINE_MS = 30_000;
 
   let pipeline: Pipeline;
   let deadEndpoint: WebhookReceiver;
