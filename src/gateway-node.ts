@@ -59,8 +59,8 @@ export async function openTransport(config: Config, persistence: Persistence, lo
   return connectNatsTransport({
     servers: config.nats.url,
     name: config.cluster.nodeId || 'sms-gateway',
-    onError: (error: unknown) => {
-      logger.warn({ err: error }, 'nats');
+    onError: (error: unknown, context: string) => {
+      logger.warn({ err: error, context }, 'nats');
     },
   });
 }

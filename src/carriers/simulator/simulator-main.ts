@@ -33,7 +33,13 @@ async function main(): Promise<void> {
 
   // loaded lazily: the NATS client is only needed by this process, not by whoever imports the connector
   const { connectNatsTransport } = await import('../../libraries/transport/nats-transport.js');
-  const transport = await connectNatsTransport({ servers, name: 'connector-simulator' });
+  const transport = await connectNatsTransport({
+    servers,
+    name: 'connector-simulator',
+    onError: (error, context) => {
+      logger.warn({ err: error, context }, 'nats');
+    },
+  });
   const connector = createSimulatorConnector({
     transport,
     delays: { stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
