@@ -5,6 +5,7 @@ import { client, expectFieldError, NUMBERS } from '../../helpers/api-helpers.js'
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
+import { eventually } from '../../helpers/webhook-receiver.js';
 
 /** Literal forms that reach this machine or a private network, each spelled as a merchant could write it. */
 const INSIDE_URLS = [
@@ -23,16 +24,6 @@ const INSIDE_URLS = [
   'https://10.0.0.1/hooks',
   'https://2130706433/hooks',
 ];
-
-async function until<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== null) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** A production node over HTTP and PostgreSQL: the webhook address policy at acceptance and at delivery. */
 describe('webhook address policy in production, through the real interfaces', function () {
@@ -93,10 +84,14 @@ describe('webhook address policy in production, through the real interfaces', fu
     const sent = await http.send(merchant.apiKey, { to: [NUMBERS.vodacom], message: 'Hello' });
     expect(sent.status, sent.text).to.equal(201);
 
-    const refused = await until(async () => {
-      const letters = await api.node.gateway.persistence.deadLetters.list({ merchantId: merchant.merchantId, limit: 100 });
-      return letters.find((letter) => letter.reason === 'refused_address') ?? null;
-    }, 'the refused delivery');
+    const refused = await eventually(
+      async () => {
+        const letters = await api.node.gateway.persistence.deadLetters.list({ merchantId: merchant.merchantId, limit: 100 });
+        return letters.find((letter) => letter.reason === 'refused_address');
+      },
+      20_000,
+      'the refused delivery',
+    );
     expect(refused.url).to.equal(`https://127.0.0.1:${receiverPort}/hooks`);
     expect(refused.lastError).to.include('127.0.0.1');
     expect(connections).to.equal(0);
