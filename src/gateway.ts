@@ -109,7 +109,19 @@ export function webhookUrlPolicyOf(config: Config): WebhookUrlPolicy {
   return { publicAddressesOnly: production, allowHttpLocalhost: !production && (config.mode === 'embedded' || config.webhooks.allowHttpLocalhost) };
 }
 
+/** The configured database, claimed for the configured environment (one database serves one environment). */
 export async function openPersistence(config: Config): Promise<Persistence> {
+  const persistence = await openConfiguredPersistence(config);
+  try {
+    await persistence.claimEnvironment(config.environment);
+  } catch (error) {
+    await persistence.close().catch(() => undefined);
+    throw error;
+  }
+  return persistence;
+}
+
+async function openConfiguredPersistence(config: Config): Promise<Persistence> {
   if (config.mode === 'embedded') return openPglitePersistence({ dataDir: config.database.dataDir });
   if (config.database.url) return openPostgresPersistence({ url: config.database.url, poolSize: config.database.poolSize });
   if (config.database.mongoUrl) {

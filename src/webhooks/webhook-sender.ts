@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent, type Dispatcher } from 'undici';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import type { AttemptResult } from './retry-plan.js';
 import { isPublicAddress, type WebhookUrlPolicy } from './url-guard.js';
 
@@ -45,29 +46,43 @@ class RefusedAddressError extends Error {
   }
 }
 
-export function createWebhookSender(options: { timeoutMs: number; policy: WebhookUrlPolicy; userAgent: string }): WebhookSender {
-  // every connection resolves its host here, so the address check covers the address actually dialled
-  const agent = new Agent({
-    connect: {
-      timeout: options.timeoutMs,
-      ...(options.policy.publicAddressesOnly
-        ? {
-            lookup: (hostname: string, lookupOptions: object, callback: (error: Error | null, address: string | LookupAddress[], family?: number) => void) => {
-              dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
-                if (error) {
-                  callback(error, []);
-                  return;
-                }
-                const refused = addresses.find((a) => !isPublicAddress(a.address));
-                if (refused) callback(new RefusedAddressError(refused.address), []);
-                else callback(null, addresses);
-              });
-            },
-          }
-        : {}),
-    },
-    keepAliveTimeout: 4_000,
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** DNS as the socket asks for it, refusing every answer that holds a non-public address. */
+function publicOnlyLookup(hostname: string, lookupOptions: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+    if (error) {
+      callback(error, []);
+      return;
+    }
+    const refused = addresses.find((a) => !isPublicAddress(a.address));
+    if (refused) callback(new RefusedAddressError(refused.address), []);
+    else if (lookupOptions.all === true) callback(null, addresses);
+    else if (addresses[0]) callback(null, addresses[0].address, addresses[0].family);
+    else callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
   });
+}
+
+/**
+ * The connector every delivery dials with. Under the public-only policy it judges the address actually dialled: an
+ * IP literal before connecting (sockets skip DNS for those), a host name through its DNS answer at connection time
+ * (so an answer that changes after acceptance cannot redirect a delivery inside).
+ */
+function connectorOf(options: { timeoutMs: number; policy: WebhookUrlPolicy }): buildConnector.connector {
+  if (!options.policy.publicAddressesOnly) return buildConnector({ timeout: options.timeoutMs });
+  const connect = buildConnector({ timeout: options.timeoutMs, lookup: publicOnlyLookup });
+  return (connectOptions, callback) => {
+    const host = connectOptions.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) !== 0 && !isPublicAddress(host)) {
+      callback(new RefusedAddressError(host), null);
+      return;
+    }
+    connect(connectOptions, callback);
+  };
+}
+
+export function createWebhookSender(options: { timeoutMs: number; policy: WebhookUrlPolicy; userAgent: string }): WebhookSender {
+  const agent = new Agent({ connect: connectorOf(options), keepAliveTimeout: 4_000 });
 
   return {
     send(url, body, credentials, nowMs) {

@@ -1,6 +1,8 @@
 import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
 import type { KeyView } from '../../api-keys/api-key-behaviour.js';
+import { webhookUrlPolicyOf } from '../../gateway.js';
 import { isAcceptableCallbackUrl } from '../../messaging/send-request.js';
+import { resolvesToPublicAddresses } from '../../webhooks/url-guard.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
 
@@ -116,9 +118,13 @@ export async function setWebhook(gateway: CliGateway, options: SetWebhookOptions
     if (cleared !== true) return unknownKey(options.keyId);
     return done(`Webhook of key ${options.keyId} removed.`, { key_id: options.keyId, webhook_url: null });
   }
-  const allowHttpLocalhostCallbacks = gateway.config.mode === 'embedded';
-  if (!isAcceptableCallbackUrl(options.url, { allowHttpLocalhostCallbacks })) {
-    return rejected(`--url "${options.url}" must be an absolute https:// URL${allowHttpLocalhostCallbacks ? ' (or http://localhost)' : ''} without credentials`);
+  // the same policy as a send's callback_url; delivery checks every connection's address again
+  const policy = webhookUrlPolicyOf(gateway.config);
+  if (!isAcceptableCallbackUrl(options.url, { allowHttpLocalhostCallbacks: policy.allowHttpLocalhost })) {
+    return rejected(`--url "${options.url}" must be an absolute https:// URL${policy.allowHttpLocalhost ? ' (or http://localhost)' : ''} without credentials`);
+  }
+  if (policy.publicAddressesOnly && !(await resolvesToPublicAddresses(options.url))) {
+    return rejected(`--url "${options.url}" must resolve to public internet addresses only (no loopback, private, link-local or other special-purpose address)`);
   }
   if (options.password !== undefined && options.username === undefined) return rejected('--password needs --username');
   // Basic auth joins them with ":"

@@ -1,5 +1,6 @@
 import type { AgendaBackend } from 'agenda';
 import { createGateway, openPersistence } from '../../gateway.js';
+import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
@@ -128,7 +129,8 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   try {
     gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler });
   } catch (error) {
-    if (!(error instanceof CliRefusal)) throw error;
+    // a database of the other environment is refused like a node would refuse it: it is never re-initialised
+    if (!(error instanceof CliRefusal) && !(error instanceof EnvironmentMismatchError)) throw error;
     io.err(`error: ${error.message}\n`);
     return EXIT.usage;
   }

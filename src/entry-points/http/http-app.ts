@@ -102,6 +102,37 @@ function requestIdOf(req: IncomingMessage): string {
 }
 
 /**
+ * A body over the limit is not read to its end (body-parser would read it all before answering, and a chunked body
+ * with no last chunk never ends): as soon as the declared length or the bytes received pass the limit, the answer is
+ * 413 with `Connection: close`, and Node closes the socket once that answer is flushed. True when it answered now;
+ * otherwise it keeps counting the bytes as they come (its listener is attached before body-parser's, in this tick).
+ */
+function refuseOversizedBody(req: Request, res: Response, limit: number): boolean {
+  const refuse = (): void => {
+    if (res.headersSent) {
+      req.socket.destroy();
+      return;
+    }
+    res.setHeader('Connection', 'close');
+    sendError(res, bodyError(413, `must be at most ${limit} bytes`, 'body.size'), locals(res).requestId);
+  };
+  if (Number(req.headers['content-length'] ?? 0) > limit) {
+    refuse();
+    return true;
+  }
+  let received = 0;
+  const count = (chunk: Buffer): void => {
+    received += chunk.length;
+    if (received <= limit) return;
+    req.off('data', count);
+    refuse();
+  };
+  req.on('data', count);
+  req.once('end', () => req.off('data', count));
+  return false;
+}
+
+/**
  * The merchant API. Order for every authenticated endpoint (DECISIONS.md): authenticate → rate limit → read and
  * validate the body → act. A route is a few lines: read the request, call one use case, map the result.
  */
@@ -125,6 +156,9 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
         'request',
       );
       deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds });
+      // answered before its body was read (401, 404, 429…): Node would read the rest to keep the connection; a
+      // body of unknown length (chunked, maybe endless) or over the limit is not read, the connection closes instead
+      if (!req.complete && !(Number(req.headers['content-length'] ?? Infinity) <= deps.bodyLimitBytes)) req.socket.destroySoon();
     });
     next();
   });
@@ -149,7 +183,10 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   // every failure to read the body is the client's: a gzip/deflate/br body that does not decompress comes back
   // from body-parser as a bare zlib error (no `type`), which would otherwise end as a 500
   const readJson: RequestHandler = (req, res, next) => {
+    if (refuseOversizedBody(req, res, deps.bodyLimitBytes)) return;
     parseJson(req, res, (error?: unknown) => {
+      // the size guard has answered already: what body-parser says after that changes nothing
+      if (res.headersSent) return;
       if (error === undefined) {
         next();
         return;

@@ -166,7 +166,8 @@ const sendRequestSchema = (): JsonSchema =>
       description:
         'An absolute `https://` URL as written (`https:host` is refused), at most 2 048 characters, without credentials. It receives the ' +
         "same events as the key's `webhook_url` (each event once per distinct URL), without Basic credentials. Production refuses one " +
-        'resolving to a loopback, private or link-local address; embedded mode also accepts `http://localhost`.',
+        'whose host is or resolves to a non-public address (loopback, private, link-local, CGNAT, unique- or site-local, multicast, ' +
+        'reserved, and IPv6 forms embedding such an IPv4: mapped, compatible, NAT64, 6to4; Teredo always); embedded mode also accepts `http://localhost`.',
     },
   });
 
@@ -566,7 +567,7 @@ const RESPONSES = {
   },
   ServiceUnavailable: errorResponse(503, ['SERVICE_UNAVAILABLE'], 'A part of the service did not answer in time; retry after `Retry-After`.', ['Retry-After']),
   MessageNotFound: detailResponse('`{detail}`: no such message for this merchant (an unknown id and another merchant\'s id answer the same).'),
-  PayloadTooLarge: errorResponse(413, ['INVALID_FIELD_FORMAT'], 'The body is over the limit (256 KiB by default): one detail with `field: "body"`.'),
+  PayloadTooLarge: errorResponse(413, ['INVALID_FIELD_FORMAT'], 'The body is over the limit (256 KiB by default): one detail with `field: "body"`. Answered as soon as the declared length or the bytes received pass the limit, with `Connection: close`: the rest of the body is not read.'),
   UnsupportedMediaType: errorResponse(
     415,
     ['INVALID_FIELD_FORMAT'],

@@ -1,4 +1,6 @@
+import type { GatewayEnvironment } from '../config/config.js';
 import type { DeadLetters } from './dead-letters-port.js';
+import { checkEnvironmentClaim } from './environment-claim.js';
 import type { Directory } from './directory-port.js';
 import type { LeaseStore } from './lease-port.js';
 import { createSqlLeases } from './sql/sql-leases.js';
@@ -18,6 +20,11 @@ export interface Persistence {
   readonly deadLetters: DeadLetters;
   /** Shard leases for the cluster (server mode). */
   readonly leases: LeaseStore;
+  /**
+   * Records the environment this database serves when none is recorded yet; refuses (EnvironmentMismatchError)
+   * one recorded for the other environment. Never overwrites.
+   */
+  claimEnvironment(environment: GatewayEnvironment): Promise<void>;
   /** Resolves when the database answers; for health checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -35,6 +42,11 @@ export async function sqlPersistence(db: SqlExecutor, journalOptions: SqlJournal
     directory: createSqlDirectory(db),
     deadLetters: createSqlDeadLetters(db),
     leases: createSqlLeases(db),
+    claimEnvironment: async (environment) => {
+      await db.query(`INSERT INTO gateway_settings (name, value) VALUES ('environment', $1) ON CONFLICT (name) DO NOTHING`, [environment]);
+      const rows = await db.query<{ value: string }>(`SELECT value FROM gateway_settings WHERE name = 'environment'`);
+      checkEnvironmentClaim(environment, rows[0]?.value ?? null);
+    },
     ping: async () => {
       await db.query('SELECT 1');
     },

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { DuplicateRecordError, type MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
 import { JournalConflictError, type JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
+import { EnvironmentMismatchError } from '../../../src/libraries/persistence/environment-claim.js';
 import type { Persistence } from '../../../src/libraries/persistence/persistence.js';
 
 /**
@@ -323,6 +324,28 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       const stale = await store.journal.append(append('fenced:1', 2, [{ ok: false }], { fence })).catch((e: unknown) => e);
       expect(stale).to.be.instanceOf(JournalConflictError).with.property('reason', 'fenced');
       expect((await store.journal.read('fenced:1', 0)).map((r) => r.seq)).to.deep.equal([1]);
+    });
+  });
+
+  describe('environment', () => {
+    it('when first claimed, then the environment is recorded; the same claim passes again, the other is refused naming both, and nothing is overwritten', async () => {
+      await store.claimEnvironment('sandbox');
+      await store.claimEnvironment('sandbox');
+
+      const refused = await store.claimEnvironment('production').catch((e: unknown) => e);
+
+      expect(refused).to.be.instanceOf(EnvironmentMismatchError);
+      expect((refused as Error).message).to.match(/initialised for the sandbox environment and cannot serve production/);
+      await store.claimEnvironment('sandbox');
+      expect(await store.claimEnvironment('production').catch((e: unknown) => e)).to.be.instanceOf(EnvironmentMismatchError);
+    });
+
+    it('when two openers claim different environments at once, then exactly one wins', async () => {
+      const outcomes = await Promise.allSettled([store.claimEnvironment('production'), store.claimEnvironment('sandbox')]);
+
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(1);
+      const refused = outcomes.find((o) => o.status === 'rejected');
+      expect(refused?.status === 'rejected' ? refused.reason : null).to.be.instanceOf(EnvironmentMismatchError);
     });
   });
 

@@ -156,6 +156,32 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
     }
   });
 
+  it('when only public addresses are allowed and the URL is a non-public IP literal in any spelling, then no connection is made', async () => {
+    const strict = createWebhookSender({ timeoutMs: TIMEOUT_MS, policy: { publicAddressesOnly: true, allowHttpLocalhost: false }, userAgent: 'sms-gateway/test' });
+    const port = (server.address() as AddressInfo).port;
+    let connections = 0;
+    const count = (): void => {
+      connections += 1;
+    };
+    server.on('connection', count);
+    try {
+      for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '2130706433']) {
+        for (const scheme of ['http', 'https']) {
+          const result = await strict.send(`${scheme}://${host}:${port}/hooks`, '{}', NONE, Date.now());
+          expect(result.type === 'connection_error' ? result.reason : result.type, `${scheme}://${host}`).to.include(REFUSED_ADDRESS);
+        }
+      }
+      expect(connections).to.equal(0);
+      expect(seen).to.deep.equal([]);
+      // the same literal is dialled when the policy allows it: the count above is not blind
+      await sender.send(`http://[::ffff:127.0.0.1]:${port}/hooks`, '{}', NONE, Date.now());
+      expect(connections).to.equal(1);
+    } finally {
+      server.off('connection', count);
+      await strict.close();
+    }
+  });
+
   it('when many attempts go to one endpoint, then each gets its own answer', async () => {
     let n = 0;
     answer = (response) => response.writeHead(n++ % 2 === 0 ? 200 : 500).end();

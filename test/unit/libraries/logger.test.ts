@@ -42,6 +42,59 @@ describe('logger: secrets never reach a line', () => {
     expect(err.detail).to.equal('Key (hash)=([redacted-hash])');
   });
 
+  it('when a driver error carries its client, then the line keeps the error (message, code, stack, fields, causes) and drops the client', () => {
+    const { logger, lines } = capture();
+    // shaped like what pg hands out: the client holds the backend's process id and cancel key, and its socket
+    class Client {
+      readonly processID = 48_213;
+      readonly secretKey = 1_940_583_117;
+      readonly connection = { stream: { remoteAddress: '10.0.0.5', bytesRead: 123 } };
+    }
+    const client = new Client();
+    const cause = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+    const error = Object.assign(new Error('terminating connection due to administrator command', { cause }), {
+      code: '57P01',
+      severity: 'FATAL',
+      detail: 'the server is shutting down',
+      client,
+      connection: client.connection,
+      socket: { client },
+      buffer: Buffer.alloc(64),
+      huge: { rows: Array.from({ length: 40 }, (_, i) => ({ i, text: 'x'.repeat(200) })) },
+    });
+
+    logger.fatal({ err: error }, 'crashed');
+
+    expect(lines[0]).not.to.include('48213');
+    expect(lines[0]).not.to.include('1940583117');
+    expect(lines[0]).not.to.include('processID');
+    expect(lines[0]).not.to.include('secretKey');
+    expect(lines[0]).not.to.include('10.0.0.5');
+    const err = (JSON.parse(lines[0]!) as { err: Record<string, unknown> }).err;
+    expect(err).to.include({ type: 'Error', name: 'Error', code: '57P01', severity: 'FATAL', detail: 'the server is shutting down' });
+    expect(err.stack).to.be.a('string').and.include('logger.test.ts');
+    expect(Object.keys(err)).to.not.include.members(['client', 'connection', 'socket', 'buffer', 'huge']);
+    expect(err.message).to.equal('terminating connection due to administrator command: read ECONNRESET');
+    expect(err.cause).to.deep.include({ message: 'read ECONNRESET', code: 'ECONNRESET', errno: -104, syscall: 'read' });
+  });
+
+  it('when an error carries a cycle or an endless chain of causes, then the line is still written, bounded', () => {
+    const { logger, lines } = capture();
+    const first = new Error('first');
+    let last: Error = first;
+    for (let i = 0; i < 50; i++) last = new Error(`wrapper ${i}`, { cause: last });
+    (first as Error & { cause?: unknown }).cause = last;
+    const again: Record<string, unknown> = {};
+    const self = { again };
+    again.self = self;
+    const looped = Object.assign(last, { self });
+
+    logger.error({ err: looped }, 'failed');
+
+    expect(lines).to.have.length(1);
+    expect(lines[0]!.length).to.be.below(64_000);
+  });
+
   it('leaves ordinary text alone', () => {
     const text = 'msg_0123456789abcdef0123456789abcdef at 2026-01-01T00:00:00Z, event 4f1c2b9e-8d7a-4c3b-9e2f-1a2b3c4d5e6f';
     expect(scrubSecrets(text)).to.equal(text);

@@ -13,6 +13,7 @@ import {
   type Snapshot,
 } from '../journal-port.js';
 import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
+import { checkEnvironmentClaim } from '../environment-claim.js';
 import type { Persistence } from '../persistence.js';
 import type { DeadLetter, DeadLetters } from '../dead-letters-port.js';
 import type { Lease, LeaseStore } from '../lease-port.js';
@@ -124,6 +125,12 @@ interface NodeDoc {
   readonly expiresAt: Date;
 }
 
+/** One document per setting, named by its _id (the environment the database serves). */
+interface SettingDoc {
+  readonly _id: string;
+  readonly value: string;
+}
+
 interface DeadLetterDoc extends Omit<DeadLetter, 'id'> {
   readonly _id: string;
 }
@@ -137,6 +144,7 @@ interface Collections {
   readonly messageOwners: Collection<MessageOwnerDoc>;
   readonly deadLetters: Collection<DeadLetterDoc>;
   readonly clusterNodes: Collection<NodeDoc>;
+  readonly settings: Collection<SettingDoc>;
 }
 
 function collectionsOf(db: Db): Collections {
@@ -149,6 +157,7 @@ function collectionsOf(db: Db): Collections {
     messageOwners: db.collection<MessageOwnerDoc>('message_owners'),
     deadLetters: db.collection<DeadLetterDoc>('webhook_dead_letters'),
     clusterNodes: db.collection<NodeDoc>('cluster_nodes'),
+    settings: db.collection<SettingDoc>('gateway_settings'),
   };
 }
 
@@ -724,6 +733,15 @@ export async function openMongoPersistence(options: MongoPersistenceOptions): Pr
       directory: createMongoDirectory(collections),
       deadLetters: createMongoDeadLetters(collections),
       leases: createMongoLeases(collections),
+      claimEnvironment: async (environment) => {
+        try {
+          await collections.settings.updateOne({ _id: 'environment' }, { $setOnInsert: { value: environment } }, { upsert: true });
+        } catch (error) {
+          // two first opens at once: one upsert inserts, the other meets its _id; what counts is what is recorded
+          if (!isDuplicateKey(error)) throw error;
+        }
+        checkEnvironmentClaim(environment, (await collections.settings.findOne({ _id: 'environment' }))?.value ?? null);
+      },
       ping: async () => {
         await db.command({ ping: 1 });
       },

@@ -132,6 +132,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE outbox SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000, autovacuum_vacuum_cost_delay = 0);
     `,
   },
+  {
+    version: 7,
+    name: 'gateway settings (the environment the database serves)',
+    // written once by the first node to open the database; see Persistence.claimEnvironment
+    sql: `
+      CREATE TABLE gateway_settings (
+        name  text PRIMARY KEY,
+        value text NOT NULL
+      );
+    `,
+  },
 ];
 
 const MIGRATION_LOCK = 4_242_001;
