@@ -4,13 +4,15 @@ import { createApiKeyUseCases } from './api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type DomainHosts } from './cluster/actor-router.js';
 import { createClusterRouter, type ClusterRouter } from './cluster/cluster-router.js';
-import { createShardManager, type ShardManager } from './cluster/shard-manager.js';
+import { createShardManager, renewalTickMs, type ShardManager } from './cluster/shard-manager.js';
+import { startLeaseRenewalWorker } from './cluster/lease-renewal-worker.js';
 import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
 import { createDoneMarker, createOutboxRelay, runEntryTasks, type OutboxRelay, type TopicHandler } from './libraries/persistence/outbox-relay.js';
 import { openPglitePersistence, openPostgresPersistence, type Persistence } from './libraries/persistence/persistence.js';
+import type { SqlExecutor } from './libraries/persistence/sql/sql-executor.js';
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
@@ -128,9 +130,24 @@ const NO_SHARDS: ShardManager = {
   ownedShards: () => [],
   fenceOf: (shard) => ({ shard, owner: '', epoch: -1 }),
   start: () => Promise.resolve(),
+  stopAcquiring: () => undefined,
   stop: () => Promise.resolve(),
   tick: () => Promise.resolve(),
 };
+
+function renewerOn(sql: SqlExecutor, nodeId: string, config: Config, report: (incident: { what: string; error: unknown }) => void) {
+  return async () =>
+    startLeaseRenewalWorker({
+      connectionString: await sql.connectionString(),
+      nodeId,
+      ttlMs: config.cluster.leaseTtlMs,
+      tickMs: renewalTickMs(config.cluster.leaseTtlMs),
+      stallToleranceMs: config.cluster.stallToleranceMs,
+      onError: (error) => {
+        report({ what: 'shard_lease_renewal_failed', error });
+      },
+    });
+}
 
 /** The wired node: persistence, actors, use cases and the outbox relay, with one start and one stop. */
 export async function createGateway(options: GatewayOptions) {
@@ -169,6 +186,8 @@ export async function createGateway(options: GatewayOptions) {
         shards: config.cluster.shards,
         leases: persistence.leases,
         ttlMs: config.cluster.leaseTtlMs,
+        // on PostgreSQL a worker thread renews too (its own connection), so a busy main thread keeps its shards
+        ...(persistence.kind === 'postgres' && persistence.sql ? { renewer: renewerOn(persistence.sql, nodeId, config, report) } : {}),
         onAcquired: async (shard) => {
           await clusterRouter?.serveShard(shard);
           options.onShardChange?.({ shard, change: 'acquired' });
@@ -414,7 +433,12 @@ export async function createGateway(options: GatewayOptions) {
       await webhooks?.start();
       await scheduler?.start();
     },
+    /** The process is stopping (a signal or a crash): from now on this node takes no shard. */
+    stopAcquiring() {
+      manager?.stopAcquiring();
+    },
     async stop() {
+      manager?.stopAcquiring();
       // stop taking work first (nothing in flight then waits for a shard's new owner), then hand the shards over:
       // their actors stop here and other nodes take them at once
       await scheduler?.stop();

@@ -1,0 +1,73 @@
+import { Worker } from 'node:worker_threads';
+import type { LeaseRenewer } from './shard-manager.js';
+import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
+
+export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
+  /** A renewal that failed, or the main thread found silent past the tolerance (its leases then expire). */
+  readonly onError: (error: unknown) => void;
+}
+
+/** How long a stopping renewal thread may take to close its connection before it is terminated. */
+const STOP_GRACE_MS = 2_000;
+
+/**
+ * The renewal thread's entry beside this module: compiled JavaScript in production; from TypeScript sources (tsx)
+ * the worker registers tsx itself, since Node 20 does not carry the parent's loader into a worker.
+ */
+function spawnRenewalThread(data: RenewalThreadData): Worker {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const entry = new URL(`./lease-renewal-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
+  if (!fromSource) return new Worker(entry, { workerData: data });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData: data });
+}
+
+/**
+ * Starts the node's lease renewal in a worker thread (lease-renewal.ts) and keeps it informed: the leases held
+ * after each gain or loss, and a sign of life from this thread's event loop every half tick. The worker does not
+ * keep the process alive; a process that dies or is frozen takes it along, so its leases expire as before.
+ */
+export function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): LeaseRenewer {
+  const { onError, ...data } = options;
+  const worker = spawnRenewalThread(data);
+  worker.unref();
+  let exited = false;
+  const exit = new Promise<void>((resolve) => {
+    worker.once('exit', () => {
+      exited = true;
+      resolve();
+    });
+  });
+  worker.on('error', onError);
+  worker.on('message', (message: FromRenewalThread) => {
+    if (message.type === 'error') onError(message.error);
+    else onError(new Error(`main thread silent for ${Math.round(message.silentMs)} ms: its leases are no longer renewed`));
+  });
+  const send = (message: ToRenewalThread): void => {
+    if (!exited) worker.postMessage(message);
+  };
+  const beat = setInterval(
+    () => {
+      send({ type: 'alive' });
+    },
+    Math.max(50, Math.floor(data.tickMs / 2)),
+  );
+  beat.unref();
+  return {
+    hold(held: readonly HeldLease[]) {
+      send({ type: 'hold', held });
+    },
+    async stop() {
+      clearInterval(beat);
+      send({ type: 'stop' });
+      let guard: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        guard = setTimeout(resolve, STOP_GRACE_MS);
+      });
+      await Promise.race([exit, late]);
+      clearTimeout(guard);
+      if (!exited) await worker.terminate();
+    },
+  };
+}
