@@ -137,7 +137,7 @@ const NO_SHARDS: ShardManager = {
 
 function renewerOn(sql: SqlExecutor, nodeId: string, config: Config, report: (incident: { what: string; error: unknown }) => void) {
   return async () =>
-    startLeaseRenewalWorker({
+    await startLeaseRenewalWorker({
       connectionString: await sql.connectionString(),
       nodeId,
       ttlMs: config.cluster.leaseTtlMs,

@@ -1,9 +1,10 @@
 /**
  * Worker thread entry (see lease-renewal-worker.ts): renews the node's leases every tick over its own single
- * connection, whatever the main thread is doing, while the main thread still gives signs of life.
+ * connection, whatever the main thread is doing, while the main thread still gives signs of life. It loads only
+ * pg and the lease statements, so it is ready soon after the node starts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { connectPostgres } from '../libraries/persistence/sql/sql-executor.js';
+import pg from 'pg';
 import { createSqlLeases } from '../libraries/persistence/sql/sql-leases.js';
 import { createLeaseRenewal, type FromRenewalThread, type RenewalThreadData, type ToRenewalThread } from './lease-renewal.js';
 
@@ -14,10 +15,17 @@ const post = (message: FromRenewalThread): void => {
   port.postMessage(message);
 };
 
-const db = await connectPostgres({ connectionString: data.connectionString, poolSize: 1 });
+// one connection, opened again by the next statement after a failure (a database restart)
+const pool = new pg.Pool({ connectionString: data.connectionString, max: 1 });
+pool.on('error', () => undefined);
 const renewal = createLeaseRenewal({
   nodeId: data.nodeId,
-  leases: createSqlLeases(db),
+  leases: createSqlLeases({
+    query: async <R extends object>(text: string, params: readonly unknown[] = []) => (await pool.query<R>(text, params as unknown[])).rows,
+    script: async (sql: string) => {
+      await pool.query(sql);
+    },
+  }),
   ttlMs: data.ttlMs,
   stallToleranceMs: data.stallToleranceMs,
   now: () => performance.now(),
@@ -50,8 +58,9 @@ port.on('message', (message: ToRenewalThread) => {
   else if (message.type === 'alive') renewal.alive();
   else {
     clearInterval(timer);
-    void db.close().finally(() => {
+    void pool.end().finally(() => {
       port.close();
     });
   }
 });
+post({ type: 'ready' });

@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
@@ -18,17 +20,23 @@ function spawnRenewalThread(data: RenewalThreadData): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./lease-renewal-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
   if (!fromSource) return new Worker(entry, { workerData: data });
-  const tsx = import.meta.resolve('tsx/esm/api');
+  // resolved here, where the package is (the worker's own base would be the working directory); its ESM build, the
+  // one whose register() works when imported
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
   const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(bootstrap, { eval: true, workerData: data });
 }
 
+/** How long the renewal thread may take to start; past it the node goes on renewing from its main thread alone. */
+const READY_WITHIN_MS = 15_000;
+
 /**
- * Starts the node's lease renewal in a worker thread (lease-renewal.ts) and keeps it informed: the leases held
- * after each gain or loss, and a sign of life from this thread's event loop every half tick. The worker does not
- * keep the process alive; a process that dies or is frozen takes it along, so its leases expire as before.
+ * Starts the node's lease renewal in a worker thread (lease-renewal.ts), resolved once the thread is ready, and keeps
+ * it informed: the leases held after each gain or loss, and a sign of life from this thread's event loop every half
+ * tick. The worker does not keep the process alive; a process that dies or is frozen takes it along, so its leases
+ * expire as before.
  */
-export function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): LeaseRenewer {
+export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): Promise<LeaseRenewer> {
   const { onError, ...data } = options;
   const worker = spawnRenewalThread(data);
   worker.unref();
@@ -39,14 +47,25 @@ export function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): Lea
       resolve();
     });
   });
+  let ready = (): void => undefined;
+  const readiness = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
   worker.on('error', onError);
   worker.on('message', (message: FromRenewalThread) => {
-    if (message.type === 'error') onError(message.error);
+    if (message.type === 'ready') ready();
+    else if (message.type === 'error') onError(message.error);
     else onError(new Error(`main thread silent for ${Math.round(message.silentMs)} ms: its leases are no longer renewed`));
   });
   const send = (message: ToRenewalThread): void => {
     if (!exited) worker.postMessage(message);
   };
+
+  const started = await within(READY_WITHIN_MS, Promise.race([readiness.then(() => true), exit.then(() => false)]));
+  if (started !== true) {
+    await worker.terminate();
+    throw new Error(started === false ? 'the lease renewal thread exited as it started' : `the lease renewal thread was not ready within ${READY_WITHIN_MS} ms`);
+  }
   const beat = setInterval(
     () => {
       send({ type: 'alive' });
@@ -61,13 +80,22 @@ export function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): Lea
     async stop() {
       clearInterval(beat);
       send({ type: 'stop' });
-      let guard: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => {
-        guard = setTimeout(resolve, STOP_GRACE_MS);
-      });
-      await Promise.race([exit, late]);
-      clearTimeout(guard);
-      if (!exited) await worker.terminate();
+      if ((await within(STOP_GRACE_MS, exit)) === 'late') await worker.terminate();
     },
   };
+}
+
+/** `work`'s outcome, or 'late' when it takes longer than `ms`. */
+async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('late');
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -62,6 +62,7 @@ export type ToRenewalThread =
 
 /** Messages from the renewal thread to the main thread. */
 export type FromRenewalThread =
+  | { readonly type: 'ready' }
   | { readonly type: 'silent'; readonly silentMs: number }
   | { readonly type: 'error'; readonly error: unknown };
 

@@ -138,7 +138,10 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       stopping = false;
       stopped = false;
       // without it the main thread still renews, as it always does
-      renewer = (await options.renewer?.().catch((error: unknown) => options.onError?.(error))) ?? null;
+      renewer =
+        (await Promise.resolve()
+          .then(() => options.renewer?.())
+          .catch((error: unknown) => options.onError?.(error))) ?? null;
       await tick();
       schedule();
     },

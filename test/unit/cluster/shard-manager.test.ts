@@ -31,7 +31,7 @@ function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node 
       lost.push({ shard, why });
       return Promise.resolve();
     },
-    ...(renewal ? { renewer: () => Promise.resolve({ hold: (held) => renewal.hold(held), stop: () => Promise.resolve() }) } : {}),
+    ...(renewal ? { renewer: () => Promise.resolve({ hold: (held) => { renewal.hold(held); }, stop: () => Promise.resolve() }) } : {}),
   });
   return { manager, acquired, lost };
 }
