@@ -318,7 +318,7 @@ function watchNode(node: GatewayNode): { stop(): string } {
       clearInterval(sampler);
       const ms = (ns: number) => fmt(ns / 1e6);
       const shards = manager
-        ? `; shards held ${fmt(fewest)}–${fmt(held)} of ${fmt(held)}; longest lease renewal ${fmt(renewals.longestMs)} ms, longest between renewals ${fmt(renewals.longestGapMs)} ms`
+        ? `; shards held ${fmt(fewest)}–${fmt(held)} of ${fmt(held)}; main thread's longest lease renewal ${fmt(renewals.longestMs)} ms, longest between two ${fmt(renewals.longestGapMs)} ms`
         : '';
       return `event-loop delay max ${ms(delay.max)} ms, p99 ${ms(delay.percentile(99))} ms${shards}`;
     },
