@@ -90,4 +90,22 @@ describe('lease renewal in a worker thread (real PostgreSQL)', function () {
     await node.stop();
     expect(await heldBy('busy-node')).to.deep.equal([]);
   });
+
+  it('when the main thread is silent for longer than the tolerance, then the worker stops renewing and the node loses its leases', async () => {
+    const expired: number[] = [];
+    const errors: unknown[] = [];
+    const node = manager('wedged-node', TTL_MS / 2, expired, errors);
+    await node.start();
+    expect(node.ownedShards()).to.have.length(SHARDS);
+    const before = await heldBy('wedged-node');
+
+    blockMainThread(3 * TTL_MS);
+    await node.tick();
+
+    // every lease expired; alone in the cluster, it may take the shards again, under new epochs
+    expect(expired).to.have.length(SHARDS);
+    for (const lease of await heldBy('wedged-node')) expect(lease.epoch).to.be.greaterThan(before.find((b) => b.shard === lease.shard)!.epoch);
+    expect(errors.map((error) => (error instanceof Error ? error.message : String(error))).join('\n')).to.match(/main thread silent for \d+ ms/);
+    await node.stop();
+  });
 });
