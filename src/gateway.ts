@@ -4,15 +4,14 @@ import { createApiKeyUseCases } from './api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type DomainHosts } from './cluster/actor-router.js';
 import { createClusterRouter, type ClusterRouter } from './cluster/cluster-router.js';
-import { createShardManager, renewalTickMs, type ShardManager } from './cluster/shard-manager.js';
-import { startLeaseRenewalWorker } from './cluster/lease-renewal-worker.js';
+import { createShardManager, type ShardManager } from './cluster/shard-manager.js';
+import { leaseRenewerOn } from './cluster/lease-renewal-worker.js';
 import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
 import { createDoneMarker, createOutboxRelay, runEntryTasks, type OutboxRelay, type TopicHandler } from './libraries/persistence/outbox-relay.js';
 import { openPglitePersistence, openPostgresPersistence, type Persistence } from './libraries/persistence/persistence.js';
-import type { SqlExecutor } from './libraries/persistence/sql/sql-executor.js';
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
@@ -135,20 +134,6 @@ const NO_SHARDS: ShardManager = {
   tick: () => Promise.resolve(),
 };
 
-function renewerOn(sql: SqlExecutor, nodeId: string, config: Config, report: (incident: { what: string; error: unknown }) => void) {
-  return async () =>
-    await startLeaseRenewalWorker({
-      connectionString: await sql.connectionString(),
-      nodeId,
-      ttlMs: config.cluster.leaseTtlMs,
-      tickMs: renewalTickMs(config.cluster.leaseTtlMs),
-      stallToleranceMs: config.cluster.stallToleranceMs,
-      onError: (error) => {
-        report({ what: 'shard_lease_renewal_failed', error });
-      },
-    });
-}
-
 /** The wired node: persistence, actors, use cases and the outbox relay, with one start and one stop. */
 export async function createGateway(options: GatewayOptions) {
   const { config } = options;
@@ -187,7 +172,13 @@ export async function createGateway(options: GatewayOptions) {
         leases: persistence.leases,
         ttlMs: config.cluster.leaseTtlMs,
         // on PostgreSQL a worker thread renews too (its own connection), so a busy main thread keeps its shards
-        ...(persistence.kind === 'postgres' && persistence.sql ? { renewer: renewerOn(persistence.sql, nodeId, config, report) } : {}),
+        ...(persistence.kind === 'postgres' && persistence.sql
+          ? {
+              renewer: leaseRenewerOn(persistence.sql, nodeId, config.cluster, (error) => {
+                report({ what: 'shard_lease_renewal_failed', error });
+              }),
+            }
+          : {}),
         onAcquired: async (shard) => {
           await clusterRouter?.serveShard(shard);
           options.onShardChange?.({ shard, change: 'acquired' });

@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { LeaseRenewer } from './shard-manager.js';
+import type { Config } from '../libraries/config/config.js';
+import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
+import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
 
 export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
@@ -98,4 +100,17 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The node's renewal thread on its PostgreSQL database, as the shard manager's `renewer`. */
+export function leaseRenewerOn(sql: SqlExecutor, nodeId: string, cluster: Config['cluster'], onError: (error: unknown) => void): () => Promise<LeaseRenewer> {
+  return async () =>
+    await startLeaseRenewalWorker({
+      connectionString: await sql.connectionString(),
+      nodeId,
+      ttlMs: cluster.leaseTtlMs,
+      tickMs: renewalTickMs(cluster.leaseTtlMs),
+      stallToleranceMs: cluster.stallToleranceMs,
+      onError,
+    });
 }
