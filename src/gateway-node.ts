@@ -204,6 +204,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
      * flushes, hands the shards over and closes everything it opened. The caller bounds the whole (shutdown.graceMs).
      */
     async stop(): Promise<void> {
+      // first: draining may take seconds, in which this node must not take shards others give up
+      gateway.stopAcquiring();
       await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
       logger.info('requests finished; draining');
       await simulator?.stop();

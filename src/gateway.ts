@@ -5,6 +5,7 @@ import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type DomainHosts } from './cluster/actor-router.js';
 import { createClusterRouter, type ClusterRouter } from './cluster/cluster-router.js';
 import { createShardManager, type ShardManager } from './cluster/shard-manager.js';
+import { leaseRenewerOn } from './cluster/lease-renewal-worker.js';
 import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
@@ -140,6 +141,7 @@ const NO_SHARDS: ShardManager = {
   ownedShards: () => [],
   fenceOf: (shard) => ({ shard, owner: '', epoch: -1 }),
   start: () => Promise.resolve(),
+  stopAcquiring: () => undefined,
   stop: () => Promise.resolve(),
   tick: () => Promise.resolve(),
 };
@@ -181,6 +183,14 @@ export async function createGateway(options: GatewayOptions) {
         shards: config.cluster.shards,
         leases: persistence.leases,
         ttlMs: config.cluster.leaseTtlMs,
+        // on PostgreSQL a worker thread renews too (its own connection), so a busy main thread keeps its shards
+        ...(persistence.kind === 'postgres' && persistence.sql
+          ? {
+              renewer: leaseRenewerOn(persistence.sql, nodeId, config.cluster, (error) => {
+                report({ what: 'shard_lease_renewal_failed', error });
+              }),
+            }
+          : {}),
         onAcquired: async (shard) => {
           await clusterRouter?.serveShard(shard);
           options.onShardChange?.({ shard, change: 'acquired' });
@@ -427,7 +437,12 @@ export async function createGateway(options: GatewayOptions) {
       relay.start();
       await scheduler?.start();
     },
+    /** The process is stopping (a signal or a crash): from now on this node takes no shard. */
+    stopAcquiring() {
+      manager?.stopAcquiring();
+    },
     async stop() {
+      manager?.stopAcquiring();
       // stop taking work first (nothing in flight then waits for a shard's new owner), then hand the shards over:
       // their actors stop here and other nodes take them at once
       await scheduler?.stop();

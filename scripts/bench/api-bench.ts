@@ -19,6 +19,7 @@
  *   BENCH_ONLY          run only the endpoints whose name contains this text (e.g. "send, 1 recipient"); the floor always runs
  */
 import { spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { createGatewayNode, type GatewayNode } from '../../src/gateway-node.js';
 import type { Config, DeepPartial } from '../../src/libraries/config/config.js';
+import type { LeaseStore } from '../../src/libraries/persistence/lease-port.js';
 import { openPglitePersistence, openPostgresPersistence, type Persistence } from '../../src/libraries/persistence/persistence.js';
 import { createDatabaseBus } from '../../src/libraries/transport/database-bus.js';
 import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
@@ -231,7 +233,7 @@ async function startServerMode(logger: ReturnType<typeof countingLogger>['logger
   try {
     const url = await pg.createDatabase('bench_api');
     const config = testConfig({ database: { url }, nats: { url: nats.url }, ...OVERRIDES });
-    const persistence = await openPostgresPersistence({ url, poolSize: config.database.poolSize });
+    const persistence = withTimedRenewals(await openPostgresPersistence({ url, poolSize: config.database.poolSize }));
     opened.push(() => persistence.close());
     const transport = await connectNatsTransport({ servers: nats.url, name: 'bench-api' });
     opened.push(() => transport.close());
@@ -273,6 +275,54 @@ async function settle(persistence: Persistence, idleShare: number): Promise<{ se
     if (quietSamples >= 2) break;
   }
   return { seconds: (performance.now() - started) / 1000, quiet: quietSamples >= 2, backlog: lastBacklog };
+}
+
+/** Lease renewals of the node: how long each took, and when the last one succeeded (performance.now()). */
+const renewals = { longestMs: 0, longestGapMs: 0, lastAt: 0 };
+
+/** The node's lease store, timed: a renewal that waits (for a busy loop or a queued pool) brings its lease near expiry. */
+function withTimedRenewals(persistence: Persistence): Persistence {
+  const leases: LeaseStore = {
+    ...persistence.leases,
+    async renew(nodeId, held, ttlMs) {
+      const started = performance.now();
+      const kept = await persistence.leases.renew(nodeId, held, ttlMs);
+      const at = performance.now();
+      renewals.longestMs = Math.max(renewals.longestMs, at - started);
+      if (renewals.lastAt > 0) renewals.longestGapMs = Math.max(renewals.longestGapMs, at - renewals.lastAt);
+      renewals.lastAt = at;
+      return kept;
+    },
+  };
+  return { ...persistence, leases };
+}
+
+/**
+ * The node's event loop over a run and the drain after it: the longest and the 99th percentile delay of a timer
+ * (monitorEventLoopDelay), the fewest shards the node held (fewer than it started with: a lease was lost), and its
+ * lease renewals (server mode).
+ */
+function watchNode(node: GatewayNode): { stop(): string } {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const manager = node.gateway.shardManager;
+  const held = manager?.ownedShards().length ?? 0;
+  Object.assign(renewals, { longestMs: 0, longestGapMs: 0 });
+  let fewest = held;
+  const sampler = setInterval(() => {
+    fewest = Math.min(fewest, manager?.ownedShards().length ?? 0);
+  }, 100);
+  return {
+    stop() {
+      delay.disable();
+      clearInterval(sampler);
+      const ms = (ns: number) => fmt(ns / 1e6);
+      const shards = manager
+        ? `; shards held ${fmt(fewest)}–${fmt(held)} of ${fmt(held)}; main thread's longest lease renewal ${fmt(renewals.longestMs)} ms, longest between two ${fmt(renewals.longestGapMs)} ms`
+        : '';
+      return `event-loop delay max ${ms(delay.max)} ms, p99 ${ms(delay.percentile(99))} ms${shards}`;
+    },
+  };
 }
 
 /** One request before the run: it must succeed, else the run would measure error answers. */
@@ -342,14 +392,17 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
     await probe({ ...c.spec, connections: 1 });
     process.stderr.write(`  ${mode.label}: ${c.name}…\n`);
     const cpuBefore = sampleCpu(mode.connectorPids);
+    const watch = watchNode(mode.node);
     const result = await load(c.spec);
     // the pipeline work the run left behind, drained before the next run
     const after = await settle(mode.persistence, idleShare);
+    const watched = watch.stop();
     const cpu = formatCpuPerUnit(cpuPerUnit(cpuBefore, sampleCpu(mode.connectorPids), result.answered));
     const notes = [
       after.quiet ? `pipeline busy ${after.seconds.toFixed(1)} s after` : `pipeline still busy ${fmt(SETTLE_MAX_S)} s after`,
       `outbox then holds ${fmt(after.backlog)}`,
     ];
+    notes.push(watched);
     if (c.spec.method === 'POST') notes.push(`${fmt(result.answered * (c.spec.body === thousand ? 1000 : 1))} recipients submitted`);
     rows.push({ name: c.name, connections: c.spec.connections, result, target: c.target, note: notes.join('; '), cpu });
   }

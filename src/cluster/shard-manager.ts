@@ -14,6 +14,18 @@ export interface ShardManagerOptions {
   /** This node no longer owns the shard (lost, or handed over): stop its actors. */
   readonly onLost: (shard: number, why: 'expired' | 'handed_over') => Promise<void>;
   readonly onError?: (error: unknown) => void;
+  /**
+   * Renews this node's leases besides the main thread (a worker thread with its own connection), so a busy event
+   * loop or a queued pool does not let them expire; started with the manager, told of every gain and loss.
+   */
+  readonly renewer?: () => Promise<LeaseRenewer>;
+}
+
+/** Renewal of the leases this node holds, independent of the main thread's event loop. */
+export interface LeaseRenewer {
+  /** The leases this node holds now (each gain and loss). */
+  hold(held: readonly { readonly shard: number; readonly epoch: number }[]): void;
+  stop(): Promise<void>;
 }
 
 export interface ShardManager {
@@ -23,11 +35,19 @@ export interface ShardManager {
   fenceOf(shard: number): Fence;
   /** Takes this node's first share, then keeps renewing and rebalancing. */
   start(): Promise<void>;
+  /**
+   * From now on takes no shard (and hands none over), only renews what it holds: called when the process begins
+   * to stop, for whatever reason, long before `stop()` hands the shards over.
+   */
+  stopAcquiring(): void;
   /** Hands every shard over (actors stopped first), then leaves the cluster. */
   stop(): Promise<void>;
   /** One renewal and rebalancing round now (tests, and after joining). */
   tick(): Promise<void>;
 }
+
+/** Leases are renewed three times per TTL: two renewals in a row may fail before one expires. */
+export const renewalTickMs = (ttlMs: number): number => Math.max(100, Math.floor(ttlMs / 3));
 
 /**
  * Shard ownership by leases in the database. Live nodes converge to a fair share (ceil(shards / live nodes)): a
@@ -37,18 +57,30 @@ export interface ShardManager {
  */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   const owned = new Map<number, number>(); // shard → epoch
-  const tickMs = options.tickMs ?? Math.max(100, Math.floor(options.ttlMs / 3));
+  const tickMs = options.tickMs ?? renewalTickMs(options.ttlMs);
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
+  /** No more taking or handing over shards: the process is stopping. */
   let stopping = false;
+  /** No more rounds. */
+  let stopped = false;
+  let renewer: LeaseRenewer | null = null;
+  // read through a call: a stop may begin while a round awaits the database
+  const stoppingNow = (): boolean => stopping;
+
+  const tellRenewer = (): void => {
+    renewer?.hold([...owned].map(([shard, epoch]) => ({ shard, epoch })));
+  };
 
   async function lose(shard: number, why: 'expired' | 'handed_over'): Promise<void> {
     owned.delete(shard);
+    tellRenewer();
     await options.onLost(shard, why).catch((error: unknown) => options.onError?.(error));
   }
 
   async function gain(lease: Lease): Promise<void> {
     owned.set(lease.shard, lease.epoch);
+    tellRenewer();
     await options.onAcquired(lease.shard).catch((error: unknown) => options.onError?.(error));
   }
 
@@ -61,10 +93,18 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     if (stopping) return;
 
     const live = await leases.liveNodes();
+    // stopping may have begun while the query ran (a crash does not wait for the round)
+    if (stoppingNow()) return;
     const fairShare = Math.ceil(shards / Math.max(1, live.length));
     if (owned.size < fairShare) {
       const candidates = Array.from({ length: shards }, (_, shard) => shard).filter((shard) => !owned.has(shard));
-      for (const lease of await leases.acquire(nodeId, candidates, fairShare - owned.size, ttlMs)) await gain(lease);
+      const taken = await leases.acquire(nodeId, candidates, fairShare - owned.size, ttlMs);
+      if (stoppingNow()) {
+        // won as the stop began: never served, given back at once
+        await leases.release(nodeId, taken.map((lease) => lease.shard));
+        return;
+      }
+      for (const lease of taken) await gain(lease);
     } else if (owned.size > fairShare) {
       // hand the excess over: stop the actors first, then let the lease go so another node takes it at once
       const excess = [...owned.keys()].sort((a, b) => b - a).slice(0, owned.size - fairShare);
@@ -84,7 +124,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
   }
 
   function schedule(): void {
-    if (stopping) return;
+    if (stopped) return;
     timer = setTimeout(() => {
       void tick().finally(schedule);
     }, tickMs);
@@ -96,16 +136,29 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     fenceOf: (shard) => ({ shard, owner: options.nodeId, epoch: owned.get(shard) ?? -1 }),
     async start() {
       stopping = false;
+      stopped = false;
+      // without it the main thread still renews, as it always does
+      renewer =
+        (await Promise.resolve()
+          .then(() => options.renewer?.())
+          .catch((error: unknown) => options.onError?.(error))) ?? null;
       await tick();
       schedule();
     },
+    stopAcquiring() {
+      stopping = true;
+    },
     async stop() {
       stopping = true;
+      stopped = true;
       if (timer) clearTimeout(timer);
       await running;
       const shards = [...owned.keys()];
       for (const shard of shards) await lose(shard, 'handed_over');
       await options.leases.release(options.nodeId, shards).catch((error: unknown) => options.onError?.(error));
+      // before leaving: its heartbeat would count this node as live again
+      await renewer?.stop().catch((error: unknown) => options.onError?.(error));
+      renewer = null;
       await options.leases.leave(options.nodeId).catch((error: unknown) => options.onError?.(error));
     },
     tick,

@@ -122,6 +122,11 @@ export const configSchema = Joi.object({
     nodeId: setting(Joi.string().allow(''), 'NODE_ID', 'Name of this node (random when empty).'),
     shards: setting(positiveInt(), 'CLUSTER_SHARDS', 'Number of shards actors are spread over; fixed per deployment.'),
     leaseTtlMs: setting(positiveInt(), 'CLUSTER_LEASE_TTL_MS', 'A shard lease not renewed for this long expires.'),
+    stallToleranceMs: setting(
+      positiveInt(),
+      'CLUSTER_STALL_TOLERANCE_MS',
+      "How long a node's busy main thread keeps its leases (renewed by a worker thread, PostgreSQL); silent longer, it is treated as wedged.",
+    ),
     failoverDeadlineMs: setting(
       positiveInt(),
       'CLUSTER_FAILOVER_DEADLINE_MS',

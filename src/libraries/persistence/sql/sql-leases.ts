@@ -1,5 +1,5 @@
 import type { Lease, LeaseStore } from '../lease-port.js';
-import type { SqlExecutor } from './sql-executor.js';
+import type { SqlQueries } from './sql-executor.js';
 
 interface LeaseRow {
   shard: number;
@@ -11,7 +11,7 @@ interface LeaseRow {
 const toLease = (r: LeaseRow): Lease => ({ shard: r.shard, owner: r.owner, epoch: r.epoch, expiresAt: r.expires_at });
 const LEASE_COLUMNS = 'shard, owner, epoch::float8 AS epoch, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at';
 
-export function createSqlLeases(db: SqlExecutor): LeaseStore {
+export function createSqlLeases(db: SqlQueries): LeaseStore {
   return {
     async heartbeat(nodeId, ttlMs) {
       await db.query(

@@ -1,0 +1,116 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Config } from '../libraries/config/config.js';
+import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
+import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
+import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
+
+export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
+  /** A renewal that failed, or the main thread found silent past the tolerance (its leases then expire). */
+  readonly onError: (error: unknown) => void;
+}
+
+/** How long a stopping renewal thread may take to close its connection before it is terminated. */
+const STOP_GRACE_MS = 2_000;
+
+/**
+ * The renewal thread's entry beside this module: compiled JavaScript in production; from TypeScript sources (tsx)
+ * the worker registers tsx itself, since Node 20 does not carry the parent's loader into a worker.
+ */
+function spawnRenewalThread(data: RenewalThreadData): Worker {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const entry = new URL(`./lease-renewal-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
+  if (!fromSource) return new Worker(entry, { workerData: data });
+  // resolved here, where the package is (the worker's own base would be the working directory); its ESM build, the
+  // one whose register() works when imported
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData: data });
+}
+
+/** How long the renewal thread may take to start; past it the node goes on renewing from its main thread alone. */
+const READY_WITHIN_MS = 15_000;
+
+/**
+ * Starts the node's lease renewal in a worker thread (lease-renewal.ts), resolved once the thread is ready, and keeps
+ * it informed: the leases held after each gain or loss, and a sign of life from this thread's event loop every half
+ * tick. The worker does not keep the process alive; a process that dies or is frozen takes it along, so its leases
+ * expire as before.
+ */
+export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): Promise<LeaseRenewer> {
+  const { onError, ...data } = options;
+  const worker = spawnRenewalThread(data);
+  worker.unref();
+  let exited = false;
+  const exit = new Promise<void>((resolve) => {
+    worker.once('exit', () => {
+      exited = true;
+      resolve();
+    });
+  });
+  let ready = (): void => undefined;
+  const readiness = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
+  worker.on('error', onError);
+  worker.on('message', (message: FromRenewalThread) => {
+    if (message.type === 'ready') ready();
+    else if (message.type === 'error') onError(message.error);
+    else onError(new Error(`main thread silent for ${Math.round(message.silentMs)} ms: its leases are no longer renewed`));
+  });
+  const send = (message: ToRenewalThread): void => {
+    if (!exited) worker.postMessage(message);
+  };
+
+  const started = await within(READY_WITHIN_MS, Promise.race([readiness.then(() => true), exit.then(() => false)]));
+  if (started !== true) {
+    await worker.terminate();
+    throw new Error(started === false ? 'the lease renewal thread exited as it started' : `the lease renewal thread was not ready within ${READY_WITHIN_MS} ms`);
+  }
+  const beat = setInterval(
+    () => {
+      send({ type: 'alive' });
+    },
+    Math.max(50, Math.floor(data.tickMs / 2)),
+  );
+  beat.unref();
+  return {
+    hold(held: readonly HeldLease[]) {
+      send({ type: 'hold', held });
+    },
+    async stop() {
+      clearInterval(beat);
+      send({ type: 'stop' });
+      if ((await within(STOP_GRACE_MS, exit)) === 'late') await worker.terminate();
+    },
+  };
+}
+
+/** `work`'s outcome, or 'late' when it takes longer than `ms`. */
+async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('late');
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The node's renewal thread on its PostgreSQL database, as the shard manager's `renewer`. */
+export function leaseRenewerOn(sql: SqlExecutor, nodeId: string, cluster: Config['cluster'], onError: (error: unknown) => void): () => Promise<LeaseRenewer> {
+  return async () =>
+    await startLeaseRenewalWorker({
+      connectionString: await sql.connectionString(),
+      nodeId,
+      ttlMs: cluster.leaseTtlMs,
+      tickMs: renewalTickMs(cluster.leaseTtlMs),
+      stallToleranceMs: cluster.stallToleranceMs,
+      onError,
+    });
+}

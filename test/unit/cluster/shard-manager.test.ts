@@ -1,0 +1,175 @@
+import { expect } from 'chai';
+import sinon from 'sinon';
+import { createLeaseRenewal, type LeaseRenewal } from '../../../src/cluster/lease-renewal.js';
+import { createShardManager, type ShardManager } from '../../../src/cluster/shard-manager.js';
+import type { LeaseStore } from '../../../src/libraries/persistence/lease-port.js';
+import { createMemoryLeases } from '../../helpers/memory-leases.js';
+
+const SHARDS = 4;
+const TTL_MS = 3_000;
+const TOLERANCE_MS = 9_000;
+
+interface Node {
+  readonly manager: ShardManager;
+  readonly acquired: number[];
+  readonly lost: { shard: number; why: string }[];
+}
+
+function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node {
+  const acquired: number[] = [];
+  const lost: { shard: number; why: string }[] = [];
+  const manager = createShardManager({
+    nodeId,
+    shards: SHARDS,
+    leases,
+    ttlMs: TTL_MS,
+    onAcquired: (shard) => {
+      acquired.push(shard);
+      return Promise.resolve();
+    },
+    onLost: (shard, why) => {
+      lost.push({ shard, why });
+      return Promise.resolve();
+    },
+    ...(renewal ? { renewer: () => Promise.resolve({ hold: (held) => { renewal.hold(held); }, stop: () => Promise.resolve() }) } : {}),
+  });
+  return { manager, acquired, lost };
+}
+
+describe('shard manager: leases under load and while stopping', () => {
+  let clock: sinon.SinonFakeTimers;
+  let leases: ReturnType<typeof createMemoryLeases>;
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    leases = createMemoryLeases(() => Date.now());
+  });
+  afterEach(() => {
+    clock.restore();
+  });
+
+  /** a and b sharing the shards two and two. */
+  async function twoNodes(): Promise<{ a: Node; b: Node }> {
+    const a = node('a', leases.store);
+    const b = node('b', leases.store);
+    await a.manager.start();
+    await b.manager.start(); // b is live: a is over its share
+    await a.manager.tick(); // a hands two over
+    await b.manager.tick(); // b takes them
+    expect(a.manager.ownedShards()).to.have.length(2);
+    expect(b.manager.ownedShards()).to.have.length(2);
+    return { a, b };
+  }
+
+  /** The main thread does nothing for `ms` (no timer fires): the clock jumps. */
+  function stall(ms: number): void {
+    clock.setSystemTime(Date.now() + ms);
+  }
+
+  it('when a node has begun to stop and the other node leaves, then it takes none of the freed shards and keeps renewing its own', async () => {
+    const { a, b } = await twoNodes();
+    const mine = a.manager.ownedShards();
+    const acquiredBefore = a.acquired.length;
+
+    a.manager.stopAcquiring();
+    await b.manager.stop(); // hands its shards over and leaves: a is alone
+    await a.manager.tick();
+    stall(TTL_MS - 1);
+    await a.manager.tick();
+    stall(TTL_MS - 1);
+    await a.manager.tick();
+
+    expect(a.manager.ownedShards()).to.deep.equal(mine);
+    expect(a.acquired).to.have.length(acquiredBefore);
+    expect(leases.heldBy('a'), 'its own leases, renewed past their first expiry').to.deep.equal(mine);
+    await a.manager.stop();
+    expect(leases.heldBy('a')).to.deep.equal([]);
+  });
+
+  it('when the stop begins while an acquisition is under way, then the shards won are given back without being served', async () => {
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowAcquire: LeaseStore = {
+      ...leases.store,
+      acquire: async (...args) => {
+        await gate;
+        return leases.store.acquire(...args);
+      },
+    };
+    const a = node('a', slowAcquire);
+
+    const starting = a.manager.start();
+    await clock.tickAsync(0);
+    a.manager.stopAcquiring(); // the crash arrives while the acquire statement runs
+    release();
+    await starting;
+
+    expect(a.acquired).to.deep.equal([]);
+    expect(a.manager.ownedShards()).to.deep.equal([]);
+    expect(leases.heldBy('a'), 'released at once').to.deep.equal([]);
+    await a.manager.stop();
+  });
+
+  it('when its main thread stalls for twice the TTL while the renewal runs, then the node keeps every shard at the same epoch and nobody takes one', async () => {
+    const renewal = createLeaseRenewal({ nodeId: 'a', leases: leases.store, ttlMs: TTL_MS, stallToleranceMs: TOLERANCE_MS, now: () => Date.now() });
+    const a = node('a', leases.store, renewal);
+    await a.manager.start();
+    expect(a.manager.ownedShards()).to.deep.equal([0, 1, 2, 3]);
+    const epochs = await leases.store.list();
+    const b = node('b', leases.store);
+
+    // the stall: a's timers do not fire, only its renewal thread renews every third of the TTL
+    for (let elapsed = 0; elapsed < 2 * TTL_MS; elapsed += TTL_MS / 3) {
+      stall(TTL_MS / 3);
+      expect(await renewal.renew()).to.have.property('renewed');
+      await b.manager.tick(); // a survivor looking for expired shards meanwhile
+    }
+
+    expect(b.manager.ownedShards()).to.deep.equal([]);
+    expect(await leases.store.list(), 'the same owner and epochs, renewed').to.deep.equal(epochs.map((lease) => ({ ...lease, expiresAt: Date.now() + TTL_MS })));
+    await a.manager.tick(); // the main thread wakes: it lost nothing (it may hand shards over to b, now live)
+    expect(a.lost.filter((l) => l.why === 'expired')).to.deep.equal([]);
+    expect(a.manager.ownedShards().length).to.be.at.least(SHARDS / 2);
+  });
+
+  it('when its main thread stalls past the TTL with no renewal beside it, then its shards expire and a survivor takes them under new epochs', async () => {
+    const a = node('a', leases.store);
+    await a.manager.start();
+    const b = node('b', leases.store);
+    await b.manager.start();
+
+    stall(TTL_MS + 1);
+    await b.manager.tick();
+    await a.manager.tick();
+
+    expect(a.lost.map((l) => l.why)).to.deep.equal(['expired', 'expired', 'expired', 'expired']);
+    expect(b.manager.ownedShards()).to.deep.equal([0, 1, 2, 3]);
+    expect((await leases.store.list()).map((lease) => [lease.owner, lease.epoch])).to.deep.equal(Array.from({ length: SHARDS }, () => ['b', 2]));
+  });
+
+  it('when its main thread is silent past the tolerance (wedged), then the renewal stops and a survivor takes its shards after the TTL', async () => {
+    const renewal = createLeaseRenewal({ nodeId: 'a', leases: leases.store, ttlMs: TTL_MS, stallToleranceMs: TOLERANCE_MS, now: () => Date.now() });
+    const a = node('a', leases.store, renewal);
+    await a.manager.start();
+    const b = node('b', leases.store);
+
+    let elapsed = 0;
+    const outcomes: string[] = [];
+    while (b.manager.ownedShards().length === 0) {
+      stall(TTL_MS / 3);
+      elapsed += TTL_MS / 3;
+      const outcome = await renewal.renew();
+      outcomes.push('skipped' in outcome ? 'skipped' : 'renewed');
+      await b.manager.tick();
+      expect(elapsed, 'taken over within the tolerance, the TTL and a tick').to.be.at.most(TOLERANCE_MS + TTL_MS + TTL_MS / 3);
+    }
+
+    expect(outcomes.slice(0, 9)).to.deep.equal(Array<string>(9).fill('renewed'));
+    expect(outcomes.slice(9)).to.include('skipped').and.not.include('renewed');
+    expect(elapsed).to.be.greaterThan(TOLERANCE_MS + TTL_MS - TTL_MS / 3);
+    await a.manager.tick(); // it wakes: the shards are gone
+    expect(a.manager.ownedShards()).to.deep.equal([]);
+    expect(a.lost.map((l) => l.why)).to.deep.equal(['expired', 'expired', 'expired', 'expired']);
+  });
+});
