@@ -42,6 +42,8 @@ import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
 import type { Metrics } from './libraries/observability/metrics.js';
 import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
+import type { SecretBox } from './libraries/secrets/secret-box.js';
+import { secretBoxOf } from './libraries/secrets/secret-keys.js';
 
 /** Agenda job saves in flight at once while the relay registers a batch of schedules. */
 const SCHEDULE_REGISTRATIONS_IN_FLIGHT = 32;
@@ -92,6 +94,8 @@ export interface GatewayOptions {
   readonly onShardChange?: (change: { readonly shard: number; readonly change: 'acquired' | 'lost' | 'handed_over' }) => void;
   /** Where the components' numbers go (the node serves them on its operator port); none without it. */
   readonly metrics?: Metrics;
+  /** Seals and opens secrets at rest; from the configuration (SECRETS_KEY, or embedded mode's own key) without it. */
+  readonly secrets?: SecretBox;
 }
 
 export function ratePolicyOf(config: Config): RateLimitPolicy {
@@ -155,6 +159,7 @@ export async function createGateway(options: GatewayOptions) {
   const persistence = options.persistence ?? (await openPersistence(config));
   const report = options.onIncident ?? (() => undefined);
   const metrics = options.metrics;
+  const secrets = options.secrets ?? secretBoxOf(config);
 
   // a message's owner never changes: status reads and receipts ask the database once per message at most
   const directory = withMessageOwnerCache(persistence.directory, MESSAGE_OWNER_CACHE_SIZE);
@@ -269,6 +274,8 @@ export async function createGateway(options: GatewayOptions) {
       newKeyId: ids.keyId,
       environment: config.environment,
       lookupCacheMs: 60_000,
+      secrets,
+      guards: config.auth,
     }),
     merchants: createMerchantUseCases({ directory, catalog, clock, newMerchantId: ids.merchantId, defaults: config.merchantDefaults }),
   };
@@ -394,6 +401,7 @@ export async function createGateway(options: GatewayOptions) {
         deadLetters: metrics ? meteredDeadLetters(persistence.deadLetters, metrics) : persistence.deadLetters,
         clock,
         retryDelaysMs: config.webhooks.retryDelaysMs,
+        secrets,
         concurrencyPerMerchant: config.webhooks.concurrencyPerMerchant,
         concurrency: config.webhooks.concurrency,
         onError: (error) => {

@@ -1,6 +1,7 @@
 import type { Behaviour } from '../libraries/actors/behaviour.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import { effectiveStatus, hashesEqual, judgeKey, type KeyStatus } from './api-key.js';
+import type { StoredSecret } from '../libraries/secrets/secret-box.js';
 import { decide as decideRate, EMPTY_RATE_STATE, type RateBucket, type RateLimitPolicy, type RateState } from './rate-limiter.js';
 
 /**
@@ -9,11 +10,19 @@ import { decide as decideRate, EMPTY_RATE_STATE, type RateBucket, type RateLimit
  * so it survives restarts). Authentication and rate limiting are one step here.
  */
 
+/** A key's webhook as the merchant's operator gives it. */
+export interface WebhookSettingsInput {
+  readonly url: string;
+  readonly username: string | null;
+  readonly password: string | null;
+}
+
+/** A key's webhook as journaled: the password sealed (see SecretBox; clear in events written before sealing). */
 export interface WebhookSettings {
   readonly url: string;
   readonly username: string | null;
-  /** Write-only: used for Basic auth at delivery, never shown. */
-  readonly password: string | null;
+  /** Write-only: opened for Basic auth at delivery, never shown. */
+  readonly password: StoredSecret | null;
 }
 
 export interface ApiKeyState {
@@ -28,8 +37,8 @@ export interface ApiKeyState {
   readonly deletedAt: number | null;
   readonly createdAt: number | null;
   readonly webhook: WebhookSettings | null;
-  /** Opt-in HMAC signing of webhook bodies. */
-  readonly signingSecret: string | null;
+  /** Opt-in HMAC signing of webhook bodies (sealed). */
+  readonly signingSecret: StoredSecret | null;
   /** Advances on every authenticated call (memory); journaled at most once a minute. */
   readonly lastUsedAt: number | null;
   readonly lastUsedJournaledAt: number | null;
@@ -52,7 +61,7 @@ export type ApiKeyEvent =
   | { readonly type: 'key_rotated'; readonly hash: string; readonly display: string; readonly at: number }
   | { readonly type: 'key_deleted'; readonly at: number }
   | { readonly type: 'webhook_set'; readonly webhook: WebhookSettings | null; readonly at: number }
-  | { readonly type: 'signing_secret_set'; readonly secret: string | null; readonly at: number }
+  | { readonly type: 'signing_secret_set'; readonly secret: StoredSecret | null; readonly at: number }
   | { readonly type: 'key_used'; readonly at: number }
   | { readonly type: 'key_suspended'; readonly until: number; readonly at: number };
 
@@ -72,7 +81,7 @@ export type ApiKeyCommand =
   | { readonly type: 'rotate'; readonly hash: string; readonly display: string }
   | { readonly type: 'delete' }
   | { readonly type: 'set_webhook'; readonly webhook: WebhookSettings | null }
-  | { readonly type: 'set_signing_secret'; readonly secret: string | null }
+  | { readonly type: 'set_signing_secret'; readonly secret: StoredSecret | null }
   | { readonly type: 'describe' }
   | { readonly type: 'webhook_target' };
 
@@ -104,8 +113,14 @@ export interface KeyView {
 export interface WebhookTarget {
   readonly merchantId: string;
   readonly webhook: WebhookSettings | null;
-  readonly signingSecret: string | null;
+  readonly signingSecret: StoredSecret | null;
 }
+
+/** The additional data a key's sealed secrets are bound to: they open only on their own key and field. */
+export const secretContext = {
+  webhookPassword: (keyId: string) => `apikey:${keyId}:webhook_password`,
+  signingSecret: (keyId: string) => `apikey:${keyId}:signing_secret`,
+} as const;
 
 type NotFound = { readonly ok: false; readonly code: 'NOT_FOUND' };
 type Done = { readonly ok: true };

@@ -4,7 +4,9 @@ import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { checkKeyFormat, displayKey, generateApiKey, hashApiKey, type KeyStatus } from './api-key.js';
-import type { AuthenticationReply, KeyView, WebhookSettings } from './api-key-behaviour.js';
+import type { SecretBox } from '../libraries/secrets/secret-box.js';
+import { secretContext, type AuthenticationReply, type KeyView, type WebhookSettings, type WebhookSettingsInput } from './api-key-behaviour.js';
+import { createFailureLimiter, createNegativeCache } from './authentication-guards.js';
 import type { RateBucket } from './rate-limiter.js';
 
 export type Authentication = AuthenticationReply;
@@ -17,6 +19,10 @@ export interface ApiKeyUseCaseDependencies {
   readonly environment: GatewayEnvironment;
   /** How long a hash → key lookup is remembered (rotation and deletion are still enforced by the key's actor). */
   readonly lookupCacheMs: number;
+  /** Seals webhook passwords and signing secrets before they are journaled. */
+  readonly secrets: SecretBox;
+  /** The guards against floods of unknown keys (see authentication-guards.ts). */
+  readonly guards: { readonly negativeCacheMs: number; readonly failuresPerAddress: number; readonly failureWindowMs: number };
 }
 
 export interface IssuedKey {
@@ -30,11 +36,24 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   const lookups = new Map<string, { keyId: string; merchantId: string; environment: GatewayEnvironment; at: number }>();
   const MAX_CACHED = 10_000;
 
-  async function resolve(hash: string) {
+  const unknownKeys = createNegativeCache({ clock: deps.clock, ttlMs: deps.guards.negativeCacheMs });
+  const failures = createFailureLimiter({ clock: deps.clock, limit: deps.guards.failuresPerAddress, windowMs: deps.guards.failureWindowMs });
+
+  function cachedLookup(hash: string) {
     const cached = lookups.get(hash);
-    if (cached && deps.clock.now() - cached.at < deps.lookupCacheMs) return cached;
+    return cached && deps.clock.now() - cached.at < deps.lookupCacheMs ? cached : null;
+  }
+
+  async function resolve(hash: string) {
+    const cached = cachedLookup(hash);
+    if (cached) return cached;
+    // an unknown key presented again within the TTL costs no lookup
+    if (unknownKeys.has(hash)) return null;
     const record = await deps.directory.keyByHash(hash);
-    if (!record || record.deletedAt !== null) return null;
+    if (!record || record.deletedAt !== null) {
+      unknownKeys.remember(hash);
+      return null;
+    }
     const entry = { keyId: record.keyId, merchantId: record.merchantId, environment: record.environment, at: deps.clock.now() };
     if (lookups.size >= MAX_CACHED) lookups.clear();
     lookups.set(hash, entry);
@@ -43,14 +62,26 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
 
   /**
    * The authentication table, then the key's rate bucket. Malformed, wrong-environment and unknown keys all
-   * answer `unauthorized`.
+   * answer `unauthorized`. An address that has had its 401s for the window gets `rate_limited` instead, without a
+   * lookup, unless its key authenticated on this node within the lookup cache's time (a client with a working key
+   * behind the same address keeps working).
    */
-  async function authenticate(header: string | undefined, bucket: RateBucket): Promise<Authentication> {
-    if (!checkKeyFormat(header, deps.environment).ok || header === undefined) return { outcome: 'unauthorized' };
-    const hash = hashApiKey(header);
+  async function authenticate(header: string | undefined, bucket: RateBucket, clientAddress?: string): Promise<Authentication> {
+    const wellFormed = checkKeyFormat(header, deps.environment).ok && header !== undefined;
+    const hash = wellFormed ? hashApiKey(header) : null;
+    if (clientAddress !== undefined) {
+      const verdict = failures.check(clientAddress);
+      if (verdict.limited && (hash === null || !cachedLookup(hash))) return { outcome: 'rate_limited', retryAfterSeconds: verdict.retryAfterSeconds };
+    }
+    const unauthorized = (): Authentication => {
+      if (clientAddress !== undefined) failures.recordFailure(clientAddress);
+      return { outcome: 'unauthorized' };
+    };
+    if (hash === null) return unauthorized();
     const key = await resolve(hash);
-    if (!key || key.environment !== deps.environment) return { outcome: 'unauthorized' };
-    return deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash, bucket });
+    if (!key || key.environment !== deps.environment) return unauthorized();
+    const reply = await deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash, bucket });
+    return reply.outcome === 'unauthorized' ? unauthorized() : reply;
   }
 
   async function issueKey(merchantId: string, options: { status?: KeyStatus; expiresAt?: number | null } = {}): Promise<IssuedKey> {
@@ -59,6 +90,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     const hash = hashApiKey(apiKey);
     const display = displayKey(apiKey);
     await deps.directory.registerKey({ keyId, merchantId, environment: deps.environment, hash, display, createdAt: deps.clock.now(), deletedAt: null });
+    unknownKeys.forget(hash);
     await deps.router.apiKey(merchantId, keyId).ask({
       type: 'create',
       merchantId,
@@ -89,6 +121,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
       const reply = await deps.router.apiKey(merchantId, keyId).ask({ type: 'rotate', hash, display });
       if (!reply.ok) return null;
       await deps.directory.replaceKeyHash(keyId, hash, display);
+      unknownKeys.forget(hash);
       lookups.clear();
       return { keyId, apiKey, display };
     });
@@ -111,17 +144,54 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     });
   }
 
-  async function setWebhook(keyId: string, webhook: WebhookSettings | null) {
-    return withKey(keyId, async (merchantId) => (await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_webhook', webhook })).ok);
+  /** The password is sealed here, before the key's actor journals it. */
+  function sealedWebhook(keyId: string, webhook: WebhookSettingsInput | null): WebhookSettings | null {
+    if (webhook === null) return null;
+    return { ...webhook, password: webhook.password === null ? null : deps.secrets.seal(webhook.password, secretContext.webhookPassword(keyId)) };
   }
 
-  /** Opt-in HMAC signing; returns the new secret (shown once) or null when turned off. */
+  async function setWebhook(keyId: string, webhook: WebhookSettingsInput | null) {
+    return withKey(keyId, async (merchantId) => (await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_webhook', webhook: sealedWebhook(keyId, webhook) })).ok);
+  }
+
+  /** Opt-in HMAC signing; returns the new secret (shown once; journaled sealed) or null when turned off. */
   async function setSigning(keyId: string, enabled: boolean): Promise<{ secret: string | null } | null> {
     return withKey(keyId, async (merchantId) => {
       const secret = enabled ? `whsec_${randomBytes(24).toString('base64url')}` : null;
-      const reply = await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_signing_secret', secret });
+      const sealed = secret === null ? null : deps.secrets.seal(secret, secretContext.signingSecret(keyId));
+      const reply = await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_signing_secret', secret: sealed });
       return reply.ok ? { secret } : null;
     });
+  }
+
+  /**
+   * After a key rotation (or over secrets journaled in clear before sealing): every key's webhook password and
+   * signing secret not sealed with the current key is journaled again, sealed with it, unchanged for the merchant.
+   * Throws SecretUnreadableError when a secret opens with no configured key.
+   */
+  async function resealSecrets(): Promise<{ readonly keys: number; readonly resealed: number }> {
+    let keys = 0;
+    let resealed = 0;
+    for (const merchant of await deps.directory.merchants()) {
+      for (const record of await deps.directory.keys(merchant.id)) {
+        if (record.deletedAt !== null) continue;
+        keys += 1;
+        const actor = deps.router.apiKey(merchant.id, record.keyId);
+        const reply = await actor.ask({ type: 'webhook_target' });
+        if (!reply.ok) continue;
+        const { webhook, signingSecret } = reply.target;
+        if (webhook?.password != null && !deps.secrets.isCurrent(webhook.password)) {
+          const password = deps.secrets.open(webhook.password, secretContext.webhookPassword(record.keyId));
+          if ((await actor.ask({ type: 'set_webhook', webhook: sealedWebhook(record.keyId, { ...webhook, password }) })).ok) resealed += 1;
+        }
+        if (signingSecret !== null && !deps.secrets.isCurrent(signingSecret)) {
+          const context = secretContext.signingSecret(record.keyId);
+          const secret = deps.secrets.seal(deps.secrets.open(signingSecret, context), context);
+          if ((await actor.ask({ type: 'set_signing_secret', secret })).ok) resealed += 1;
+        }
+      }
+    }
+    return { keys, resealed };
   }
 
   async function listKeys(merchantId: string): Promise<KeyView[]> {
@@ -134,7 +204,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     return views;
   }
 
-  return { authenticate, issueKey, rotateKey, setStatus, setExpiry, deleteKey, setWebhook, setSigning, listKeys };
+  return { authenticate, issueKey, rotateKey, setStatus, setExpiry, deleteKey, setWebhook, setSigning, resealSecrets, listKeys };
 }
 
 export type ApiKeyUseCases = ReturnType<typeof createApiKeyUseCases>;

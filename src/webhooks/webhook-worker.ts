@@ -1,4 +1,6 @@
+import { secretContext } from '../api-keys/api-key-behaviour.js';
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
@@ -14,6 +16,8 @@ export interface WebhookWorkerOptions {
   readonly clock: Clock;
   /** Delays before each retry (the contract's 30 s, 2 min, 10 min, 1 h by default). */
   readonly retryDelaysMs: readonly number[];
+  /** Opens the key's sealed Basic password and signing secret, only here where they are used. */
+  readonly secrets: SecretBox;
   /** Deliveries in flight per merchant: one slow endpoint cannot take every worker. */
   readonly concurrencyPerMerchant: number;
   /** Deliveries in flight in this process. */
@@ -64,6 +68,9 @@ export function createAttemptPace(options: { readonly limit: number; readonly we
     },
   };
 }
+/** The start of an attempt's error when the key's secrets could not be opened. */
+export const SECRET_UNREADABLE = 'secret_unreadable';
+
 /** How long a key's webhook credentials are reused before asking its actor again. */
 const CREDENTIALS_TTL_MS = 5_000;
 
@@ -86,8 +93,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     if (cached && options.clock.now() - cached.at < CREDENTIALS_TTL_MS) return cached.value;
     const reply = await options.router.apiKey(job.merchantId, job.keyId).ask({ type: 'webhook_target' });
     const webhook = reply.ok ? reply.target.webhook : null;
+    const password = webhook?.password ?? null;
+    const signingSecret = reply.ok ? reply.target.signingSecret : null;
     const value: WebhookCredentials = reply.ok
-      ? { username: webhook?.username ?? null, password: webhook?.password ?? null, signingSecret: reply.target.signingSecret }
+      ? {
+          username: webhook?.username ?? null,
+          password: password === null ? null : options.secrets.open(password, secretContext.webhookPassword(job.keyId)),
+          signingSecret: signingSecret === null ? null : options.secrets.open(signingSecret, secretContext.signingSecret(job.keyId)),
+        }
       : NO_CREDENTIALS;
     if (credentials.size > 10_000) credentials.clear();
     credentials.set(job.keyId, { value, at: options.clock.now() });
@@ -114,7 +127,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   async function deliver(job: WebhookJob): Promise<void> {
     const started = options.clock.now();
     const body = JSON.stringify(job.event);
-    const result = await options.sender.send(job.url, body, await credentialsFor(job), started);
+    const credentials = await credentialsFor(job).catch((error: unknown) => {
+      if (!(error instanceof SecretUnreadableError)) throw error;
+      options.onError?.(error);
+      return error;
+    });
+    // a secret no configured key opens: nothing goes out without its credentials; the attempt fails and follows the
+    // retry plan (a node given the missing key in time delivers it; otherwise it ends among the dead letters)
+    const result: AttemptResult =
+      credentials instanceof SecretUnreadableError
+        ? { type: 'connection_error', reason: `${SECRET_UNREADABLE}: ${credentials.message}` }
+        : await options.sender.send(job.url, body, credentials, started);
     const refused = result.type === 'connection_error' && result.reason.includes(REFUSED_ADDRESS);
     const verdict = refused ? ({ verdict: 'dropped' } as const) : judgeAttempt(result, job.attempt, options.retryDelaysMs);
     const tookMs = options.clock.now() - started;

@@ -206,7 +206,8 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
       }
       // a verifier that throws synchronously must still end in the table's 500 {detail}, not the generic 1401
       Promise.resolve()
-        .then(() => deps.useCases.apiKeys.authenticate(header, bucket))
+        // the TCP peer (express's req.ip: no proxy is trusted): 401s are limited per address
+        .then(() => deps.useCases.apiKeys.authenticate(header, bucket, req.ip ?? req.socket.remoteAddress))
         .then(
           (auth: Authentication) => {
             switch (auth.outcome) {

@@ -11,6 +11,9 @@ function setting<T extends Joi.Schema>(schema: T, env: string, description: stri
 
 const positiveInt = () => Joi.number().integer().min(1);
 const nonNegativeInt = () => Joi.number().integer().min(0);
+/** 32 bytes in base64. */
+const SECRET_KEY = /^[A-Za-z0-9+/]{43}=$/;
+const SECRET_KEY_FORMAT = '{{#label}} must be 32 random bytes in base64 (openssl rand -base64 32)';
 
 const rateLimitBucket = (env: string, what: string) =>
   setting(positiveInt(), env, `Requests per key per window admitted on ${what}.`);
@@ -154,6 +157,35 @@ export const configSchema = Joi.object({
   }),
   demo: Joi.object({
     seedMerchant: setting(Joi.boolean(), 'SEED_DEMO_MERCHANT', 'Create a funded demo merchant and print its key on first start.'),
+  }),
+  secrets: Joi.object({
+    key: setting(
+      Joi.string()
+        .allow('')
+        .pattern(SECRET_KEY)
+        .when('/mode', { is: 'server', then: Joi.invalid('') })
+        .messages({ 'string.pattern.base': SECRET_KEY_FORMAT, 'any.invalid': `{{#label}} is required in server mode (the same on every node and the CLI); ${SECRET_KEY_FORMAT}` }),
+      'SECRETS_KEY',
+      'Key sealing webhook passwords and signing secrets at rest (AES-256-GCM): 32 random bytes in base64. Required in server mode; embedded mode without one makes and keeps DATA_DIR/secrets.key.',
+    ),
+    previousKeys: setting(
+      Joi.array().items(Joi.string().pattern(SECRET_KEY).messages({ 'string.pattern.base': SECRET_KEY_FORMAT })),
+      'SECRETS_PREVIOUS_KEYS',
+      'Keys replaced by SECRETS_KEY (comma separated): they still open what they sealed, until every secret is sealed again (`secrets reseal`).',
+    ),
+  }),
+  auth: Joi.object({
+    negativeCacheMs: setting(
+      nonNegativeInt(),
+      'AUTH_NEGATIVE_CACHE_MS',
+      'How long a node remembers that a key is unknown, answering 401 again without a database lookup (0: never).',
+    ),
+    failuresPerAddress: setting(
+      positiveInt(),
+      'AUTH_FAILURES_PER_ADDRESS',
+      '401s one client address may get per window; beyond them its requests with keys this node has not just authenticated get 429/1301.',
+    ),
+    failureWindowMs: setting(positiveInt(), 'AUTH_FAILURE_WINDOW_MS', 'Window of AUTH_FAILURES_PER_ADDRESS.'),
   }),
   idempotency: Joi.object({
     ttlMs: setting(nonNegativeInt(), 'IDEMPOTENCY_TTL_MS', 'How long an Idempotency-Key is remembered.'),

@@ -54,6 +54,8 @@ export interface Config {
   readonly outbox: { readonly pollIntervalMs: number };
   readonly demo: { readonly seedMerchant: boolean };
   readonly idempotency: { readonly ttlMs: number };
+  readonly secrets: { readonly key: string; readonly previousKeys: readonly string[] };
+  readonly auth: { readonly negativeCacheMs: number; readonly failuresPerAddress: number; readonly failureWindowMs: number };
 }
 
 export class ConfigError extends Error {

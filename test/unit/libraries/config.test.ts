@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { ConfigError, describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
 
+const KEY = Buffer.alloc(32, 1).toString('base64');
+const OLD_KEY = Buffer.alloc(32, 2).toString('base64');
+
 describe('configuration', () => {
   it('when nothing is set, then the defaults of config/default.json apply', () => {
     const config = loadConfig({ env: {} });
@@ -13,10 +16,20 @@ describe('configuration', () => {
   });
 
   it('when NODE_ENV names a profile, then its file overrides the defaults', () => {
-    const config = loadConfig({ env: { NODE_ENV: 'production' } });
+    const config = loadConfig({ env: { NODE_ENV: 'production', SECRETS_KEY: KEY } });
     expect(config.environment).to.equal('production');
     expect(config.mode).to.equal('server');
     expect(config.http.port).to.equal(3000);
+  });
+
+  it('when server mode has no SECRETS_KEY or a malformed one, then loading fails naming SECRETS_KEY; embedded mode needs none', () => {
+    expect(() => loadConfig({ env: { NODE_ENV: 'production' } }))
+      .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
+      .with.property('key', 'secrets.key');
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(ConfigError, /32 random bytes in base64.*SECRETS_KEY/);
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(ConfigError, /secrets\.previousKeys/);
+    expect(loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
+    expect(loadConfig({ env: {} }).secrets.key).to.equal('');
   });
 
   it('when environment variables are set, then they win over files and are converted to their types', () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createSecretBox } from '../../../src/libraries/secrets/secret-box.js';
 import sinon from 'sinon';
 import type { ActorRouter } from '../../../src/cluster/actor-router.js';
 import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
@@ -182,6 +183,7 @@ describe('webhook batches: the worker', () => {
       sender,
       deadLetters,
       clock: workerClock,
+      secrets: createSecretBox({ current: Buffer.alloc(32, 7) }),
       retryDelaysMs: [30_000, 120_000],
       concurrencyPerMerchant,
       concurrency,
