@@ -1,6 +1,7 @@
 import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
 import type { KeyView } from '../../api-keys/api-key-behaviour.js';
 import { webhookUrlPolicyOf } from '../../gateway.js';
+import { SecretUnreadableError } from '../../libraries/secrets/secret-box.js';
 import { isAcceptableCallbackUrl } from '../../messaging/send-request.js';
 import { resolvesToPublicAddresses } from '../../webhooks/url-guard.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
@@ -153,6 +154,21 @@ export async function setSigning(gateway: CliGateway, options: { readonly keyId:
   return done(text, { key_id: options.keyId, signing: true, secret: result.secret }, [SHOWN_ONCE]);
 }
 
+/**
+ * After SECRETS_KEY changed (the old key moved to SECRETS_PREVIOUS_KEYS), or over secrets journaled in clear before
+ * sealing: journals every key's webhook password and signing secret again, sealed with the current key. Once done,
+ * the previous keys can be removed from the configuration.
+ */
+export async function resealSecrets(gateway: CliGateway): Promise<CommandOutcome> {
+  try {
+    const { keys, resealed } = await gateway.useCases.apiKeys.resealSecrets();
+    return done(`${String(resealed)} secret(s) of ${String(keys)} key(s) sealed again with the current key.`, { keys, resealed });
+  } catch (error) {
+    if (!(error instanceof SecretUnreadableError)) throw error;
+    return rejected(`${error.message}: add the key that sealed it to SECRETS_PREVIOUS_KEYS and run this again`);
+  }
+}
+
 type KeyCommand = (gateway: CliGateway, options: { readonly keyId: string }) => Promise<CommandOutcome>;
 const byKeyId = (run: KeyCommand) => (args: CommandArgs) => (gateway: CliGateway) => run(gateway, { keyId: args.arg('keyId') });
 
@@ -206,5 +222,11 @@ export const KEY_COMMANDS: readonly CommandSpec[] = [
       if (value !== 'on' && value !== 'off') return { usageError: `signing must be on or off, not "${value}"` };
       return (gateway) => setSigning(gateway, { keyId: args.arg('keyId'), enabled: value === 'on' });
     },
+  },
+  {
+    words: ['secrets', 'reseal'],
+    args: [],
+    summary: 'seal every webhook password and signing secret again with SECRETS_KEY (after a key rotation)',
+    prepare: () => (gateway) => resealSecrets(gateway),
   },
 ];
