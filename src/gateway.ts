@@ -429,6 +429,7 @@ export async function createGateway(options: GatewayOptions) {
     nodeId,
     shardManager: manager,
     catalog,
+    secrets,
     useCases,
     relay,
     async start() {

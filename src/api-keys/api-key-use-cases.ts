@@ -19,6 +19,8 @@ export interface ApiKeyUseCaseDependencies {
   readonly environment: GatewayEnvironment;
   /** How long a hash → key lookup is remembered (rotation and deletion are still enforced by the key's actor). */
   readonly lookupCacheMs: number;
+  /** New keys' cleartext (the CSPRNG by default). */
+  readonly generateKey?: (environment: GatewayEnvironment) => string;
   /** Seals webhook passwords and signing secrets before they are journaled. */
   readonly secrets: SecretBox;
   /** The guards against floods of unknown keys (see authentication-guards.ts). */
@@ -36,6 +38,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   const lookups = new Map<string, { keyId: string; merchantId: string; environment: GatewayEnvironment; at: number }>();
   const MAX_CACHED = 10_000;
 
+  const newApiKey = deps.generateKey ?? ((environment: GatewayEnvironment) => generateApiKey(environment));
   const unknownKeys = createNegativeCache({ clock: deps.clock, ttlMs: deps.guards.negativeCacheMs });
   const failures = createFailureLimiter({ clock: deps.clock, limit: deps.guards.failuresPerAddress, windowMs: deps.guards.failureWindowMs });
 
@@ -86,7 +89,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
 
   async function issueKey(merchantId: string, options: { status?: KeyStatus; expiresAt?: number | null } = {}): Promise<IssuedKey> {
     const keyId = deps.newKeyId();
-    const apiKey = generateApiKey(deps.environment);
+    const apiKey = newApiKey(deps.environment);
     const hash = hashApiKey(apiKey);
     const display = displayKey(apiKey);
     await deps.directory.registerKey({ keyId, merchantId, environment: deps.environment, hash, display, createdAt: deps.clock.now(), deletedAt: null });
@@ -115,7 +118,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   /** Regenerates the key: the old one stops working at once (no overlap window). */
   async function rotateKey(keyId: string): Promise<IssuedKey | null> {
     return withKey(keyId, async (merchantId) => {
-      const apiKey = generateApiKey(deps.environment);
+      const apiKey = newApiKey(deps.environment);
       const hash = hashApiKey(apiKey);
       const display = displayKey(apiKey);
       const reply = await deps.router.apiKey(merchantId, keyId).ask({ type: 'rotate', hash, display });
