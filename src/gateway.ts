@@ -42,7 +42,6 @@ import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
 import type { Metrics } from './libraries/observability/metrics.js';
 import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
-import type { SecretBox } from './libraries/secrets/secret-box.js';
 import { secretBoxOf } from './libraries/secrets/secret-keys.js';
 
 /** Agenda job saves in flight at once while the relay registers a batch of schedules. */
@@ -94,8 +93,6 @@ export interface GatewayOptions {
   readonly onShardChange?: (change: { readonly shard: number; readonly change: 'acquired' | 'lost' | 'handed_over' }) => void;
   /** Where the components' numbers go (the node serves them on its operator port); none without it. */
   readonly metrics?: Metrics;
-  /** Seals and opens secrets at rest; from the configuration (SECRETS_KEY, or embedded mode's own key) without it. */
-  readonly secrets?: SecretBox;
 }
 
 export function ratePolicyOf(config: Config): RateLimitPolicy {
@@ -159,7 +156,8 @@ export async function createGateway(options: GatewayOptions) {
   const persistence = options.persistence ?? (await openPersistence(config));
   const report = options.onIncident ?? (() => undefined);
   const metrics = options.metrics;
-  const secrets = options.secrets ?? secretBoxOf(config);
+  // SECRETS_KEY, or embedded mode's own key file
+  const secrets = secretBoxOf(config);
 
   // a message's owner never changes: status reads and receipts ask the database once per message at most
   const directory = withMessageOwnerCache(persistence.directory, MESSAGE_OWNER_CACHE_SIZE);
