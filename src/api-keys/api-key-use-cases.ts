@@ -66,7 +66,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   /**
    * The authentication table, then the key's rate bucket. Malformed, wrong-environment and unknown keys all
    * answer `unauthorized`. An address that has had its 401s for the window gets `rate_limited` instead, without a
-   * lookup, unless its key authenticated on this node within the lookup cache's time (a client with a working key
+   * lookup, unless this node found its key in the directory within the lookup cache's time (a client with a working key
    * behind the same address keeps working).
    */
   async function authenticate(header: string | undefined, bucket: RateBucket, clientAddress?: string): Promise<Authentication> {

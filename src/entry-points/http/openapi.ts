@@ -556,7 +556,7 @@ const RESPONSES = {
     429,
     ['RATE_LIMIT_EXCEEDED'],
     'The rate bucket of this key is full (sliding 60-second window; a rejected request does not use a slot), or this client address had ' +
-      'its 401s (60 a minute by default) and the key has not just authenticated on this node.',
+      'its 401s (60 a minute by default) and this node has not found the key (an existing key) within the last minute.',
     [],
     ['Retry-After'],
   ),
@@ -922,7 +922,7 @@ Beyond the v1 contract, this document describes additions that a client written 
 - Every response carries \`X-Request-Id\`. Unknown paths are 404/1404 and known paths with another method 405/1405 with \`Allow\` (\`#/components/responses/RouteNotFound\`, \`MethodNotAllowed\`).
 - Malformed JSON (400), a body without \`Content-Type: application/json\` (415) and a body over 256 KiB (413) are 1110 with one detail whose \`field\` is \`body\`.
 - Rate limits per key, each bucket independent, sliding 60-second window: send 60, status 120, balance 30, calculate 60, cancel/pause/resume together 60 requests per minute; health is unlimited. Over the limit: 429/1301 with \`Retry-After\`. The 20th rejection within a minute suspends the key for 15 minutes (that one is still a 429, with \`Retry-After: 900\`); every call then gets 403/1302 with \`retry_after\`.
-- Failed authentication is limited per client address: past 60 401s a minute (configurable), the address's requests with keys the node has not just authenticated get 429/1301 with \`Retry-After\`, without a key lookup.
+- Failed authentication is limited per client address: past 60 401s a minute (configurable), the address's requests with keys the node has not found within the last minute get 429/1301 with \`Retry-After\`, without a key lookup.
 - Money is exact decimal (up to 4 fractional digits); only \`/calculate\` rounds (\`amount\` to 2, \`average_price\` to 4 decimals). 1202 INSUFFICIENT_BALANCE is HTTP 402.
 
 ## Error catalogue

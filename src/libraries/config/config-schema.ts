@@ -183,7 +183,7 @@ export const configSchema = Joi.object({
     failuresPerAddress: setting(
       positiveInt(),
       'AUTH_FAILURES_PER_ADDRESS',
-      '401s one client address may get per window; beyond them its requests with keys this node has not just authenticated get 429/1301.',
+      '401s one client address may get per window; beyond them its requests get 429/1301 without a lookup, unless this node found their key within the last minute.',
     ),
     failureWindowMs: setting(positiveInt(), 'AUTH_FAILURE_WINDOW_MS', 'Window of AUTH_FAILURES_PER_ADDRESS.'),
   }),
