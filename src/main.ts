@@ -1,12 +1,15 @@
 import { createGatewayNode, type GatewayNode } from './gateway-node.js';
 import { ConfigError, loadConfig, type Config } from './libraries/config/config.js';
+import { requireSecretsKey } from './libraries/secrets/secret-keys.js';
 import { createProcessTerminator } from './libraries/lifecycle/process-terminator.js';
 import { createLogger } from './libraries/logger/logger.js';
 import { createMetrics } from './libraries/observability/metrics.js';
 
 function loadConfigOrExit(): Config {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    requireSecretsKey(config);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

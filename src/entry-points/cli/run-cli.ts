@@ -3,6 +3,7 @@ import { createGateway, openPersistence } from '../../gateway.js';
 import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
+import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
 import { openTransport } from '../../gateway-node.js';
@@ -120,6 +121,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   let config: Config;
   try {
     config = loadConfig({ env: io.env });
+    requireSecretsKey(config);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     io.err(`error: ${error.message}\n`);

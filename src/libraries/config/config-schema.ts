@@ -163,10 +163,9 @@ export const configSchema = Joi.object({
       Joi.string()
         .allow('')
         .pattern(SECRET_KEY)
-        .when('/mode', { is: 'server', then: Joi.invalid('') })
-        .messages({ 'string.pattern.base': SECRET_KEY_FORMAT, 'any.invalid': `{{#label}} is required in server mode (the same on every node and the CLI); ${SECRET_KEY_FORMAT}` }),
+        .messages({ 'string.pattern.base': SECRET_KEY_FORMAT }),
       'SECRETS_KEY',
-      'Key sealing webhook passwords and signing secrets at rest (AES-256-GCM): 32 random bytes in base64. Required in server mode; embedded mode without one makes and keeps DATA_DIR/secrets.key.',
+      'Key sealing webhook passwords and signing secrets at rest (AES-256-GCM): 32 random bytes in base64. Required by server-mode nodes and the CLI; embedded mode without one makes and keeps DATA_DIR/secrets.key.',
     ),
     previousKeys: setting(
       Joi.array().items(Joi.string().pattern(SECRET_KEY).messages({ 'string.pattern.base': SECRET_KEY_FORMAT })),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config/config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { createSecretBox, parseSecretKey, SECRET_KEY_BYTES, type SecretBox } from './secret-box.js';
 
 /** The embedded sandbox's own key, made on first start beside its database. */
@@ -21,13 +21,25 @@ export function embeddedSecretKey(dataDir: string, random: (size: number) => Buf
 }
 
 /**
+ * Server-mode nodes and the CLI refuse to start without SECRETS_KEY (a carrier connector reading the same
+ * configuration needs none, so the schema alone cannot require it).
+ */
+export function requireSecretsKey(config: Config): void {
+  if (config.mode === 'server' && config.secrets.key === '') {
+    throw new ConfigError(
+      'Invalid configuration: "secrets.key" is required in server mode, the same on every node and the CLI: 32 random bytes in base64 (openssl rand -base64 32) (environment variable SECRETS_KEY)',
+      'secrets.key',
+    );
+  }
+}
+
+/**
  * The box sealing secrets at rest: SECRETS_KEY seals (and opens), SECRETS_PREVIOUS_KEYS only open. Embedded mode
- * without SECRETS_KEY uses the data directory's own key; server mode has one by configuration (the schema refuses
- * a server configuration without it).
+ * without SECRETS_KEY uses the data directory's own key; server mode refuses to go without one.
  */
 export function secretBoxOf(config: Config): SecretBox {
   const previous = config.secrets.previousKeys.map((key, index) => parseSecretKey(key, `SECRETS_PREVIOUS_KEYS[${String(index)}]`));
   if (config.secrets.key !== '') return createSecretBox({ current: parseSecretKey(config.secrets.key, 'SECRETS_KEY'), previous });
-  if (config.mode === 'embedded') return createSecretBox({ current: embeddedSecretKey(config.database.dataDir), previous });
-  throw new Error('server mode needs SECRETS_KEY (32 random bytes in base64, the same on every node)');
+  requireSecretsKey(config);
+  return createSecretBox({ current: embeddedSecretKey(config.database.dataDir), previous });
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError, describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
+import { requireSecretsKey } from '../../../src/libraries/secrets/secret-keys.js';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const OLD_KEY = Buffer.alloc(32, 2).toString('base64');
@@ -22,10 +23,16 @@ describe('configuration', () => {
     expect(config.http.port).to.equal(3000);
   });
 
-  it('when server mode has no SECRETS_KEY or a malformed one, then loading fails naming SECRETS_KEY; embedded mode needs none', () => {
-    expect(() => loadConfig({ env: { NODE_ENV: 'production' } }))
+  it('when server mode has no SECRETS_KEY, then nodes and the CLI refuse it naming SECRETS_KEY; a malformed key fails loading; embedded mode needs none', () => {
+    const production = loadConfig({ env: { NODE_ENV: 'production' } });
+    expect(() => {
+      requireSecretsKey(production);
+    })
       .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
       .with.property('key', 'secrets.key');
+    expect(() => {
+      requireSecretsKey(loadConfig({ env: {} }));
+    }).to.not.throw();
     expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(ConfigError, /32 random bytes in base64.*SECRETS_KEY/);
     expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(ConfigError, /secrets\.previousKeys/);
     expect(loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
