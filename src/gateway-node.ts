@@ -6,6 +6,9 @@ import { createOperatorServer, type OperatorServer } from './entry-points/http/o
 import { buildOpenApiDocument } from './entry-points/http/openapi.js';
 import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
+import { systemClock } from './libraries/clock/clock.js';
+import { dependencyOf } from './libraries/errors/dependency-failure.js';
+import { createDependencyOutages, watchDependencies, type DependencyOutages, type DependencyWatch } from './libraries/observability/dependency-outages.js';
 import type { Logger } from './libraries/logger/logger.js';
 import type { Persistence } from './libraries/persistence/persistence.js';
 import { createDatabaseBus } from './libraries/transport/database-bus.js';
@@ -49,7 +52,7 @@ const probe = (ms: number, check: () => Promise<void>) =>
   );
 
 /** The node's transport: the database bus in embedded mode, NATS in server mode. */
-export async function openTransport(config: Config, persistence: Persistence, logger: Logger): Promise<Transport> {
+export async function openTransport(config: Config, persistence: Persistence, logger: Logger, outages?: DependencyOutages): Promise<Transport> {
   if (config.mode === 'embedded') {
     if (!persistence.sql) throw new Error('embedded mode needs the SQL database for its bus');
     return createDatabaseBus({ db: persistence.sql });
@@ -60,7 +63,10 @@ export async function openTransport(config: Config, persistence: Persistence, lo
     servers: config.nats.url,
     name: config.cluster.nodeId || 'sms-gateway',
     onError: (error: unknown, context: string) => {
-      logger.warn({ err: error, context }, 'nats');
+      // a failure the broker's outage explains is that outage's, logged once; anything else is logged as it comes
+      const dependency = outages ? dependencyOf(error) : null;
+      if (dependency) outages?.failed(dependency, error, context);
+      else logger.warn({ err: error, context }, 'nats');
     },
   });
 }
@@ -69,34 +75,45 @@ export async function openTransport(config: Config, persistence: Persistence, lo
 const EXTRA_AGENDA_LOCKERS = 2;
 
 /** On PostgreSQL, more Agenda instances that lock and run due jobs beside the main one (none on PGlite or MongoDB). */
-async function openAgendaLockers(persistence: Persistence): Promise<AgendaBackend[]> {
+async function openAgendaLockers(persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend[]> {
   if (!persistence.sql || persistence.kind !== 'postgres') return [];
-  const { PostgresBackend } = await import('@agendajs/postgres-backend');
+  const { AgendaPostgresBackend } = await import('./scheduling/agenda-postgres-backend.js');
   const connectionString = await persistence.sql.connectionString();
-  return Array.from({ length: EXTRA_AGENDA_LOCKERS }, () => new PostgresBackend({ connectionString, ensureSchema: false, disableNotifications: true, poolConfig: { max: 4 } }));
+  return Array.from(
+    { length: EXTRA_AGENDA_LOCKERS },
+    () => new AgendaPostgresBackend({ connectionString, maxConnections: AGENDA_POOL_SIZE, ensureSchema: false, notifications: false, onError }),
+  );
 }
 
 /** Serializes the creation of Agenda's tables by nodes that start together (PostgreSQL advisory lock). */
 const AGENDA_SCHEMA_LOCK = 4_242_002;
 
+/**
+ * Connections of each Agenda pool. (Agenda's backend ignored its `poolConfig` when given a connection string, so
+ * every instance ran on pg's default of 10; the pools are ours now and keep that size.)
+ */
+const AGENDA_POOL_SIZE = 10;
+
 /** Agenda on the journal's database: PostgreSQL (or PGlite served on a loopback port), or MongoDB. */
-async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
+export async function openAgendaBackend(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend> {
   if (persistence.sql) {
-    const { PostgresBackend } = await import('@agendajs/postgres-backend');
+    const { AgendaPostgresBackend } = await import('./scheduling/agenda-postgres-backend.js');
     // PGlite never delivers NOTIFY to a listener: it relies on polling
-    const settings = { connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite' };
-    if (persistence.kind !== 'postgres') return new PostgresBackend({ ...settings, poolConfig: { max: 4 } });
+    const settings = { connectionString: await persistence.sql.connectionString(), notifications: persistence.kind !== 'pglite', maxConnections: AGENDA_POOL_SIZE, onError };
+    if (persistence.kind !== 'postgres') return new AgendaPostgresBackend({ ...settings, ensureSchema: true });
     // Agenda's schema statements (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION) race when nodes start
     // together: the loser gets a unique violation in pg_catalog, an unhandled rejection in Agenda. One node at a time
     // ensures the schema under a lock; the backend the node keeps leaves the schema alone.
-    const setup = new PostgresBackend({ ...settings, disableNotifications: true, poolConfig: { max: 1 } });
-    await persistence.sql.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [AGENDA_SCHEMA_LOCK]);
-      await setup.connect();
-    });
-    await setup.disconnect();
-    // Agenda saves each job's state twice per run: its 64 concurrent jobs would queue on a smaller pool
-    return new PostgresBackend({ ...settings, ensureSchema: false, poolConfig: { max: 8 } });
+    const setup = new AgendaPostgresBackend({ ...settings, notifications: false, maxConnections: 1, ensureSchema: true });
+    try {
+      await persistence.sql.transaction(async (tx) => {
+        await tx.query('SELECT pg_advisory_xact_lock($1)', [AGENDA_SCHEMA_LOCK]);
+        await setup.connect();
+      });
+    } finally {
+      await setup.disconnect();
+    }
+    return new AgendaPostgresBackend({ ...settings, ensureSchema: false });
   }
   const { MongoBackend } = await import('@agendajs/mongo-backend');
   return new MongoBackend({ address: config.database.mongoUrl });
@@ -105,18 +122,25 @@ async function openAgendaBackend(config: Config, persistence: Persistence): Prom
 /** One gateway process: persistence, transport, the wired gateway, its HTTP facade (and the sandbox simulator). */
 export async function createGatewayNode(options: GatewayNodeOptions) {
   const { config, logger } = options;
+  // a dependency's outage is logged when it starts and when it ends, not once per failure it causes
+  const outages = createDependencyOutages({ logger, clock: options.clock ?? systemClock });
+  const databaseFailed = (error: unknown): void => {
+    outages.failed('database', error, 'agenda');
+  };
   const ownsPersistence = !options.persistence;
   const persistence = options.persistence ?? (await openPersistence(config));
   const ownsTransport = !options.transport;
-  const transport = options.transport ?? (await openTransport(config, persistence, logger));
+  const transport = options.transport ?? (await openTransport(config, persistence, logger, outages));
   const gateway = await createGateway({
     ...options,
     persistence,
     transport,
-    agendaBackend: options.agendaBackend ?? (await openAgendaBackend(config, persistence)),
-    agendaLockers: options.agendaLockers ?? (options.agendaBackend ? [] : await openAgendaLockers(persistence)),
+    agendaBackend: options.agendaBackend ?? (await openAgendaBackend(config, persistence, databaseFailed)),
+    agendaLockers: options.agendaLockers ?? (options.agendaBackend ? [] : await openAgendaLockers(persistence, databaseFailed)),
     onIncident: (incident) => {
-      logger.error({ err: incident.error }, incident.what);
+      const dependency = dependencyOf(incident.error);
+      if (dependency) outages.failed(dependency, incident.error, incident.what);
+      else logger.error({ err: incident.error }, incident.what);
     },
     onShardChange: ({ shard, change }) => {
       if (change === 'lost') logger.warn({ shard }, 'shard lease lost: its actors stopped');
@@ -138,10 +162,15 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   // health checks arriving while one is running share its answer: the endpoint is unauthenticated and unlimited,
   // so a flood of checks costs the database and NATS one ping at a time, not one per request
   let runningHealth: Promise<HealthReport> | null = null;
+  const probes = {
+    database: () => probe(1_000, () => persistence.ping()),
+    transport: () => probe(1_000, () => transport.ping()),
+  };
   async function checkHealth(): Promise<HealthReport> {
-    const [database, transportState] = await Promise.all([probe(1_000, () => persistence.ping()), probe(1_000, () => transport.ping())]);
+    const [database, transportState] = await Promise.all([probes.database(), probes.transport()]);
     return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState } };
   }
+  let watch: DependencyWatch | null = null;
   function health(): Promise<HealthReport> {
     runningHealth ??= checkHealth().finally(() => {
       runningHealth = null;
@@ -188,6 +217,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     simulator,
     async start(): Promise<number> {
       await gateway.start();
+      watch = watchDependencies({ outages, probes });
       // after start: in a cluster the demo merchant's actors live on whichever node owns its shard
       if (config.demo.seedMerchant && config.environment === 'sandbox') {
         const demo = await seedDemoMerchant(gateway);
@@ -208,6 +238,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       gateway.stopAcquiring();
       await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
       logger.info('requests finished; draining');
+      watch?.stop();
       await simulator?.stop();
       await gateway.stop();
       await operator?.stop();

@@ -15,7 +15,7 @@ import { API_ROOT, call, type CallResult } from './http-fixture.js';
 import { testConfig } from './gateway-fixture.js';
 import { startTestNats, type TestNats } from './nats.js';
 import { freePort } from './ports.js';
-import { testPostgres } from './postgres.js';
+import { testPostgres, type TestPostgres } from './postgres.js';
 
 /**
  * A real cluster for the cluster tests (ARCHITECTURE.md §6): a fresh database on the private PostgreSQL server, a
@@ -133,6 +133,10 @@ export interface ClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Start the simulator connector process (default true). */
   readonly simulator?: boolean;
+  /** How much of each node's output `output()` keeps (the last 40 000 characters by default). */
+  readonly outputTailChars?: number;
+  /** The PostgreSQL server to use (a private one for tests that stop it); the shared test server by default. */
+  readonly postgres?: TestPostgres;
 }
 
 /** A journal record written by a node that did not hold the current lease of its shard at that moment. */
@@ -244,7 +248,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   let persistence: Persistence | null = null;
   let operator: Gateway | null = null;
 
-  const databaseUrl = await (await testPostgres()).createDatabase('cluster');
+  const databaseUrl = await (options.postgres ?? (await testPostgres())).createDatabase('cluster');
   const nats = await startTestNats();
 
   async function stop(): Promise<void> {
@@ -293,7 +297,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         WEBHOOK_RETRY_DELAYS_MS: '30,120,600,3600',
         ...options.env,
         ...env,
-      });
+      }, options.outputTailChars);
       const baseUrl = `http://127.0.0.1:${port}`;
       const node: ClusterNode = {
         id,

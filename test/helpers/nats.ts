@@ -12,6 +12,10 @@ export interface TestNats {
   readonly storeDir: string;
   /** Stops the server (SIGTERM) and starts it again on the same port and store (fault tests). */
   restart(): Promise<void>;
+  /** Stops the server (SIGTERM), keeping its store, until `startServer` (outage tests). */
+  stopServer(): Promise<void>;
+  /** Starts it again on the same port and store. */
+  startServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -78,6 +82,8 @@ export async function startTestNats(): Promise<TestNats> {
       await stopServer();
       await startServer();
     },
+    stopServer,
+    startServer,
     async stop() {
       await stopServer();
       rmSync(storeDir, { recursive: true, force: true });

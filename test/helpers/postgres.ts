@@ -14,9 +14,12 @@ export interface TestPostgres {
   readonly adminUrl: string;
   /** A fresh, empty database on this server. */
   createDatabase(prefix?: string): Promise<string>;
-  /** Stops the server the hard way (for fault tests) and starts it again on the same data. */
-  restart(): Promise<void>;
-  stopServer(): Promise<void>;
+  /**
+   * Stops the server and starts it again on the same data (fault tests): `immediate` (the default) aborts like a
+   * crash, `fast` is a planned restart (clients get "terminating connection due to administrator command").
+   */
+  restart(mode?: ShutdownMode): Promise<void>;
+  stopServer(mode?: ShutdownMode): Promise<void>;
   startServer(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -34,6 +37,9 @@ function postgresBin(): string {
 }
 
 const asRoot = userInfo().uid === 0;
+
+/** `pg_ctl stop -m`: `fast` terminates the sessions and checkpoints; `immediate` aborts without a checkpoint. */
+export type ShutdownMode = 'fast' | 'immediate';
 
 /** Runs a PostgreSQL binary as the `postgres` user when we are root (initdb refuses root). */
 async function runAsPostgres(binary: string, args: readonly string[]): Promise<void> {
@@ -60,7 +66,16 @@ export async function stopSharedPostgres(): Promise<void> {
   await server?.stop();
 }
 
-export async function startTestPostgres(): Promise<TestPostgres> {
+export interface TestPostgresOptions {
+  /**
+   * Keep `synchronous_commit` on: a commit is in the WAL before it is acknowledged, so an immediate shutdown (a
+   * crash) loses no acknowledged transaction, as on a real server. Off by default: faster, and enough for tests
+   * that never crash the server.
+   */
+  readonly durableCommits?: boolean;
+}
+
+export async function startTestPostgres(options: TestPostgresOptions = {}): Promise<TestPostgres> {
   const bin = postgresBin();
   const exe = (name: string) => (bin ? path.join(bin, name) : name);
   const dir = mkdtempSync(path.join(tmpdir(), 'gw-pg-'));
@@ -76,7 +91,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   async function startServer(): Promise<void> {
     const args = [
       '-D', dataDir, '-p', String(port), '-k', socketDir, '-h', '127.0.0.1',
-      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300',
+      '-c', 'fsync=off', '-c', `synchronous_commit=${options.durableCommits ? 'on' : 'off'}`, '-c', 'full_page_writes=off', '-c', 'max_connections=300',
     ];
     const command = asRoot ? 'su' : exe('postgres');
     const commandArgs = asRoot ? ['postgres', '-s', '/bin/sh', '-c', `exec '${exe('postgres')}' ${args.map((a) => `'${a}'`).join(' ')}`] : args;
@@ -84,11 +99,11 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     await waitUntilReady(adminUrl);
   }
 
-  async function stopServer(): Promise<void> {
+  async function stopServer(mode: ShutdownMode = 'immediate'): Promise<void> {
     if (!server) return;
     const proc = server;
     server = null;
-    await runAsPostgres(exe('pg_ctl'), ['-D', dataDir, '-m', 'immediate', 'stop']).catch(() => undefined);
+    await runAsPostgres(exe('pg_ctl'), ['-D', dataDir, '-m', mode, 'stop']).catch(() => undefined);
     if (proc.exitCode === null) await new Promise((resolve) => proc.once('exit', resolve));
   }
 
@@ -109,8 +124,8 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       }
       return `postgresql://postgres@127.0.0.1:${port}/${name}`;
     },
-    async restart() {
-      await stopServer();
+    async restart(mode: ShutdownMode = 'immediate') {
+      await stopServer(mode);
       await startServer();
     },
     stopServer,

@@ -27,8 +27,15 @@ export interface CliIo {
 /** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
 async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
   if (persistence.sql) {
-    const { PostgresBackend } = await import('@agendajs/postgres-backend');
-    return new PostgresBackend({ connectionString: await persistence.sql.connectionString(), disableNotifications: persistence.kind === 'pglite', poolConfig: { max: 2 } });
+    const { AgendaPostgresBackend } = await import('../../scheduling/agenda-postgres-backend.js');
+    // a failed query fails the command; the pool's own errors (a connection the server ended) are not the command's
+    return new AgendaPostgresBackend({
+      connectionString: await persistence.sql.connectionString(),
+      notifications: false,
+      maxConnections: 2,
+      ensureSchema: true,
+      onError: () => undefined,
+    });
   }
   const { MongoBackend } = await import('@agendajs/mongo-backend');
   return new MongoBackend({ address: config.database.mongoUrl });

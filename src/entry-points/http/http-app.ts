@@ -6,6 +6,7 @@ import type { RateBucket } from '../../api-keys/rate-limiter.js';
 import type { Authentication } from '../../api-keys/api-key-use-cases.js';
 import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
+import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import type { Gateway } from '../../gateway.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
@@ -70,7 +71,8 @@ function bodyParserError(error: unknown, limit: number): AppError | null {
 
 function toAppError(error: unknown): AppError {
   if (isAppError(error)) return error;
-  if (error instanceof ActorFailureError && error.reason !== 'crashed') {
+  // an actor that could not answer, or the database or NATS out of reach: nothing was applied, retry later
+  if ((error instanceof ActorFailureError && error.reason !== 'crashed') || dependencyOf(error) !== null) {
     return new AppError('SERVICE_UNAVAILABLE', { retryAfterSeconds: 1, cause: error });
   }
   return new AppError('INTERNAL_ERROR', { cause: error });
@@ -230,6 +232,13 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
             }
           },
           (error: unknown) => {
+            // a dependency out of reach is the service's 503/1402 like on any other step; only the unexpected is
+            // the authentication table's 500 {detail}
+            const appError = toAppError(error);
+            if (appError.errorName === 'SERVICE_UNAVAILABLE') {
+              sendError(res, appError, requestId);
+              return;
+            }
             logger.error({ err: error }, 'key verification failed');
             sendDetail(res, 500, DETAILS.verificationFailed);
           },
@@ -351,7 +360,8 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const { requestId, logger } = locals(res);
     const appError = bodyParserError(error, deps.bodyLimitBytes) ?? toAppError(error);
-    if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');
+    // a 503 is logged by its request line (and an outage by the node, once): an error line for each would flood
+    if (appError.httpStatus >= 500 && appError.errorName !== 'SERVICE_UNAVAILABLE') logger.error({ err: error }, 'request failed');
     if (res.headersSent) return;
     sendError(res, appError, requestId);
   });

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { DependencyUnavailableError, isDatabaseConnectionError } from '../../errors/dependency-failure.js';
 
 /** The SQL the adapters need, whether the database is a PostgreSQL server (pg) or PGlite in-process. */
 export interface QueryOptions {
@@ -59,10 +60,33 @@ function preparedStatement(text: string, params: readonly unknown[]): pg.QueryCo
   return { name, text, values: params as unknown[] };
 }
 
+/** A lost or refused connection becomes DependencyUnavailableError('database'); any other error stays as it is. */
+function asDatabaseFailure(error: unknown): unknown {
+  return isDatabaseConnectionError(error) ? new DependencyUnavailableError('database', error) : error;
+}
+
+/**
+ * How long taking a new connection may wait: a server that is down refuses at once, but an unreachable one would
+ * otherwise hold every query (and the request behind it) for as long as the kernel keeps trying.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * Every client and pool of the process on PostgreSQL handles its 'error' event: a connection that the server ends
+ * (a restart, `pg_terminate_backend`) or that breaks emits one, and an emitter without a listener throws it as an
+ * uncaught exception, which ends the process. The next query opens a new connection.
+ */
+export function createPostgresPool(config: pg.PoolConfig, onError: (error: unknown) => void): pg.Pool {
+  const pool = new pg.Pool({ connectionTimeoutMillis: CONNECT_TIMEOUT_MS, ...config });
+  pool.on('error', onError);
+  return pool;
+}
+
 export async function connectPostgres(options: PostgresOptions): Promise<SqlExecutor> {
   checkSchema(options.schema);
   if (options.schema) {
-    const bootstrap = new pg.Client({ connectionString: options.connectionString });
+    const bootstrap = new pg.Client({ connectionString: options.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    bootstrap.on('error', () => undefined);
     await bootstrap.connect();
     try {
       await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
@@ -70,25 +94,44 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
       await bootstrap.end();
     }
   }
-  const pool = new pg.Pool({
-    connectionString: options.connectionString,
-    max: options.poolSize,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-  });
-  // an idle client losing its connection must not crash the process; the next query reconnects
-  pool.on('error', () => undefined);
+  // an idle client losing its connection is dropped by the pool (the queries that need one report the outage)
+  const pool = createPostgresPool(
+    {
+      connectionString: options.connectionString,
+      max: options.poolSize,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    },
+    () => undefined,
+  );
   return {
     dialect: 'postgres',
     async query<R extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) {
-      // a config object costs pg a copy per call: only a prepared statement needs one
-      const result = options?.prepare ? await pool.query<R>(preparedStatement(text, params)) : await pool.query<R>(text, params as unknown[]);
-      return result.rows;
+      try {
+        // a config object costs pg a copy per call: only a prepared statement needs one
+        const result = options?.prepare ? await pool.query<R>(preparedStatement(text, params)) : await pool.query<R>(text, params as unknown[]);
+        return result.rows;
+      } catch (error) {
+        throw asDatabaseFailure(error);
+      }
     },
     async script(sql: string) {
-      await pool.query(sql);
+      try {
+        await pool.query(sql);
+      } catch (error) {
+        throw asDatabaseFailure(error);
+      }
     },
     async transaction<T>(work: (tx: SqlQueries) => Promise<T>) {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw asDatabaseFailure(error);
+      }
+      // a checked-out client has no listener of the pool's: its connection ending between two statements would
+      // otherwise be an uncaught exception; the statement under way (or the next one) fails instead
+      const onLost = (): void => undefined;
+      client.on('error', onLost);
       try {
         await client.query('BEGIN');
         const result = await work({
@@ -102,8 +145,10 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
+        throw asDatabaseFailure(error);
       } finally {
+        client.removeListener('error', onLost);
+        // the pool drops a client whose connection broke rather than handing it to the next caller
         client.release();
       }
     },
