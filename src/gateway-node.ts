@@ -95,7 +95,7 @@ const AGENDA_SCHEMA_LOCK = 4_242_002;
 const AGENDA_POOL_SIZE = 10;
 
 /** Agenda on the journal's database: PostgreSQL (or PGlite served on a loopback port), or MongoDB. */
-export async function openAgendaBackend(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend> {
+async function openAgendaBackend(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend> {
   if (persistence.sql) {
     const { AgendaPostgresBackend } = await import('./scheduling/agenda-postgres-backend.js');
     // PGlite never delivers NOTIFY to a listener: it relies on polling
@@ -217,7 +217,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     simulator,
     async start(): Promise<number> {
       await gateway.start();
-      watch = watchDependencies({ outages, probes });
+      // server mode: the database and NATS are other processes that may go away (embedded mode has them in-process)
+      if (config.mode === 'server') watch = watchDependencies({ outages, probes });
       // after start: in a cluster the demo merchant's actors live on whichever node owns its shard
       if (config.demo.seedMerchant && config.environment === 'sandbox') {
         const demo = await seedDemoMerchant(gateway);

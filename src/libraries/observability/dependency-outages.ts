@@ -65,8 +65,9 @@ export interface DependencyWatch {
 }
 
 /**
- * Probes each dependency every `intervalMs` and tells `outages` what it found: the end of an outage is noticed
- * within an interval of the dependency's return, whatever the node is doing meanwhile.
+ * Every `intervalMs`, probes each dependency that is down and tells `outages` what it found: the end of an outage is
+ * noticed within an interval of the dependency's return, whatever the node is doing meanwhile. (An outage starts
+ * with the failures of the node's own work: its relay and lease renewals query the database several times a second.)
  */
 export function watchDependencies(options: {
   readonly outages: DependencyOutages;
@@ -78,7 +79,7 @@ export function watchDependencies(options: {
   let timer: NodeJS.Timeout | undefined;
   const round = async (): Promise<void> => {
     await Promise.all(
-      (Object.entries(options.probes) as [Dependency, () => Promise<'ok' | 'down'>][]).map(async ([dependency, probe]) => {
+      (Object.entries(options.probes) as [Dependency, () => Promise<'ok' | 'down'>][]).filter(([dependency]) => options.outages.isDown(dependency)).map(async ([dependency, probe]) => {
         if ((await probe()) === 'ok') options.outages.answered(dependency);
         else options.outages.failed(dependency, new Error(`${dependency} did not answer its probe`), 'probe');
       }),

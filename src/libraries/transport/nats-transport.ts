@@ -13,6 +13,7 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { RequestError, TimeoutError, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
+import { DependencyUnavailableError } from '../errors/dependency-failure.js';
 import { createHandlerSlots } from './handler-slots.js';
 import { connectNats } from './nats-connect.js';
 import {
@@ -99,6 +100,16 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     await nc.close();
     throw error;
   }
+
+  // losing the server is reported at once (the node's outage log), not only through the operations it fails
+  const watchStatus = async (): Promise<void> => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') onError(new DependencyUnavailableError('transport', new Error(`disconnected from ${status.server}`)), 'connection');
+    }
+  };
+  watchStatus().catch((error: unknown) => {
+    onError(error, 'connection status');
+  });
 
   const consumers = new Set<Consumer>();
   const servers = new Set<{ stop(): Promise<void> }>();

@@ -127,7 +127,7 @@ describe('dependency outages: a node survives its database and its broker going 
   }
 
   /** The node logged this outage once when it started and once when it ended, not once per failure. */
-  function expectOutageLoggedOnce(dependency: string, logBefore: number): void {
+  function expectOutageLoggedOnce(dependency: string, logBefore: number, startedBy?: string): void {
     const lines = node
       .output()
       .slice(logBefore)
@@ -137,6 +137,7 @@ describe('dependency outages: a node survives its database and its broker going 
     const ended = lines.filter((line) => line.includes('dependency available again'));
     expect(started, lines.join('\n')).to.have.length(1);
     expect(ended, lines.join('\n')).to.have.length(1);
+    if (startedBy) expect(started[0], 'what started the outage').to.include(`"what":"${startedBy}"`);
     const errors = node
       .output()
       .slice(logBefore)
@@ -198,6 +199,7 @@ describe('dependency outages: a node survives its database and its broker going 
     await waitRecovered();
     await sendSome();
     await expectNothingLost();
-    expectOutageLoggedOnce('transport', logBefore);
+    // the connection's loss itself starts the outage, before any operation fails on it
+    expectOutageLoggedOnce('transport', logBefore, 'connection');
   });
 });

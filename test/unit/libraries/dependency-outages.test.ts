@@ -82,22 +82,25 @@ describe('dependency watch: probes end an outage once the dependency answers', (
     timers.restore();
   });
 
-  it('when the database stops answering and comes back, then the outage starts and ends at the next probes', async () => {
+  it('when the database fails the node and comes back, then probes run meanwhile and the next one ends the outage', async () => {
     const h = harness();
     let database: 'ok' | 'down' = 'ok';
-    const watch = watchDependencies({ outages: h.outages, probes: { database: () => Promise.resolve(database), transport: () => Promise.resolve('ok') }, intervalMs: 1_000 });
+    const probes = { database: sinon.spy(() => Promise.resolve(database)), transport: sinon.spy(() => Promise.resolve<'ok' | 'down'>('ok')) };
+    const watch = watchDependencies({ outages: h.outages, probes, intervalMs: 1_000 });
 
-    await timers.tickAsync(1_000);
-    expect(h.lines).to.deep.equal([]);
+    await timers.tickAsync(3_000);
+    expect(probes.database.callCount, 'no probe while nothing is down').to.equal(0);
     database = 'down';
-    await timers.tickAsync(1_000);
-    expect(h.outages.isDown('database')).to.equal(true);
+    h.outages.failed('database', new Error('Connection terminated unexpectedly'), 'outbox_relay_failed');
     await timers.tickAsync(5_000);
+    expect(h.outages.isDown('database')).to.equal(true);
     database = 'ok';
     await timers.tickAsync(1_000);
     watch.stop();
 
     expect(h.outages.isDown('database')).to.equal(false);
+    expect(probes.database.callCount).to.equal(6);
+    expect(probes.transport.callCount).to.equal(0);
     expect(h.messages()).to.deep.equal(['database: dependency unavailable: requests that need it answer 503 until it is back', 'database: dependency available again']);
     expect(h.lines[1]).to.include({ failures: 6 });
   });
