@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { isDatabaseConnectionError } from '../libraries/errors/database-connection-errors.js';
 import { createSqlLeases } from '../libraries/persistence/sql/sql-leases.js';
 import { createLeaseRenewal, type FromRenewalThread, type RenewalThreadData, type ToRenewalThread } from './lease-renewal.js';
 
@@ -45,7 +46,7 @@ const timer = setInterval(() => {
         silent = 'skipped' in outcome;
       },
       (error: unknown) => {
-        post({ type: 'error', error });
+        post({ type: 'error', error, databaseUnavailable: isDatabaseConnectionError(error) });
       },
     )
     .finally(() => {

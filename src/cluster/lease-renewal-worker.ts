@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../libraries/config/config.js';
+import { DependencyUnavailableError } from '../libraries/errors/dependency-failure.js';
 import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
 import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
@@ -56,7 +57,7 @@ export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions
   worker.on('error', onError);
   worker.on('message', (message: FromRenewalThread) => {
     if (message.type === 'ready') ready();
-    else if (message.type === 'error') onError(message.error);
+    else if (message.type === 'error') onError(message.databaseUnavailable ? new DependencyUnavailableError('database', message.error) : message.error);
     else onError(new Error(`main thread silent for ${Math.round(message.silentMs)} ms: its leases are no longer renewed`));
   });
   const send = (message: ToRenewalThread): void => {

@@ -64,7 +64,8 @@ export type ToRenewalThread =
 export type FromRenewalThread =
   | { readonly type: 'ready' }
   | { readonly type: 'silent'; readonly silentMs: number }
-  | { readonly type: 'error'; readonly error: unknown };
+  /** `databaseUnavailable`: the database could not be reached (an error's class and code do not cross threads). */
+  | { readonly type: 'error'; readonly error: unknown; readonly databaseUnavailable: boolean };
 
 /** What the renewal thread is started with. */
 export interface RenewalThreadData {
