@@ -1,7 +1,7 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
-import { askDeadline, requestDeadline } from '../libraries/actors/request-deadline.js';
+import { askDeadline, patientTimer, requestDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
@@ -23,6 +23,9 @@ type ShardReply =
   | { readonly outcome: 'ok'; readonly value: unknown }
   | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
   | { readonly outcome: 'not_owner' };
+
+/** The transport's own timeout, in multiples of the patient wait (which ends first unless the process froze). */
+const PATIENCE_BACKSTOP = 10;
 
 export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
 
@@ -85,7 +88,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
     const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
     try {
-      reply = (await transport.request(shardSubject(shard), { kind, id, command, deadline } satisfies ShardRequest, waitMs)) as ShardReply;
+      reply = (await patientRequest(shardSubject(shard), { kind, id, command, deadline } satisfies ShardRequest, waitMs)) as ShardReply;
     } catch (error) {
       if (error instanceof NoResponderError) throw new NotApplied(error.message);
       if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(`${kind}:${id}`, 'timeout', error.message));
@@ -96,6 +99,28 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     if (reply.outcome === 'ok') return reply.value;
     if (reply.outcome === 'not_owner' || reply.reason === 'fenced') throw new NotApplied(`shard ${shard} changed hands`);
     throw new AbortError(new ActorFailureError(`${kind}:${id}`, reply.reason, reply.detail));
+  }
+
+  /**
+   * A request given up after `waitMs` of this process's running time: after a freeze, a reply the owner sent
+   * meanwhile is read rather than lost to a timer that fired first. The transport's own timeout is a backstop.
+   */
+  function patientRequest(subject: string, payload: ShardRequest, waitMs: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const cancel = patientTimer(options.clock, waitMs, () => {
+        reject(new RequestTimeoutError(subject));
+      });
+      transport.request(subject, payload, waitMs * PATIENCE_BACKSTOP).then(
+        (value) => {
+          cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          cancel();
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
   }
 
   async function ask(kind: ActorKind, merchantId: string, id: string, command: Command, explicitDeadline: number | undefined): Promise<unknown> {

@@ -1,7 +1,7 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
 import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
 import { applyEvents, decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
-import { askDeadline } from './request-deadline.js';
+import { askDeadline, patientTimer } from './request-deadline.js';
 import {
   dispatchNact,
   spawnPersistentNact,
@@ -379,7 +379,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       if (now >= deadline) return Promise.reject(new ActorFailureError(key, 'expired', 'its deadline had passed when it was asked'));
       return new Promise((resolve, reject) => {
         let settled = false;
-        let timer: NodeJS.Timeout | undefined;
+        let cancelGrace = (): void => undefined;
         const pending: PendingAsk = {
           command,
           deadline,
@@ -390,12 +390,14 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             if (settled) return;
             settled = true;
             clearTimeout(timer);
+            cancelGrace();
             resolve(value);
           },
           reject: (error) => {
             if (settled) return;
             settled = true;
             clearTimeout(timer);
+            cancelGrace();
             reject(error);
           },
         };
@@ -410,16 +412,17 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         const expired = () => new ActorFailureError(key, 'expired', 'its deadline passed before it was decided');
         // At the deadline a command still queued is withdrawn (the drain refuses it too, should it run first, as
         // after a frozen process resumes). One already taken is being journaled: its outcome is waited for, up to
-        // askTimeoutMs more; after that it is unknown, unless its decision wrote nothing.
-        timer = setTimeout(() => {
+        // askTimeoutMs more of running time (the journal's answer may wait unread in a socket after a freeze); after
+        // that it is unknown, unless its decision wrote nothing.
+        const timer = setTimeout(() => {
           if (withdraw() || !pending.taken) {
             pending.reject(expired());
             return;
           }
-          timer = setTimeout(() => {
+          cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
             if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
             else pending.reject(new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`));
-          }, hostOptions.askTimeoutMs);
+          });
         }, Math.max(0, deadline - now));
         if (!live.has(id) && behaviour.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);

@@ -61,3 +61,24 @@ export async function finishDecided(
     }
   });
 }
+
+/**
+ * A timer for "no answer within `ms`" that counts only time the process ran: one that fires late (the event loop
+ * stalled, or the process was frozen with SIGSTOP) waits `ms` again, since the answer may be sitting unread in a
+ * socket. Returns the cancel function.
+ */
+export function patientTimer(clock: { now(): number }, ms: number, onExpire: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const due = clock.now() + ms;
+    timer = setTimeout(() => {
+      // late by more than the wait itself (and at least a second): the process did not run meanwhile
+      if (clock.now() - due > Math.max(1_000, ms)) arm();
+      else onExpire();
+    }, ms);
+  };
+  arm();
+  return () => {
+    clearTimeout(timer);
+  };
+}
