@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHttpApp } from '../../../src/entry-points/http/http-app.js';
+import { API_ROOT } from '../../../src/entry-points/http/routes.js';
+import type { Gateway } from '../../../src/gateway.js';
+import { requestDeadline } from '../../../src/libraries/actors/request-deadline.js';
+import { createManualClock } from '../../../src/libraries/clock/clock.js';
+import { silentLogger } from '../../../src/libraries/logger/logger.js';
+
+/**
+ * The HTTP layer gives each request a deadline on the injected clock: its steps run under it, and a request whose
+ * deadline has passed by the time it reaches its use case (the node was frozen, or overloaded) starts none of them.
+ */
+describe('HTTP request deadlines', () => {
+  const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
+  const BUDGET_MS = 1_000;
+  let server: Server;
+  let base: string;
+  /** What the fake key check does to the clock (the time a frozen or busy node spends before the route). */
+  let duringAuthentication: () => void;
+  let sends: (number | null)[];
+
+  before(async () => {
+    const useCases = {
+      apiKeys: {
+        authenticate: () => {
+          duringAuthentication();
+          return Promise.resolve({ outcome: 'authenticated', merchantId: 'm1', keyId: 'k1' });
+        },
+      },
+      sendMessage: () => {
+        sends.push(requestDeadline());
+        return Promise.resolve({ ok: true, value: { receipt: { message_id: 'msg-1' }, replayed: false } });
+      },
+    } as unknown as Gateway['useCases'];
+    const app = createHttpApp({
+      useCases,
+      environment: 'sandbox',
+      version: 'test',
+      bodyLimitBytes: 10_000,
+      health: () => Promise.resolve({ healthy: true, checks: { database: 'ok', transport: 'ok' } }),
+      logger: silentLogger,
+      deadline: { clock, budgetMs: BUDGET_MS },
+    });
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}${API_ROOT}`;
+  });
+  after(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+  beforeEach(() => {
+    duringAuthentication = () => undefined;
+    sends = [];
+  });
+
+  const send = () =>
+    fetch(`${base}/send`, { method: 'POST', headers: { 'app-key': 'key', 'content-type': 'application/json' }, body: JSON.stringify({ to: ['0812345678'], message: 'hi' }) });
+
+  it('when a request reaches its route in time, then its use case runs under the deadline of its arrival plus the budget', async () => {
+    const arrival = clock.now();
+    const answer = await send();
+    expect(answer.status).to.equal(201);
+    expect(sends).to.deep.equal([arrival + BUDGET_MS]);
+  });
+
+  it('when the deadline passed before the route (a frozen node resuming), then it answers 503/1402 in the envelope and starts no step', async () => {
+    duringAuthentication = () => {
+      clock.advance(BUDGET_MS);
+    };
+    const answer = await send();
+    expect(answer.status).to.equal(503);
+    expect(answer.headers.get('retry-after')).to.equal('1');
+    const body = (await answer.json()) as { error_code: string; retry_after: number };
+    expect(body).to.include({ error_code: '1402', retry_after: 1 });
+    expect(sends).to.deep.equal([]);
+  });
+});
