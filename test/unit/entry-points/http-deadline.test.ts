@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ActorFailureError } from '../../../src/libraries/actors/actor-runtime.js';
 import { createHttpApp } from '../../../src/entry-points/http/http-app.js';
 import { API_ROOT } from '../../../src/entry-points/http/routes.js';
 import type { Gateway } from '../../../src/gateway.js';
@@ -20,6 +21,8 @@ describe('HTTP request deadlines', () => {
   /** What the fake key check does to the clock (the time a frozen or busy node spends before the route). */
   let duringAuthentication: () => void;
   let sends: (number | null)[];
+  /** What the fake send fails with, if anything. */
+  let failure: Error | null;
 
   before(async () => {
     const useCases = {
@@ -30,6 +33,7 @@ describe('HTTP request deadlines', () => {
         },
       },
       sendMessage: () => {
+        if (failure) return Promise.reject(failure);
         sends.push(requestDeadline());
         return Promise.resolve({ ok: true, value: { receipt: { message_id: 'msg-1' }, replayed: false } });
       },
@@ -53,6 +57,7 @@ describe('HTTP request deadlines', () => {
   beforeEach(() => {
     duringAuthentication = () => undefined;
     sends = [];
+    failure = null;
   });
 
   const send = () =>
@@ -75,5 +80,16 @@ describe('HTTP request deadlines', () => {
     const body = (await answer.json()) as { error_code: string; retry_after: number };
     expect(body).to.include({ error_code: '1402', retry_after: 1 });
     expect(sends).to.deep.equal([]);
+  });
+
+  it('when a write was refused at its deadline, then 503/1402; when it was taken but never answered (outcome unknown), then 500/1401, never 503', async () => {
+    failure = new ActorFailureError('wallet:m1', 'expired', 'its deadline passed before it was decided');
+    const refused = await send();
+    expect(refused.status).to.equal(503);
+    expect(((await refused.json()) as { error_code: string }).error_code).to.equal('1402');
+    failure = new ActorFailureError('wallet:m1', 'timeout', 'taken before its deadline, no answer');
+    const unknown = await send();
+    expect(unknown.status).to.equal(500);
+    expect(((await unknown.json()) as { error_code: string }).error_code).to.equal('1401');
   });
 });
