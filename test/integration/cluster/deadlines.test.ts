@@ -16,6 +16,7 @@ interface Answer {
   readonly merchant: ClusterMerchant;
   readonly text: string;
   readonly status: number;
+  /** The envelope's code; `detail` for the authentication table's 500 `{detail}`. */
   readonly errorCode: string | null;
   readonly messageId: string | null;
   /** In ten-thousandths. */
@@ -30,13 +31,13 @@ async function sendOnce(api: string, merchant: ClusterMerchant, index: number, r
   const answer = await call(`${api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [loadNumber('00', index)], message: text } }).catch(() => null);
   // no answer at all (the connection broke): the outcome is unknown to the client, like a 500
   if (answer === null) return { index, merchant, text, status: 0, errorCode: null, messageId: null, cost: 0, startedAt, endedAt: Date.now() };
-  const body = answer.body as { data?: { message_id: string; total_cost: number }; error_code?: string } | undefined;
+  const body = answer.body as { data?: { message_id: string; total_cost: number }; error_code?: string; detail?: string } | undefined;
   return {
     index,
     merchant,
     text,
     status: answer.status,
-    errorCode: body?.error_code ?? null,
+    errorCode: body?.error_code ?? (body?.detail === undefined ? null : 'detail'),
     messageId: answer.status === 201 ? (body?.data?.message_id ?? null) : null,
     cost: answer.status === 201 && body?.data ? toUnits(body.data.total_cost) : 0,
     startedAt,
@@ -88,8 +89,9 @@ async function expectOnly201sApplied(cluster: TestCluster, merchants: readonly C
     'sends answered 503 whose message exists',
   ).to.deep.equal([]);
   const kinds = answers.map((a) => `${a.status}/${a.errorCode ?? ''}`);
-  const unexpected = kinds.filter((k) => !['201/', '503/1402', '500/1401', '0/'].includes(k));
-  expect(unexpected, 'answers other than 201, 503/1402, 500/1401 and a broken connection').to.deep.equal([]);
+  // 500 {detail}: the key could not be checked (its shard changing hands past the deadline), the send never ran
+  const unexpected = kinds.filter((k) => !['201/', '503/1402', '500/1401', '500/detail', '0/'].includes(k));
+  expect(unexpected, 'answers other than 201, 503/1402, 500/1401 or {detail}, and a broken connection').to.deep.equal([]);
   const unknown = answers.filter((a) => a.status === 500 || a.status === 0);
   const unknownApplied = unknown.filter((a) => appliedTexts.has(a.text));
   const createdFor = new Map([...applied.messages].map(([id, text]) => [text, id]));
@@ -160,7 +162,10 @@ describe('deadlines: a 503/1402 applied nothing', function () {
     let merchants: ClusterMerchant[];
     let victim: ClusterNode;
     const DEADLINE_MS = 1_000;
-    /** Five deadlines, and past the lease TTL (3 s): the other node takes the victim's shards meanwhile. */
+    /**
+     * Five deadlines, and past the lease TTL (3 s): the other node takes the victim's shards meanwhile. What matters
+     * is a freeze well past the deadline, so a 1 s deadline and a 5 s freeze prove what 5 s and 20 s would, faster.
+     */
     const FREEZE_MS = 5_000;
 
     before(async function () {
@@ -184,34 +189,32 @@ describe('deadlines: a 503/1402 applied nothing', function () {
       const answers: Answer[] = [];
       let next = 0;
       let stop = false;
-      let frozenAt = 0;
-      let resumedAt = 0;
-      // 40 clients sending to the victim one after the other, until told to stop
-      const clients = Array.from({ length: 40 }, async () => {
+      // 100 clients sending to the victim one after the other, until told to stop: the node always has requests inside
+      const clients = Array.from({ length: 100 }, async () => {
         while (!stop) {
           const index = next++;
           answers.push(await sendOnce(victim.api, merchants[index % merchants.length]!, index, run));
         }
       });
-      await eventually(() => Promise.resolve(answers.length >= 100 ? true : null), 60_000, '100 answers before the freeze', 50);
-      frozenAt = Date.now();
-      cluster.pause(victim);
-      await new Promise((resolve) => setTimeout(resolve, FREEZE_MS));
-      resumedAt = Date.now();
-      cluster.resume(victim);
-      const afterResume = answers.length;
-      await eventually(() => Promise.resolve(answers.length >= afterResume + 100 ? true : null), 60_000, '100 answers after the freeze', 50);
+      const answered = (count: number) => eventually(() => Promise.resolve(answers.length >= count ? true : null), 60_000, `${count} answers`, 50);
+      /** Requests that were inside the node across a freeze and were refused: they waited past their deadline. */
+      let waitedAcross: Answer[] = [];
+      // a freeze may catch every request inside already decided (they all finish with 201): freeze again, up to 3 times
+      for (let freeze = 0; freeze < 3 && !waitedAcross.some((a) => a.status === 503); freeze++) {
+        await answered(answers.length + 100);
+        const frozenAt = Date.now();
+        cluster.pause(victim);
+        await new Promise((resolve) => setTimeout(resolve, FREEZE_MS));
+        const resumedAt = Date.now();
+        cluster.resume(victim);
+        await answered(answers.length + 100);
+        waitedAcross = answers.filter((a) => a.startedAt < frozenAt && a.endedAt > resumedAt);
+      }
       stop = true;
       await Promise.all(clients);
 
-      console.log(`      freeze answers: ${JSON.stringify(counts(answers))}`);
-      // requests that were inside the node across the freeze, and were refused: they waited past their deadline
-      const waitedAcross = answers.filter((a) => a.startedAt < frozenAt && a.endedAt > resumedAt);
-      expect(waitedAcross.length, 'requests in flight across the freeze').to.be.greaterThan(0);
-      expect(
-        waitedAcross.filter((a) => a.status === 503).length,
-        `requests refused after waiting across the freeze (${JSON.stringify(counts(waitedAcross))})`,
-      ).to.be.greaterThan(0);
+      console.log(`      freeze answers: ${JSON.stringify(counts(answers))}; across the last freeze: ${JSON.stringify(counts(waitedAcross))}`);
+      expect(waitedAcross.filter((a) => a.status === 503).length, 'requests refused after waiting across the freeze').to.be.greaterThan(0);
       expect(victim.state(), 'the victim after the freeze').to.equal('running');
       await expectOnly201sApplied(cluster, merchants, answers);
     });
