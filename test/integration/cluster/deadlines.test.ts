@@ -113,7 +113,10 @@ async function expectOnly201sApplied(cluster: TestCluster, merchants: readonly C
 
 const counts = (answers: readonly Answer[]) => {
   const byKind: Record<string, number> = {};
-  for (const a of answers) byKind[a.status] = (byKind[a.status] ?? 0) + 1;
+  for (const a of answers) {
+    const kind = a.errorCode === null ? String(a.status) : `${a.status}/${a.errorCode}`;
+    byKind[kind] = (byKind[kind] ?? 0) + 1;
+  }
   return byKind;
 };
 
