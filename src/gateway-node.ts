@@ -185,6 +185,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     bodyLimitBytes: config.http.bodyLimitBytes,
     health,
     logger,
+    deadline: { clock: gateway.clock, budgetMs: gateway.requestBudgetMs },
     extraRouters: [createDocsRouter(buildOpenApiDocument({ version: config.version }))],
     onRequestFinished: (sample) => {
       options.metrics?.requestFinished(sample);

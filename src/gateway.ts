@@ -177,6 +177,11 @@ export async function createGateway(options: GatewayOptions) {
   // server mode with a transport is a cluster (of one node or many): shards by lease, fenced appends, routing
   const clusterTransport = config.mode === 'server' ? options.transport : undefined;
   const clustered = clusterTransport !== undefined;
+  /**
+   * A request's deadline, from its arrival: ACTOR_ASK_TIMEOUT_MS, or in a cluster CLUSTER_FAILOVER_DEADLINE_MS when
+   * longer (a request may wait that long for a shard's new owner). A decided request waits as long again to finish.
+   */
+  const requestBudgetMs = clustered ? Math.max(config.actors.askTimeoutMs, config.cluster.failoverDeadlineMs) : config.actors.askTimeoutMs;
   const client = clustered && options.role === 'client';
   const nodeId = config.cluster.nodeId || `${hostname()}-${process.pid}-${ids.eventId().slice(0, 8)}`;
   let clusterRouter: ClusterRouter | null = null;
@@ -224,6 +229,7 @@ export async function createGateway(options: GatewayOptions) {
       shards: config.cluster.shards,
       manager: manager ?? NO_SHARDS,
       transport: clusterTransport,
+      clock,
       requestTimeoutMs: config.actors.askTimeoutMs,
       failoverDeadlineMs: config.cluster.failoverDeadlineMs,
       onRemoteHop: (seconds) => {
@@ -247,6 +253,7 @@ export async function createGateway(options: GatewayOptions) {
     scheduling: { horizonDays: config.scheduling.openEndedHorizonDays, maxScheduledSms: config.scheduling.maxScheduledSms },
     allowHttpLocalhostCallbacks: webhookUrlPolicyOf(config).allowHttpLocalhost,
     ...(webhookUrlPolicyOf(config).publicAddressesOnly ? { callbackAddressCheck: (url: string) => resolvesToPublicAddresses(url) } : {}),
+    decidedWaitMs: requestBudgetMs,
     followUpDone: (id) => {
       doneMarker.mark(id);
     },
@@ -259,6 +266,8 @@ export async function createGateway(options: GatewayOptions) {
     manageSchedule: createManageScheduleUseCase({
       router,
       directory,
+      clock,
+      decidedWaitMs: requestBudgetMs,
       followUpDone: (id) => {
         doneMarker.mark(id);
       },
@@ -415,6 +424,7 @@ export async function createGateway(options: GatewayOptions) {
   return {
     config,
     clock,
+    requestBudgetMs,
     persistence,
     transport,
     scheduler,

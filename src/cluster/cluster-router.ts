@@ -1,6 +1,8 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
+import { askDeadline, patientTimer, requestDeadline } from '../libraries/actors/request-deadline.js';
+import type { Clock } from '../libraries/clock/clock.js';
 import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
@@ -13,12 +15,17 @@ interface ShardRequest {
   readonly kind: ActorKind;
   readonly id: string;
   readonly command: Command;
+  /** Absolute (ms since the epoch): the owner refuses the command if it has not taken it by then. */
+  readonly deadline?: number;
 }
 
 type ShardReply =
   | { readonly outcome: 'ok'; readonly value: unknown }
   | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
   | { readonly outcome: 'not_owner' };
+
+/** The transport's own timeout, in multiples of the patient wait (which ends first unless the process froze). */
+const PATIENCE_BACKSTOP = 10;
 
 export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
 
@@ -30,7 +37,11 @@ export interface ClusterRouterOptions {
   readonly shards: number;
   readonly manager: ShardManager;
   readonly transport: Transport;
-  /** How long one remote ask may take. */
+  readonly clock: Clock;
+  /**
+   * How long one ask may wait to be taken (its deadline, capped by the request's); a taken command is then waited
+   * for up to as long again before its outcome is called unknown.
+   */
   readonly requestTimeoutMs: number;
   /** How long to keep trying while a shard has no owner (failover), before answering 503. */
   readonly failoverDeadlineMs: number;
@@ -59,11 +70,11 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     return host as unknown as ActorHost<Command, ReplyMap<Command>>;
   }
 
-  async function askLocal(kind: ActorKind, id: string, shard: number, command: Command): Promise<unknown> {
+  async function askLocal(kind: ActorKind, id: string, shard: number, command: Command, deadline: number): Promise<unknown> {
     try {
       return await hostOf(kind)
         .ref(id, shard)
-        .ask(command);
+        .ask(command, { deadline });
     } catch (error) {
       // our lease went away under us: the command was not applied, its new owner will take it
       if (error instanceof ActorFailureError && error.reason === 'fenced') throw new NotApplied(error.message);
@@ -71,11 +82,13 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     }
   }
 
-  async function askRemote(kind: ActorKind, id: string, shard: number, command: Command): Promise<unknown> {
+  async function askRemote(kind: ActorKind, id: string, shard: number, command: Command, deadline: number): Promise<unknown> {
     const started = process.hrtime.bigint();
     let reply: ShardReply;
+    // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
+    const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
     try {
-      reply = (await transport.request(shardSubject(shard), { kind, id, command } satisfies ShardRequest, options.requestTimeoutMs)) as ShardReply;
+      reply = (await patientRequest(shardSubject(shard), { kind, id, command, deadline } satisfies ShardRequest, waitMs)) as ShardReply;
     } catch (error) {
       if (error instanceof NoResponderError) throw new NotApplied(error.message);
       if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(`${kind}:${id}`, 'timeout', error.message));
@@ -88,23 +101,51 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     throw new AbortError(new ActorFailureError(`${kind}:${id}`, reply.reason, reply.detail));
   }
 
-  async function ask(kind: ActorKind, merchantId: string, id: string, command: Command): Promise<unknown> {
+  /**
+   * A request given up after `waitMs` of this process's running time: after a freeze, a reply the owner sent
+   * meanwhile is read rather than lost to a timer that fired first. The transport's own timeout is a backstop.
+   */
+  function patientRequest(subject: string, payload: ShardRequest, waitMs: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const cancel = patientTimer(options.clock, waitMs, () => {
+        reject(new RequestTimeoutError(subject));
+      });
+      transport.request(subject, payload, waitMs * PATIENCE_BACKSTOP).then(
+        (value) => {
+          cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          cancel();
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  async function ask(kind: ActorKind, merchantId: string, id: string, command: Command, explicitDeadline: number | undefined): Promise<unknown> {
     const shard = shardOf(merchantId, options.shards);
+    // each attempt carries the request's deadline, or its own askTimeout from the attempt, whichever comes first
+    const attemptDeadline = () => explicitDeadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
+    const attempt = () => (manager.owns(shard) ? askLocal : askRemote)(kind, id, shard, command, attemptDeadline());
     // the common case, an owned shard, goes straight to the actor; the retry loop is for hand-overs and failovers
     if (manager.owns(shard)) {
       try {
-        return await askLocal(kind, id, shard, command);
+        return await attempt();
       } catch (error) {
         if (!(error instanceof NotApplied)) throw error;
       }
     }
+    // waiting for an owner stops at the failover deadline, or at the request's own deadline if sooner
+    const request = explicitDeadline ?? requestDeadline();
+    const retryMs = Math.min(options.failoverDeadlineMs, request === null ? Infinity : request - options.clock.now());
     try {
-      return await pRetry(() => (manager.owns(shard) ? askLocal(kind, id, shard, command) : askRemote(kind, id, shard, command)), {
+      return await pRetry(attempt, {
         retries: 1_000,
         minTimeout: 25,
         maxTimeout: 500,
         factor: 1.6,
-        maxRetryTime: options.failoverDeadlineMs,
+        maxRetryTime: Math.max(0, retryMs),
         shouldRetry: ({ error }) => error instanceof NotApplied,
       });
     } catch (error) {
@@ -116,7 +157,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
   function ref<C extends Command, RM extends ReplyMap<C>>(kind: ActorKind, merchantId: string, id: string): ActorRef<C, RM> {
     return {
       key: `${kind}:${id}`,
-      ask: (command) => ask(kind, merchantId, id, command) as Promise<never>,
+      ask: (command, askOptions) => ask(kind, merchantId, id, command, askOptions?.deadline) as Promise<never>,
     };
   }
 
@@ -124,7 +165,9 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     if (!manager.owns(shard)) return { outcome: 'not_owner' };
     const request = payload as ShardRequest;
     try {
-      return { outcome: 'ok', value: await hostOf(request.kind).ref(request.id, shard).ask(request.command) };
+      // a requester from before deadlines sends none: the command then gets this node's default
+      const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
+      return { outcome: 'ok', value: await hostOf(request.kind).ref(request.id, shard).ask(request.command, deadline) };
     } catch (error) {
       if (error instanceof ActorFailureError) return { outcome: 'failed', reason: error.reason, detail: error.message };
       throw error;

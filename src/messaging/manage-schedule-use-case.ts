@@ -1,4 +1,6 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { finishDecided } from '../libraries/actors/request-deadline.js';
+import type { Clock } from '../libraries/clock/clock.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { toDecimalNumber } from '../pricing/money.js';
@@ -23,7 +25,16 @@ const MESSAGE_ID = /^[A-Za-z0-9_-]{1,64}$/;
  * (404 `{detail}`); an immediate send, or pause/resume of a finished schedule, is 409/1120. A refund reaches the
  * wallet before the answer; the outbox entry that also records it is then marked done.
  */
-export function createManageScheduleUseCase(deps: { router: ActorRouter; directory: Directory; followUpDone: (outboxId: string) => void }) {
+export interface ManageScheduleDependencies {
+  readonly router: ActorRouter;
+  readonly directory: Directory;
+  readonly clock: Clock;
+  /** How long a decided action keeps trying to reach the wallet before leaving its adjustment to the outbox. */
+  readonly decidedWaitMs: number;
+  readonly followUpDone: (outboxId: string) => void;
+}
+
+export function createManageScheduleUseCase(deps: ManageScheduleDependencies) {
   return async function manageSchedule(merchantId: string, messageId: string, action: ScheduleAction): Promise<ScheduleActionOutcome> {
     const owner = MESSAGE_ID.test(messageId) ? await deps.directory.messageOwner(messageId) : null;
     if (owner !== merchantId) return { found: false };
@@ -32,9 +43,11 @@ export function createManageScheduleUseCase(deps: { router: ActorRouter; directo
       if (reply.code === 'NOT_FOUND') return { found: false };
       return { found: true, result: failure(new AppError('INVALID_STATE', { message: invalidStateMessage(action) })) };
     }
-    if (reply.adjustment) {
-      await applyWalletAdjustment(deps.router, reply.adjustment);
-      deps.followUpDone(adjustmentOutboxId(reply.adjustment));
+    const adjustment = reply.adjustment;
+    // decided: the refund is journaled with the action; the answer waits for the wallet, past the deadline if need
+    // be, or leaves it to the outbox entry, never answering 503 for an applied action
+    if (adjustment && (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(deps.router, adjustment)))) {
+      deps.followUpDone(adjustmentOutboxId(adjustment));
     }
     const view = messageStatusView(reply.state);
     const data: ScheduleActionData = {

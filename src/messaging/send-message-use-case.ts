@@ -7,6 +7,7 @@ import type { Directory } from '../libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { Effect } from '../libraries/actors/behaviour.js';
+import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
 import { sendReceipt, type MessageSpec, type SendReceipt } from './message-behaviour.js';
 import { validateSendRequest } from './send-request.js';
 
@@ -38,6 +39,11 @@ export interface SendMessageDependencies {
   readonly allowHttpLocalhostCallbacks: boolean;
   /** Production: a callback_url must resolve to public addresses only. */
   readonly callbackAddressCheck?: (url: string) => Promise<boolean>;
+  /**
+   * How long a request whose charge was decided keeps trying to create its message before leaving it to the
+   * outbox (and answering 201 all the same: the creation is journaled with the charge).
+   */
+  readonly decidedWaitMs: number;
   /** Marks the charge's follow-up done once the message exists (batched by the caller). */
   readonly followUpDone: (outboxId: string) => void;
   /** Test-only fault injection between the two writes of a send. */
@@ -93,12 +99,14 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     });
     if (!validation.ok) return failure(AppError.invalid(validation.issues));
     const request = validation.value;
+    beforeDeadline(deps.clock.now(), 'the callback address check');
     if (request.callbackUrl !== null && deps.callbackAddressCheck && !(await deps.callbackAddressCheck(request.callbackUrl))) {
       return failure(
         AppError.invalid([{ field: 'callback_url', message: 'must resolve to public internet addresses only', type: 'string.uri.address' }]),
       );
     }
 
+    beforeDeadline(deps.clock.now(), 'pricing');
     const priceList = await deps.catalog.priceList(merchant);
     const occurrences = request.sendingType === 'immediate' ? 1 : request.occurrences.length;
     const cost = costOfSend(
@@ -134,6 +142,8 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     };
     const receipt = sendReceipt(spec);
     const followUp: Effect = { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec };
+    // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
+    beforeDeadline(deps.clock.now(), 'the charge');
     const charge = await wallet.ask({
       type: 'charge',
       chargeId: messageId,
@@ -147,8 +157,9 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       if (charge.code === 'IDEMPOTENCY_KEY_REUSED') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));
       return failure(new AppError('INSUFFICIENT_BALANCE'));
     }
+    // decided: from here the request finishes, past its deadline if need be; never a 503 for a charged send
     await deps.faults?.afterCharge?.(messageId);
-    await completeCreation(spec);
+    await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec));
     return success({ receipt, replayed: false });
   }
 

@@ -5,6 +5,8 @@ import helmet from 'helmet';
 import type { RateBucket } from '../../api-keys/rate-limiter.js';
 import type { Authentication } from '../../api-keys/api-key-use-cases.js';
 import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
+import { DeadlineExpiredError, withDeadline } from '../../libraries/actors/request-deadline.js';
+import type { Clock } from '../../libraries/clock/clock.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
 import type { Logger } from '../../libraries/logger/logger.js';
@@ -27,6 +29,11 @@ export interface HttpAppDependencies {
   readonly logger: Logger;
   /** Extra routers mounted outside the API root (documentation). */
   readonly extraRouters?: readonly express.Router[];
+  /**
+   * Each request's deadline: `budgetMs` after it arrives, on `clock`. No step of it starts later (503/1402,
+   * nothing applied), except what finishes a decision already journaled. Absent: asks have only their own timeouts.
+   */
+  readonly deadline?: { readonly clock: Clock; readonly budgetMs: number };
   /** Observes each finished request (metrics). */
   readonly onRequestFinished?: (sample: { route: string; method: string; status: number; seconds: number }) => void;
 }
@@ -36,6 +43,8 @@ interface Locals {
   logger: Logger;
   route: RouteName | 'unmatched';
   auth?: { merchantId: string; keyId: string };
+  /** ms since the epoch; null without a deadline policy. */
+  deadline: number | null;
 }
 
 const locals = (res: Response): Locals => res.locals as Locals;
@@ -69,14 +78,21 @@ function bodyParserError(error: unknown, limit: number): AppError | null {
   }
 }
 
-function toAppError(error: unknown): AppError {
+/**
+ * 503/1402 only when nothing was applied: a step refused at its deadline, no owner, a failed or fenced write. An
+ * ask taken but never answered (`timeout`) may have been applied: 500/1401, unless the request only reads.
+ */
+function toAppError(error: unknown, readOnly = false): AppError {
   if (isAppError(error)) return error;
-  // an actor that could not answer, or the database or NATS out of reach: nothing was applied, retry later
-  if ((error instanceof ActorFailureError && error.reason !== 'crashed') || dependencyOf(error) !== null) {
-    return new AppError('SERVICE_UNAVAILABLE', { retryAfterSeconds: 1, cause: error });
-  }
+  const unavailable = () => new AppError('SERVICE_UNAVAILABLE', { retryAfterSeconds: 1, cause: error });
+  if (error instanceof DeadlineExpiredError) return unavailable();
+  // the database or NATS out of reach: the step failed before anything was written, retry later
+  if (dependencyOf(error) !== null) return unavailable();
+  if (error instanceof ActorFailureError && error.reason !== 'crashed' && (error.reason !== 'timeout' || readOnly)) return unavailable();
   return new AppError('INTERNAL_ERROR', { cause: error });
 }
+
+const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /** Deepest nesting a body may have: the contract's bodies nest 4 levels; recursive code must never meet 100 000. */
 const MAX_BODY_DEPTH = 32;
@@ -149,7 +165,8 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
-    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched' } satisfies Locals);
+    const deadline = deps.deadline ? deps.deadline.clock.now() + deps.deadline.budgetMs : null;
+    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline } satisfies Locals);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const { route, auth, logger } = locals(res);
@@ -209,7 +226,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
       // a verifier that throws synchronously must still end in the table's 500 {detail}, not the generic 1401
       Promise.resolve()
         // the TCP peer (express's req.ip: no proxy is trusted): 401s are limited per address
-        .then(() => deps.useCases.apiKeys.authenticate(header, bucket, req.ip ?? req.socket.remoteAddress))
+        .then(() => underDeadline(res, () => deps.useCases.apiKeys.authenticate(header, bucket, req.ip ?? req.socket.remoteAddress)))
         .then(
           (auth: Authentication) => {
             switch (auth.outcome) {
@@ -232,9 +249,9 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
             }
           },
           (error: unknown) => {
-            // a dependency out of reach is the service's 503/1402 like on any other step; only the unexpected is
-            // the authentication table's 500 {detail}
-            const appError = toAppError(error);
+            // a step refused at its deadline or a dependency out of reach is the service's 503/1402 like on any other
+            // step (a key check charges nothing); only the unexpected is the authentication table's 500 {detail}
+            const appError = toAppError(error, true);
             if (appError.errorName === 'SERVICE_UNAVAILABLE') {
               sendError(res, appError, requestId);
               return;
@@ -246,13 +263,24 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     };
   }
 
+  /**
+   * Runs a request's steps under its deadline; one that arrives (or resumes, in a process that was frozen) with
+   * its deadline already passed starts none.
+   */
+  function underDeadline<T>(res: Response, work: () => Promise<T>): Promise<T> {
+    const { deadline } = locals(res);
+    if (deadline === null || !deps.deadline) return work();
+    if (deps.deadline.clock.now() >= deadline) return Promise.reject(new DeadlineExpiredError('the request'));
+    return withDeadline(deadline, work);
+  }
+
   /** Wraps an async route so a rejection reaches the error handler. */
   const route =
     (name: RouteName, handler: (req: Request, res: Response, auth: { merchantId: string; keyId: string }) => Promise<void>): RequestHandler =>
     (req, res, next) => {
       locals(res).route = name;
       const auth = locals(res).auth ?? { merchantId: '', keyId: '' };
-      handler(req, res, auth).catch(next);
+      underDeadline(res, () => handler(req, res, auth)).catch(next);
     };
 
   function reply<T>(res: Response, status: number, result: Result<T>): void {
@@ -357,9 +385,9 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   for (const router of deps.extraRouters ?? []) app.use(router);
   app.use(unmatched);
 
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const { requestId, logger } = locals(res);
-    const appError = bodyParserError(error, deps.bodyLimitBytes) ?? toAppError(error);
+    const appError = bodyParserError(error, deps.bodyLimitBytes) ?? toAppError(error, READ_METHODS.has(req.method));
     // a 503 is logged by its request line (and an outage by the node, once): an error line for each would flood
     if (appError.httpStatus >= 500 && appError.errorName !== 'SERVICE_UNAVAILABLE') logger.error({ err: error }, 'request failed');
     if (res.headersSent) return;
@@ -372,7 +400,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req);
     const logger = deps.logger.child({ request_id: requestId });
-    const appError = error === undefined ? new AppError('ROUTE_NOT_FOUND') : toAppError(error);
+    const appError = error === undefined ? new AppError('ROUTE_NOT_FOUND') : toAppError(error, READ_METHODS.has(req.method ?? 'GET'));
     if (appError.httpStatus >= 500) logger.error({ err: error }, 'request failed');
     if (res.headersSent) {
       // an answer already under way cannot become an envelope: the connection closes as Express would close it

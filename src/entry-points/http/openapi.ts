@@ -561,12 +561,12 @@ const RESPONSES = {
     ['Retry-After'],
   ),
   InternalError: {
-    description: '`{detail}` when the key could not be verified (retry), else the service-error envelope with 1401 INTERNAL_ERROR. After a 5xx on `POST /send` the message may still go out: retry with the same `Idempotency-Key`.',
+    description: '`{detail}` when the key could not be verified (retry), else the service-error envelope with 1401 INTERNAL_ERROR. 1401 means the outcome is unknown (a command was taken and never answered): after it a `POST /send` may still go out, so retry with the same `Idempotency-Key`.',
     headers: headers([]),
     content: json({ oneOf: [ref('Detail'), envelopeFor(500, ['INTERNAL_ERROR'])] }),
     'x-error-codes': serviceCodes(['INTERNAL_ERROR']),
   },
-  ServiceUnavailable: errorResponse(503, ['SERVICE_UNAVAILABLE'], 'A part of the service did not answer in time; retry after `Retry-After`.', ['Retry-After']),
+  ServiceUnavailable: errorResponse(503, ['SERVICE_UNAVAILABLE'], 'Nothing was applied: the request reached its deadline before a step could start, or no node served its data in time (no charge, no message, no refund). Safe to retry after `Retry-After`, with or without an Idempotency-Key.', ['Retry-After']),
   MessageNotFound: detailResponse('`{detail}`: no such message for this merchant (an unknown id and another merchant\'s id answer the same).'),
   PayloadTooLarge: errorResponse(413, ['INVALID_FIELD_FORMAT'], 'The body is over the limit (256 KiB by default): one detail with `field: "body"`. Answered as soon as the declared length or the bytes received pass the limit, with `Connection: close`: the rest of the body is not read.'),
   UnsupportedMediaType: errorResponse(

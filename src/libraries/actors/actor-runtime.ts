@@ -1,6 +1,7 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
 import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
 import { applyEvents, decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
+import { askDeadline, patientTimer } from './request-deadline.js';
 import {
   dispatchNact,
   spawnPersistentNact,
@@ -15,10 +16,22 @@ import {
 /** A typed handle on one actor: only its own commands compile, and each command's reply type comes back. */
 export interface ActorRef<C extends Command, RM extends ReplyMap<C>> {
   readonly key: string;
-  ask<K extends C['type']>(command: CommandOf<C, K>): Promise<RM[K]>;
+  /**
+   * `deadline` (ms since the epoch): the actor refuses the command if it has not taken it to decide by then. By
+   * default the request's deadline (request-deadline.ts), capped at the host's askTimeoutMs from now.
+   */
+  ask<K extends C['type']>(command: CommandOf<C, K>, options?: AskOptions): Promise<RM[K]>;
 }
 
-export type ActorFailureReason = 'crashed' | 'fenced' | 'unavailable' | 'timeout';
+export interface AskOptions {
+  readonly deadline?: number;
+}
+
+/**
+ * `expired`: refused, its deadline passed before the actor took it (nothing applied). `timeout`: taken before its
+ * deadline but not answered within askTimeoutMs after it (the database hung): it may or may not have been applied.
+ */
+export type ActorFailureReason = 'crashed' | 'fenced' | 'unavailable' | 'timeout' | 'expired';
 
 /** The actor could not answer: it crashed on the command, lost its fence, or its storage failed. */
 export class ActorFailureError extends Error {
@@ -75,6 +88,12 @@ interface StoredRecord {
 
 interface PendingAsk {
   readonly command: Command;
+  /** Not taken to decide by then: refused as expired. */
+  readonly deadline: number;
+  /** Taken out of the queue and decided (its outcome is then waited for, past the deadline). */
+  taken: boolean;
+  /** Its decision journals something (an event, an outbox entry, a retirement). */
+  writes: boolean;
   /** Already re-decided once after a stale activation lost its sequence number. */
   retried: boolean;
   resolve(value: unknown): void;
@@ -177,6 +196,15 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       return length;
     }
 
+    /** Asks put back in the queue (not applied): their deadline holds again. */
+    function untake(asks: PendingAsk[]): PendingAsk[] {
+      for (const ask of asks) {
+        ask.taken = false;
+        ask.writes = false;
+      }
+      return asks;
+    }
+
     function scheduleDrain(activation: Activation): void {
       if (activation.drainScheduled || activation.queue.length === 0) return;
       activation.drainScheduled = true;
@@ -205,10 +233,17 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         let effects: Effect[] = [];
         const retire: string[] = [];
         const decided: { ask: PendingAsk; reply: unknown }[] = [];
-        let crash: { ask: PendingAsk; error: unknown } | null = null;
-        for (const ask of batch) {
+        let crash: { ask: PendingAsk; error: unknown; index: number } | null = null;
+        for (const [index, ask] of batch.entries()) {
+          // checked per command: a command that waited past its deadline is refused, never decided
+          if (now >= ask.deadline) {
+            ask.reject(new ActorFailureError(key, 'expired', 'its deadline passed before it was decided'));
+            continue;
+          }
+          ask.taken = true;
           try {
             const decision = decide(behaviour, working, ask.command as CommandOf<C, C['type']>, context_);
+            ask.writes = decision.events.length > 0 || (decision.effects?.length ?? 0) > 0 || (decision.retire?.length ?? 0) > 0;
             working = applyEvents(behaviour, decision.state ?? working, decision.events);
             events.push(...decision.events);
             if (decision.retire && decision.retire.length > 0) {
@@ -221,12 +256,12 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             effects.push(...(decision.effects ?? []));
             decided.push({ ask, reply: decision.reply });
           } catch (error) {
-            crash = { ask, error };
+            crash = { ask, error, index };
             break;
           }
         }
         // commands after a crashing one wait for the next activation
-        if (crash) self.queue.unshift(...batch.slice(decided.length + 1));
+        if (crash) self.queue.unshift(...untake(batch.slice(crash.index + 1)));
 
         if (events.length > 0 || effects.length > 0 || retire.length > 0) {
           const outbox = effects.map((effect) => ({ ...effect, shard: self.shard }));
@@ -242,7 +277,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             const staleActivation = isJournalConflict(error) && error.reason === 'sequence_taken';
             const retry = staleActivation ? held.filter((ask) => !ask.retried) : [];
             for (const ask of retry) ask.retried = true;
-            self.queue.unshift(...retry);
+            self.queue.unshift(...untake(retry));
             for (const ask of held) if (!retry.includes(ask)) ask.reject(new ActorFailureError(key, reason, describe(error)));
             // nact already counted the sequence number: stop, and recover the truth from the journal next time
             throw error;
@@ -336,33 +371,59 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       scheduleDrain(activation);
     }
 
-    function ask(id: string, shard: number, command: Command): Promise<unknown> {
+    function ask(id: string, shard: number, command: Command, askOptions: AskOptions | undefined): Promise<unknown> {
       const key = `${behaviour.kind}:${id}`;
       if (stopped) return Promise.reject(new ActorFailureError(key, 'unavailable', 'actor runtime stopped'));
+      const now = options.clock.now();
+      const deadline = askOptions?.deadline ?? askDeadline(now, hostOptions.askTimeoutMs);
+      if (now >= deadline) return Promise.reject(new ActorFailureError(key, 'expired', 'its deadline had passed when it was asked'));
       return new Promise((resolve, reject) => {
         let settled = false;
+        let cancelGrace = (): void => undefined;
         const pending: PendingAsk = {
           command,
+          deadline,
+          taken: false,
+          writes: false,
           retried: false,
           resolve: (value) => {
             if (settled) return;
             settled = true;
             clearTimeout(timer);
+            cancelGrace();
             resolve(value);
           },
           reject: (error) => {
             if (settled) return;
             settled = true;
             clearTimeout(timer);
+            cancelGrace();
             reject(error);
           },
         };
-        const timer = setTimeout(() => {
+        /** Still waiting in the queue: withdrawn, so it can never be decided. */
+        const withdraw = (): boolean => {
           const queue = live.get(id)?.queue;
           const index = queue?.indexOf(pending) ?? -1;
-          if (queue && index >= 0) queue.splice(index, 1);
-          pending.reject(new ActorFailureError(key, 'timeout', `no answer within ${hostOptions.askTimeoutMs} ms`));
-        }, hostOptions.askTimeoutMs);
+          if (!queue || index < 0) return false;
+          queue.splice(index, 1);
+          return true;
+        };
+        const expired = () => new ActorFailureError(key, 'expired', 'its deadline passed before it was decided');
+        // At the deadline a command still queued is withdrawn (the drain refuses it too, should it run first, as
+        // after a frozen process resumes). One already taken is being journaled: its outcome is waited for, up to
+        // askTimeoutMs more of running time (the journal's answer may wait unread in a socket after a freeze); after
+        // that it is unknown, unless its decision wrote nothing.
+        const timer = setTimeout(() => {
+          if (withdraw() || !pending.taken) {
+            pending.reject(expired());
+            return;
+          }
+          cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
+            if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
+            else pending.reject(new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`));
+          });
+        }, Math.max(0, deadline - now));
         if (!live.has(id) && behaviour.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);
       });
@@ -371,7 +432,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
     return {
       ref: (id, shard) => ({
         key: `${behaviour.kind}:${id}`,
-        ask: (command) => ask(id, shard, command) as Promise<never>,
+        ask: (command, askOptions) => ask(id, shard, command, askOptions) as Promise<never>,
       }),
       activeCount: () => live.size,
       passivate: (filter) => {

@@ -62,7 +62,11 @@ export const configSchema = Joi.object({
     url: setting(Joi.string().allow(''), 'NATS_URL', 'Server mode: NATS server(s), comma separated.'),
   }),
   actors: Joi.object({
-    askTimeoutMs: setting(positiveInt(), 'ACTOR_ASK_TIMEOUT_MS', 'How long a caller waits for an actor reply.'),
+    askTimeoutMs: setting(
+      positiveInt(),
+      'ACTOR_ASK_TIMEOUT_MS',
+      "A request's deadline (no step starts after it: 503/1402, nothing applied), and each ask's; a command taken by then is waited for this long again.",
+    ),
     snapshotEvery: setting(positiveInt(), 'ACTOR_SNAPSHOT_EVERY', 'Persistent actors snapshot their state every N events.'),
     idleShutdownMs: setting(positiveInt(), 'ACTOR_IDLE_SHUTDOWN_MS', 'Idle actors passivate after this long.'),
     settledIdleMs: setting(
@@ -133,7 +137,7 @@ export const configSchema = Joi.object({
     failoverDeadlineMs: setting(
       positiveInt(),
       'CLUSTER_FAILOVER_DEADLINE_MS',
-      'How long a request waits for a shard without owner (a node died) before answering 503/1402.',
+      'How long a request waits for a shard without owner (a node died) before answering 503/1402; in a cluster, the request deadline when longer than ACTOR_ASK_TIMEOUT_MS.',
     ),
   }),
   carriers: Joi.object({

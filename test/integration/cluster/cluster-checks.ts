@@ -185,12 +185,14 @@ export async function expectFencingHeld(cluster: TestCluster): Promise<void> {
 }
 
 /**
- * What a request in flight to a node that died (or froze) gets once its remote ask times out: 503/1402 from the use
- * case, or, when it was the API key's check that timed out, the authentication table's 500 `{detail}` ("retry").
- * The command may or may not have been applied: the client retries with the same Idempotency-Key.
+ * What a request gets during a failover: 503/1402 when nothing was applied (no owner within the deadline, or the
+ * command refused at it); 500/1401 when its command reached a node that died (or froze) and no answer came back, so
+ * it may or may not have been applied; or, when it was the API key's check that went unanswered, the authentication
+ * table's 500 `{detail}` ("retry"). After a 500 the client retries with the same Idempotency-Key.
  */
 export function isFailoverAnswer(attempt: SendAttempt): boolean {
   if (attempt.outcome === 503) return attempt.errorCode === '1402';
+  if (attempt.outcome === 500 && attempt.errorCode === '1401') return true;
   return attempt.outcome === 500 && attempt.detail === JSON.stringify({ detail: 'Could not verify the API key; retry.' });
 }
 

@@ -285,8 +285,8 @@ describe('OpenAPI conformance: real responses match the served document', functi
       conforms(await http.balance(shop.apiKey), 'get', '/balance', 500);
     });
 
-    it('503/1402 with Retry-After when an actor does not answer, on every authenticated route', async () => {
-      const unavailable = new ActorFailureError('wallet/x', 'timeout', 'no answer');
+    it('503/1402 with Retry-After when an actor refuses the command at its deadline, on every authenticated route', async () => {
+      const unavailable = new ActorFailureError('wallet/x', 'expired', 'its deadline passed before it was decided');
       const useCases = gateway().useCases;
       sinon.stub(useCases, 'sendMessage').rejects(unavailable);
       sinon.stub(useCases, 'getStatus').rejects(unavailable);

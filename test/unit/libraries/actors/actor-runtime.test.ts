@@ -281,6 +281,107 @@ describe('actor runtime', () => {
     expect(await counters.ref('norecovery', 7).ask({ type: 'read' })).to.deep.equal({ total: 0, applied: 0 });
   });
 
+  describe('deadlines: a command the actor has not taken by its deadline is refused, one it took is waited for', () => {
+    /** Holds every append until released: the actor is busy journaling, the next commands wait in its queue. */
+    function holdAppends(): { release(): void; readonly entered: Promise<void> } {
+      let release = (): void => undefined;
+      let enter = (): void => undefined;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const entered = new Promise<void>((resolve) => {
+        enter = resolve;
+      });
+      const append = journal.append.bind(journal);
+      journal.append = async (record) => {
+        enter();
+        await gate;
+        return append(record);
+      };
+      return { release, entered };
+    }
+    const realMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    it('when a command is asked with its deadline already passed, then it is refused at once and nothing is journaled', async () => {
+      const counter = runtime.host(counterBehaviour, HOST).ref('late', 7);
+      const error = await counter.ask({ type: 'add', amount: 1 }, { deadline: clock.now() }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(journal.records('counter:late')).to.deep.equal([]);
+    });
+
+    it('when a queued command\'s deadline passes before the actor takes it (a frozen process resuming), then the actor refuses it and journals nothing of it', async () => {
+      const counter = runtime.host(counterBehaviour, HOST).ref('frozen', 7);
+      const held = holdAppends();
+      const first = counter.ask({ type: 'add', amount: 1 }, { deadline: clock.now() + 60_000 });
+      // the actor is journaling it: what comes next waits in its queue
+      await held.entered;
+      // its timer would fire in 1 s of real time: the clock jumps instead, as after SIGCONT, so the actor sees it first
+      const late = counter.ask({ type: 'add', amount: 10 }, { deadline: clock.now() + 1_000 }).catch((e: unknown) => e);
+      clock.advance(5_000);
+      held.release();
+      expect(await first).to.deep.equal({ total: 1 });
+      expect(await late).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(journal.records('counter:frozen').flatMap((r) => r.events)).to.deep.equal([{ type: 'added', amount: 1 }]);
+      expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+    });
+
+    it('when commands decided together include one past its deadline, then only that one is refused and the others share one record', async () => {
+      const counter = runtime.host(counterBehaviour, HOST).ref('grouped', 7);
+      const held = holdAppends();
+      const first = counter.ask({ type: 'add', amount: 1 });
+      // the actor is journaling it: what comes next waits in its queue
+      await held.entered;
+      const before = counter.ask({ type: 'add', amount: 2 }, { deadline: clock.now() + 60_000 });
+      const expired = counter.ask({ type: 'add', amount: 100 }, { deadline: clock.now() + 1_000 }).catch((e: unknown) => e);
+      const after = counter.ask({ type: 'add', amount: 4 }, { deadline: clock.now() + 60_000 });
+      clock.advance(5_000);
+      held.release();
+      expect(await first).to.deep.equal({ total: 1 });
+      expect(await before).to.deep.equal({ total: 3 });
+      expect(await expired).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(await after).to.deep.equal({ total: 7 });
+      expect(journal.records('counter:grouped').map((r) => r.events.length)).to.deep.equal([1, 2]);
+    });
+
+    it('when a command\'s deadline passes while it waits in the queue, then its caller gets "expired" and it is never decided', async () => {
+      const counter = runtime.host(counterBehaviour, HOST).ref('queued', 7);
+      const held = holdAppends();
+      const first = counter.ask({ type: 'add', amount: 1 });
+      // the actor is journaling it: what comes next waits in its queue
+      await held.entered;
+      const waiting = counter.ask({ type: 'add', amount: 10 }, { deadline: clock.now() + 20 }).catch((e: unknown) => e);
+      expect(await waiting).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      held.release();
+      expect(await first).to.deep.equal({ total: 1 });
+      expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+    });
+
+    it('when a command was taken just before its deadline and is still being journaled, then its caller waits for the outcome past the deadline', async () => {
+      const counter = runtime.host(counterBehaviour, HOST).ref('decided', 7);
+      const held = holdAppends();
+      let outcome: unknown = 'pending';
+      const charge = counter.ask({ type: 'add', amount: 5 }, { deadline: clock.now() + 20 }).then(
+        (reply) => (outcome = reply),
+        (error: unknown) => (outcome = error),
+      );
+      // timers fire in order of expiry: the deadline's (20 ms) has fired when this one (60 ms) does
+      await realMs(60);
+      expect(outcome).to.equal('pending');
+      held.release();
+      await charge;
+      expect(outcome).to.deep.equal({ total: 5 });
+      expect(journal.records('counter:decided').flatMap((r) => r.events)).to.deep.equal([{ type: 'added', amount: 5 }]);
+    });
+
+    it('when a taken command is not journaled within askTimeoutMs after its deadline, then its caller gets "timeout" (outcome unknown), a read "expired"', async () => {
+      const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 20 });
+      const held = holdAppends();
+      const write = counters.ref('stuck', 7).ask({ type: 'add', amount: 5 }, { deadline: clock.now() + 10 }).catch((e: unknown) => e);
+      expect(await write).to.be.instanceOf(ActorFailureError).with.property('reason', 'timeout');
+      held.release();
+    });
+  });
+
   describe('a command that starts fresh (Behaviour.startsFresh)', () => {
     const freshCounters = { ...counterBehaviour, startsFresh: (command: { readonly type: string }) => command.type === 'add' };
     const countReads = () => {

@@ -1,0 +1,56 @@
+import { expect } from 'chai';
+import { askDeadline, beforeDeadline, DeadlineExpiredError, patientTimer, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
+import { createManualClock } from '../../../../src/libraries/clock/clock.js';
+
+const realMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('request deadlines', () => {
+  const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
+
+  it('when a request has a deadline, then each ask carries it, capped by the ask timeout; a lifted one leaves only the ask timeout', async () => {
+    const now = clock.now();
+    expect(askDeadline(now, 5_000)).to.equal(now + 5_000);
+    await withDeadline(now + 1_000, async () => {
+      await Promise.resolve();
+      expect(askDeadline(now, 5_000)).to.equal(now + 1_000);
+      expect(askDeadline(now, 500)).to.equal(now + 500);
+      await withDeadline(null, async () => {
+        await Promise.resolve();
+        expect(askDeadline(now, 5_000)).to.equal(now + 5_000);
+      });
+    });
+  });
+
+  it('when the deadline has passed, then no step starts', () => {
+    const now = clock.now();
+    withDeadline(now + 10, () => {
+      expect(() => {
+        beforeDeadline(now + 9, 'the charge');
+      }).to.not.throw();
+      expect(() => {
+        beforeDeadline(now + 10, 'the charge');
+      }).to.throw(DeadlineExpiredError);
+    });
+  });
+
+  it('when a patient timer fires late (the process was frozen), then it waits its time again before expiring', async () => {
+    let expired = 0;
+    patientTimer(clock, 20, () => expired++);
+    // the process "freezes": by the time the timer runs, the clock has moved far past it
+    clock.advance(60_000);
+    // timers fire in order of expiry: the first (20 ms) has fired and re-armed by now, the second (40 ms) not yet
+    await realMs(30);
+    expect(expired).to.equal(0);
+    await realMs(40);
+    expect(expired).to.equal(1);
+  });
+
+  it('when a patient timer fires on time, then it expires once; cancelled, never', async () => {
+    let expired = 0;
+    patientTimer(clock, 10, () => expired++);
+    const cancel = patientTimer(clock, 10, () => expired++);
+    cancel();
+    await realMs(40);
+    expect(expired).to.equal(1);
+  });
+});

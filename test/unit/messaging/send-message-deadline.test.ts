@@ -1,0 +1,131 @@
+import { expect } from 'chai';
+import { createDomainHosts, createLocalActorRouter } from '../../../src/cluster/actor-router.js';
+import { createActorRuntime, type ActorRuntime } from '../../../src/libraries/actors/actor-runtime.js';
+import { DeadlineExpiredError, withDeadline } from '../../../src/libraries/actors/request-deadline.js';
+import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
+import type { Directory, MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
+import type { MerchantCatalog } from '../../../src/merchants/merchant-catalog.js';
+import { createSendMessageUseCase } from '../../../src/messaging/send-message-use-case.js';
+import { mustParseMoney } from '../../../src/pricing/money.js';
+import { createPriceList } from '../../../src/pricing/pricing-table.js';
+import { createMemoryJournal } from '../../helpers/memory-journal.js';
+
+const MERCHANT: MerchantRecord = {
+  id: 'm1',
+  name: 'Shop',
+  timezone: 'Africa/Kinshasa',
+  defaultCountry: 'CD',
+  currency: 'USD',
+  locale: 'fr-CD',
+  currencySymbol: null,
+  unitPrice: null,
+  wallets: { prepaid: true, postpaid: false },
+  createdAt: 0,
+};
+const BUDGET_MS = 5_000;
+
+/**
+ * The send use case on real actors (memory journal) with a manual clock: the request's deadline is passed by
+ * moving the clock inside a step, exactly where a slow database or a frozen process would spend the time.
+ */
+describe('send use case under a deadline', () => {
+  let runtime: ActorRuntime;
+  let journal: ReturnType<typeof createMemoryJournal>;
+  const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
+  /** Run inside each step of the fakes, in order: the test moves the clock there. */
+  let onPricing: () => void;
+  let onRecordOwner: () => void;
+  let followUpsDone: string[];
+  let sending: ReturnType<typeof useCase>['sending'];
+
+  function useCase() {
+    const hosts = createDomainHosts(runtime, {
+      host: { askTimeoutMs: BUDGET_MS, idleShutdownMs: 60_000, snapshotEvery: 100 },
+      ratePolicy: { windowMs: 1_000, limits: { send: 100, status: 100, balance: 100, calculate: 100, management: 100 }, suspendAfterRejections: 100, suspensionMs: 1_000 },
+      idempotencyTtlMs: 86_400_000,
+    });
+    const router = createLocalActorRouter(hosts, 4);
+    const catalog = {
+      merchant: () => Promise.resolve(MERCHANT),
+      priceList: () => {
+        onPricing();
+        return Promise.resolve(createPriceList([], mustParseMoney('0.01')));
+      },
+    } as unknown as MerchantCatalog;
+    const directory = {
+      recordMessageOwner: () => {
+        onRecordOwner();
+        return Promise.resolve();
+      },
+    } as unknown as Directory;
+    const sending = createSendMessageUseCase({
+      router,
+      directory,
+      catalog,
+      clock,
+      newMessageId: createSequentialIds('msg'),
+      environment: 'sandbox',
+      defaultCarrier: 'simulator',
+      scheduling: { horizonDays: 30, maxScheduledSms: 100 },
+      allowHttpLocalhostCallbacks: true,
+      decidedWaitMs: BUDGET_MS,
+      followUpDone: (id) => followUpsDone.push(id),
+    });
+    return { router, sending };
+  }
+
+  const send = () =>
+    withDeadline(clock.now() + BUDGET_MS, () => sending.sendMessage({ merchantId: 'm1', keyId: 'k1', body: { to: ['0812345678'], message: 'hi' }, idempotencyKey: null }));
+  const walletEvents = () => journal.records('wallet:m1').flatMap((r) => r.events as { type: string }[]).map((e) => e.type);
+
+  beforeEach(async () => {
+    journal = createMemoryJournal();
+    runtime = createActorRuntime({ journal, clock, newId: createSequentialIds('id') });
+    onPricing = () => undefined;
+    onRecordOwner = () => undefined;
+    followUpsDone = [];
+    const built = useCase();
+    const router = built.router;
+    sending = built.sending;
+    await router.wallet('m1').ask({ type: 'open', wallet: 'prepaid' });
+    await router.wallet('m1').ask({ type: 'top_up', wallet: 'prepaid', amount: mustParseMoney('10'), reference: 'funding' });
+  });
+  afterEach(() => {
+    runtime.stop();
+  });
+
+  it('when the deadline passes before the charge, then the send is refused before it and nothing is charged or created', async () => {
+    onPricing = () => { clock.advance(BUDGET_MS); };
+    const error = await send().catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(DeadlineExpiredError).with.property('step', 'the charge');
+    expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up']);
+    expect(journal.records('message:msg-1')).to.deep.equal([]);
+  });
+
+  it('when the charge was decided just before the deadline, then the message is still created after it and the send succeeds', async () => {
+    onPricing = () => { clock.advance(BUDGET_MS - 1); };
+    // the first step after the charge finds the deadline passed: it must go on all the same
+    onRecordOwner = () => { clock.advance(10); };
+    const result = await send();
+    expect(result.ok).to.equal(true);
+    expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
+    expect(journal.records('message:msg-1').flatMap((r) => r.events as { type: string }[])[0]?.type).to.equal('message_created');
+    expect(followUpsDone).to.deep.equal(['create:msg-1']);
+  });
+
+  it('when the creation keeps failing after the charge, then it is tried again until the bound, and the send is answered as accepted, left to the outbox', async () => {
+    let attempts = 0;
+    onRecordOwner = () => {
+      attempts++;
+      clock.advance(1_000);
+      throw new Error('database unreachable');
+    };
+    const result = await send();
+    expect(result.ok).to.equal(true);
+    expect(attempts).to.be.greaterThan(1);
+    expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
+    // the follow-up journaled with the charge stays in the outbox: the relay creates the message
+    expect(followUpsDone).to.deep.equal([]);
+    expect((await journal.pending({ limit: 10 })).map((entry) => entry.id)).to.include('create:msg-1');
+  });
+});
