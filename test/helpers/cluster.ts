@@ -158,6 +158,13 @@ export interface SimulatorReport {
   readonly writtenAt: number;
 }
 
+export interface SimulatorDelivery {
+  /** Which simulator process saw it, counting from 1. */
+  readonly process: number;
+  readonly dispatchId: string;
+  readonly taken: boolean;
+}
+
 export interface TestCluster {
   readonly databaseUrl: string;
   readonly nats: TestNats;
@@ -191,6 +198,15 @@ export interface TestCluster {
   waitForBalance(owners: readonly string[], timeoutMs?: number): Promise<Map<string, number[]>>;
   /** The simulator's latest report written after this call (it writes one every 200 ms). */
   simulatorReport(timeoutMs?: number): Promise<SimulatorReport>;
+  /**
+   * Every job delivery the simulator processes saw, in order, across restarts (SIMULATOR_DELIVERY_LOG): `taken`
+   * when the process sent it to its carrier, `again` when it acknowledged a dispatch id it had already taken.
+   */
+  simulatorDeliveries(): readonly SimulatorDelivery[];
+  /** Stops the simulator process with `signal` (SIGKILL: a crash) and waits for its exit. */
+  stopSimulator(signal?: NodeJS.Signals): Promise<ExitStatus>;
+  /** Starts a simulator process (after `stopSimulator`) and waits for its first report. */
+  startSimulator(): Promise<void>;
   /** One query on the cluster's database (as the operator). */
   sql<T extends object>(text: string, params?: readonly unknown[]): Promise<readonly T[]>;
   /** The database's clock, ms since the epoch (the clock of leases and of the audit). */
@@ -243,7 +259,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const ready = new Set<ClusterNode>();
   const workDir = mkdtempSync(path.join(tmpdir(), 'gw-cluster-'));
   const reportFile = path.join(workDir, 'simulator-report.json');
+  const deliveryLog = path.join(workDir, 'simulator-deliveries.log');
   let simulator: Spawned | null = null;
+  let simulatorProcesses = 0;
   let operatorTransport: Transport | null = null;
   let persistence: Persistence | null = null;
   let operator: Gateway | null = null;
@@ -326,6 +344,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       return owners;
     }
 
+    async function startSimulator(): Promise<void> {
+      simulatorProcesses++;
+      simulator = spawnTs('src/carriers/simulator/simulator-main.ts', {
+        NODE_ENV: 'test',
+        NATS_URL: nats.url,
+        LOG_LEVEL: 'warn',
+        SIMULATOR_REPORT_FILE: reportFile,
+        SIMULATOR_DELIVERY_LOG: deliveryLog,
+        SIMULATOR_PROCESS: String(simulatorProcesses),
+      });
+      await cluster.simulatorReport(60_000);
+    }
+
     const cluster: TestCluster = {
       databaseUrl,
       nats,
@@ -387,6 +418,23 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
           await sleep(50);
         }
       },
+      simulatorDeliveries() {
+        if (!existsSync(deliveryLog)) return [];
+        return readFileSync(deliveryLog, 'utf8')
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => {
+            const [process, what, dispatchId] = line.split(' ');
+            return { process: Number(process), dispatchId: dispatchId ?? '', taken: what === 'taken' };
+          });
+      },
+      async stopSimulator(signal = 'SIGKILL') {
+        const running = simulator;
+        if (!running) throw new Error('no simulator process');
+        simulator = null;
+        return terminate(running, signal, 30_000);
+      },
+      startSimulator,
       sql: (text, params = []) => db.query(text, [...params]),
       async dbNow() {
         const [row] = await db.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now');
@@ -437,10 +485,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     nodes.sort((a, b) => Number(a.id.slice(5)) - Number(b.id.slice(5)));
     await cluster.waitForBalance(nodes.map((n) => n.id), 60_000);
 
-    if (options.simulator !== false) {
-      simulator = spawnTs('src/carriers/simulator/simulator-main.ts', { NODE_ENV: 'test', NATS_URL: nats.url, LOG_LEVEL: 'warn', SIMULATOR_REPORT_FILE: reportFile });
-      await cluster.simulatorReport(60_000);
-    }
+    if (options.simulator !== false) await startSimulator();
     return cluster;
   } catch (error) {
     const logs = nodes.map((n) => `--- ${n.id} (${n.state()})\n${n.output()}`).join('\n');

@@ -16,6 +16,8 @@ export interface TestNats {
   stopServer(): Promise<void>;
   /** Starts it again on the same port and store. */
   startServer(): Promise<void>;
+  /** Kills the server (SIGKILL by default, as a crash), keeping its store, until `startServer`. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -62,12 +64,12 @@ export async function startTestNats(): Promise<TestNats> {
     await Promise.race([waitFor(() => output.includes('Server is ready'), 10_000), exited]);
   }
 
-  async function stopServer(): Promise<void> {
+  async function stopServer(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const proc = server;
     server = null;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
+    proc.kill(signal);
     const killer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(killer);
@@ -82,8 +84,9 @@ export async function startTestNats(): Promise<TestNats> {
       await stopServer();
       await startServer();
     },
-    stopServer,
+    stopServer: () => stopServer(),
     startServer,
+    kill: (signal = 'SIGKILL') => stopServer(signal),
     async stop() {
       await stopServer();
       rmSync(storeDir, { recursive: true, force: true });

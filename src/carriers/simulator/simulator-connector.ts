@@ -37,6 +37,8 @@ export interface SimulatorConnectorOptions {
    * as one batch; 1 publishes every receipt on its own, as a connector that does not batch would.
    */
   readonly receiptBatchMax?: number;
+  /** Told of every valid job delivered: `taken` when it goes to the carrier, false when it was taken before. */
+  readonly onDelivery?: (dispatchId: string, taken: boolean) => void;
 }
 
 export interface SimulatorConnector {
@@ -231,10 +233,12 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     if (count !== undefined) {
       // taken before: at most once to the carrier, so acknowledge without sending again
       seen.set(job.dispatch_id, count + 1);
+      options.onDelivery?.(job.dispatch_id, false);
       return Promise.resolve(ACK);
     }
     // recorded before it is handed to the (simulated) carrier
     remember(job.dispatch_id);
+    options.onDelivery?.(job.dispatch_id, true);
     schedule(job, planFor(job, options.delays), clock.now());
     return Promise.resolve(ACK);
   }

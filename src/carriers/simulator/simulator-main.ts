@@ -1,4 +1,4 @@
-import { renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from './simulator-connector.js';
 import { ConfigError, loadConfig } from '../../libraries/config/config.js';
 import { createLogger } from '../../libraries/logger/logger.js';
@@ -12,6 +12,8 @@ import { createLogger } from '../../libraries/logger/logger.js';
  *
  * SIMULATOR_REPORT_FILE (tests): every 200 ms and on stop, the connector writes `{ sent: { <dispatch id>: <deliveries
  * seen> }, writtenAt }` there, so a test can check that no dispatch id reached it twice.
+ * SIMULATOR_DELIVERY_LOG (tests): a line `<SIMULATOR_PROCESS> taken|again <dispatch id>` is appended for every job
+ * delivered, before it is acknowledged, so the record survives a SIGKILL and spans restarts.
  */
 async function main(): Promise<void> {
   let config;
@@ -40,10 +42,19 @@ async function main(): Promise<void> {
       logger.warn({ err: error, context }, 'nats');
     },
   });
+  const deliveryLog = process.env.SIMULATOR_DELIVERY_LOG ?? '';
+  const processLabel = process.env.SIMULATOR_PROCESS ?? '1';
   const connector = createSimulatorConnector({
     transport,
     delays: { stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
     receiptBatchMax: config.simulator.receiptBatchMax,
+    ...(deliveryLog === ''
+      ? {}
+      : {
+          onDelivery: (dispatchId: string, taken: boolean) => {
+            appendFileSync(deliveryLog, `${processLabel} ${taken ? 'taken' : 'again'} ${dispatchId}\n`);
+          },
+        }),
     onError: (error, context) => {
       logger.warn({ err: error }, context);
     },
