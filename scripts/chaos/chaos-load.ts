@@ -87,6 +87,13 @@ export interface Load {
   stopScheduling(): void;
 }
 
+/** The element at `index` modulo the length (a list that must not be empty). */
+export function cyclic<T>(list: readonly T[], index: number): T {
+  const item = list[index % list.length];
+  if (item === undefined) throw new Error('cyclic: empty list');
+  return item;
+}
+
 const sleep = (ms: number): Promise<void> =>
   new Promise((resolve) => {
     setTimeout(resolve, ms);
@@ -100,20 +107,20 @@ export function kindOf(index: number): SendKind {
   return 'immediate';
 }
 
-/** Every other scheduled send is cancelled. */
-export const isCancelled = (index: number): boolean => kindOf(index) === 'scheduled' && index % 20 === 5;
+/** Half the scheduled sends are cancelled: both of each other cycle of 20. */
+export const isCancelled = (index: number): boolean => kindOf(index) === 'scheduled' && Math.floor(index / 20) % 2 === 0;
 
-/** Sends with an even index carry an Idempotency-Key, so each kind comes with and without one. */
-export const hasIdempotencyKey = (index: number): boolean => index % 2 === 0;
+/** Half the sends carry an Idempotency-Key; the parity flips every 10 so each kind comes with and without one. */
+export const hasIdempotencyKey = (index: number): boolean => (index + Math.floor(index / 10)) % 2 === 0;
 
 const ENDINGS = ['00', '90', '91', '01'] as const;
 
 /** Distinct numbers priced 0.02 (Vodacom DR Congo); the last two digits pick the simulator's final outcome. */
 export function recipientsOf(index: number, kind: SendKind): string[] {
-  const count = kind === 'multi' ? 2 + (index % 2) : 1;
+  const count = kind === 'multi' ? 2 + (Math.floor(index / 10) % 2) : 1;
   return Array.from({ length: count }, (_, j) => {
     const n = index * 3 + j;
-    return `+24381${String(n % 100_000).padStart(5, '0')}${ENDINGS[n % ENDINGS.length]!}`;
+    return `+24381${String(n % 100_000).padStart(5, '0')}${cyclic(ENDINGS, n)}`;
   });
 }
 
@@ -193,14 +200,15 @@ export function startLoad(options: LoadOptions): Load {
   const maxAttempts = options.maxAttempts ?? 40;
   const records: SendRecord[] = [];
   const underWay = new Set<Promise<void>>();
-  let stopped = false;
-  let scheduling = true;
+  // objects, not lets: the closures below change them
+  const state = { stopped: false, scheduling: true };
+  const stopped = (): boolean => state.stopped;
   let turn = 0;
 
   const nextTarget = (): LoadTarget | null => {
     const targets = options.targets();
     if (targets.length === 0) return null;
-    return targets[turn++ % targets.length]!;
+    return cyclic(targets, turn++);
   };
 
   async function attemptUntilFinal(attempts: Attempt[], retry: boolean, make: (target: LoadTarget) => Promise<Answer>): Promise<Answer | null> {
@@ -219,9 +227,9 @@ export function startLoad(options: LoadOptions): Load {
   }
 
   async function runSend(index: number): Promise<void> {
-    const merchant = options.merchants[index % options.merchants.length]!;
+    const merchant = cyclic(options.merchants, index);
     let kind = kindOf(index);
-    if (kind === 'scheduled' && !scheduling) kind = 'immediate';
+    if (kind === 'scheduled' && !state.scheduling) kind = 'immediate';
     const recipients = recipientsOf(index, kind);
     const marker = `chaos ${options.runId} #${index}`;
     const body: Record<string, unknown> = { to: recipients, message: marker };
@@ -255,10 +263,10 @@ export function startLoad(options: LoadOptions): Load {
 
   const started = now();
   const ticker = (async () => {
-    for (let index = 0; !stopped; index++) {
+    for (let index = 0; !stopped(); index++) {
       const due = started + (index * 1_000) / options.ratePerSecond;
       if (due > now()) await sleep(due - now());
-      if (stopped) break;
+      if (stopped()) break;
       const running = runSend(index).catch((error: unknown) => {
         process.stderr.write(`chaos load: send ${index} failed in the harness: ${String(error)}\n`);
       });
@@ -270,12 +278,12 @@ export function startLoad(options: LoadOptions): Load {
   return {
     records,
     async stop() {
-      stopped = true;
+      state.stopped = true;
       await ticker;
       while (underWay.size > 0) await Promise.all([...underWay]);
     },
     stopScheduling() {
-      scheduling = false;
+      state.scheduling = false;
     },
   };
 }

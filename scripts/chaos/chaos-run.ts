@@ -10,7 +10,7 @@ import { startCluster, type ClusterNode, type TestCluster } from '../../test/hel
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
-import { startLoad, type Load, type LoadMerchant, type LoadTarget } from './chaos-load.js';
+import { cyclic, startLoad, type Load, type LoadMerchant, type LoadTarget } from './chaos-load.js';
 import type { ChaosProfile, FaultName } from './chaos-profiles.js';
 import {
   verifyAll,
@@ -150,9 +150,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           .finally(() => restarting.delete(node.id));
       }
     };
-    let watching = true;
+    const watch = { on: true };
     const watcher = (async () => {
-      while (watching) {
+      while (watch.on) {
         await watchDeaths();
         await sleep(250);
       }
@@ -173,7 +173,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     const victim = (n: number): ClusterNode => {
       const running = c.running();
-      return running[n % running.length]!;
+      return cyclic(running, n);
     };
 
     async function measureRecovery(endedAt: number, after?: () => boolean): Promise<Pick<FaultRecord, 'firstSendMs' | 'allMerchantsMs' | 'healthOkMs' | 'firstDispatchMs'>> {
@@ -234,7 +234,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             afterRecovery = async () => {
               await c.startNode(node.id, nodeEnv(profile));
               expectedNodes++;
-              await c.waitForBalance(c.running().map((n) => n.id), 60_000).catch((error: unknown) => log(`  not balanced: ${String(error).slice(0, 200)}`));
+              await c.waitForBalance(c.running().map((n) => n.id), 60_000).catch((error: unknown) => {
+                log(`  not balanced: ${String(error).slice(0, 200)}`);
+              });
             };
           }
           break;
@@ -315,7 +317,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       result = verifyAll(evidence);
     }
     log('verifying');
-    watching = false;
+    watch.on = false;
     await watcher;
     evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, true);
     result = verifyAll(evidence);
@@ -323,8 +325,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   } finally {
     await load?.stop().catch(() => undefined);
     await receiver?.close().catch(() => undefined);
-    await cluster?.stop().catch((error: unknown) => log(`cluster stop: ${String(error)}`));
-    await postgres?.stop().catch((error: unknown) => log(`postgres stop: ${String(error)}`));
+    await cluster?.stop().catch((error: unknown) => {
+      log(`cluster stop: ${String(error)}`);
+    });
+    await postgres?.stop().catch((error: unknown) => {
+      log(`postgres stop: ${String(error)}`);
+    });
   }
 }
 
@@ -358,9 +364,9 @@ async function collectEvidence(
      FROM journal j, jsonb_array_elements(j.events) e WHERE j.key LIKE 'message:%' AND e->>'type' = 'occurrence_dispatched' GROUP BY 1`,
   );
   const webhooks: ReceivedWebhook[] = receiver.events().map((e) => ({
-    eventId: String(e.event_id),
-    type: String(e.event_type),
-    messageId: String(e.message_id),
+    eventId: e.event_id,
+    type: e.event_type,
+    messageId: e.message_id,
     recipientIndex: typeof e.data.recipient_index === 'number' ? e.data.recipient_index : null,
   }));
   const balances = new Map<string, number | null>();
@@ -377,14 +383,13 @@ async function collectEvidence(
       const balance = (answer?.body as { data?: { balance?: number } } | undefined)?.data?.balance;
       balances.set(merchantId, answer?.status === 200 && typeof balance === 'number' ? Math.round(balance * 10_000) : null);
     }
-    const accepted = records.filter((r) => r.accepted);
+    const accepted = records.flatMap((r) => (r.accepted ? [{ id: r.accepted.messageId, key: r.merchant.apiKey }] : []));
     let next = 0;
     await Promise.all(
       Array.from({ length: 8 }, async () => {
         while (next < accepted.length) {
-          const record = accepted[next]!;
-          const id = record.accepted!.messageId;
-          const answer = await getJson(nodes, next++, `/status/${id}`, record.merchant.apiKey);
+          const { id, key } = cyclic(accepted, next);
+          const answer = await getJson(nodes, next++, `/status/${id}`, key);
           const data = (answer?.body as { data?: { message_id?: string; total_recipients?: number } } | undefined)?.data;
           statuses.set(id, { status: answer?.status ?? 0, messageId: data?.message_id ?? null, totalRecipients: data?.total_recipients ?? null });
         }
@@ -392,6 +397,20 @@ async function collectEvidence(
     );
     staleWrites = (await cluster.staleWrites()).length;
     journalGaps = (await cluster.journalGaps()).length;
+  }
+  const dispatched = new Set(dispatchRows.map((r) => r.id));
+  const undispatched = records.flatMap((r) => (r.accepted && !dispatched.has(`${r.accepted.messageId}:0`) ? [r.accepted.messageId] : []));
+  const undispatchedDetail = new Map<string, string>();
+  if (api && undispatched.length > 0 && undispatched.length <= 50) {
+    for (const id of undispatched) {
+      const outbox = await cluster.sql<{ id: string; topic: string }>('SELECT id, topic FROM outbox WHERE key = $1', [`message:${id}`]);
+      const jobs = await cluster.sql<{ n: number }>("SELECT count(*)::int AS n FROM agenda_jobs WHERE data::text LIKE '%' || $1 || '%'", [id]).catch(() => [{ n: -1 }]);
+      const events = await cluster.sql<{ type: string }>("SELECT e->>'type' AS type FROM journal j, jsonb_array_elements(j.events) e WHERE j.key = $1 ORDER BY j.seq", [`message:${id}`]);
+      undispatchedDetail.set(
+        id,
+        `journal: ${events.map((e) => e.type).join(', ')}; outbox: ${outbox.map((o) => o.topic).join(', ') || 'nothing'}; Agenda jobs naming it: ${jobs[0]?.n ?? 0}`,
+      );
+    }
   }
   return {
     records,
@@ -409,6 +428,7 @@ async function collectEvidence(
     faults,
     staleWrites,
     journalGaps,
+    undispatchedDetail,
   };
 }
 
@@ -417,7 +437,7 @@ async function getJson(nodes: readonly ClusterNode[], turn: number, path: string
   let last: { status: number; body: unknown } | null = null;
   for (let n = 0; n < 3; n++) {
     try {
-      const response = await fetch(`${nodes[(turn + n) % nodes.length]!.api}${path}`, { headers: { 'app-key': key }, signal: AbortSignal.timeout(15_000) });
+      const response = await fetch(`${cyclic(nodes, turn + n).api}${path}`, { headers: { 'app-key': key }, signal: AbortSignal.timeout(15_000) });
       last = { status: response.status, body: await response.json() };
       if (response.status < 500) return last;
     } catch {

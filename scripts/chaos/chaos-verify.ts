@@ -87,6 +87,8 @@ export interface Evidence {
   readonly faults: readonly FaultRecord[];
   readonly staleWrites: number;
   readonly journalGaps: number;
+  /** For accepted messages with no dispatch: what the database still holds for them (outbox, Agenda). */
+  readonly undispatchedDetail?: ReadonlyMap<string, string>;
 }
 
 export interface Verification {
@@ -112,13 +114,11 @@ const unknownOutcome = (a: Attempt): boolean => a.outcome === 'network' || a.out
 const describeAttempts = (attempts: readonly Attempt[]): string =>
   attempts.map((a) => `${a.node}:${String(a.outcome)}${a.errorCode ? `/${a.errorCode}` : ''}${a.replayed ? '(replayed)' : ''}`).join(' ');
 
-/** How long after a fault's end an attempt still counts as made "during" it. */
-export const FAULT_AFTERMATH_MS = 30_000;
-
-/** The fault an instant falls in (from its start to FAULT_AFTERMATH_MS after its end), or "no fault". */
+/** Where an instant falls: during a fault, after one (until the next starts), or before any. */
 export function faultAt(faults: readonly FaultRecord[], at: number): string {
-  const fault = faults.find((f) => at >= f.startedAt && at <= f.endedAt + FAULT_AFTERMATH_MS);
-  return fault ? `${fault.name}#${fault.round}` : 'no fault';
+  const fault = faults.filter((f) => f.startedAt <= at).pop();
+  if (!fault) return 'before any fault';
+  return `${at <= fault.endedAt ? 'during' : 'after'} ${fault.name}#${fault.round}`;
 }
 
 function byMarker(messages: readonly JournalMessage[]): Map<string, JournalMessage[]> {
@@ -134,7 +134,8 @@ export function verifyAcceptedInJournal(evidence: Evidence): Verification {
   const accepted = evidence.records.filter((r) => r.accepted);
   const failures: string[] = [];
   for (const record of accepted) {
-    const { messageId, totalCost } = record.accepted!;
+    if (!record.accepted) continue;
+    const { messageId, totalCost } = record.accepted;
     const message = messages.get(messageId);
     if (!message) failures.push(`${messageId} (${record.marker}) answered 201 but has no message_created in the journal`);
     else if (message.text !== record.marker || message.totalCost !== totalCost) failures.push(`${messageId}: the journal has "${message.text}" for ${message.totalCost}, the 201 said "${record.marker}" for ${totalCost}`);
@@ -148,7 +149,8 @@ export function verifyAcceptedInStatus(evidence: Evidence): Verification {
   const accepted = evidence.records.filter((r) => r.accepted);
   const failures: string[] = [];
   for (const record of accepted) {
-    const { messageId, totalRecipients } = record.accepted!;
+    if (!record.accepted) continue;
+    const { messageId, totalRecipients } = record.accepted;
     const view = evidence.statuses.get(messageId);
     if (!view) failures.push(`${messageId}: GET /status not asked`);
     else if (view.status !== 200 || view.messageId !== messageId || view.totalRecipients !== totalRecipients) {
@@ -171,9 +173,10 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
   for (const record of evidence.records) {
     const failed = record.attempts.filter((a) => isFailure(a.outcome));
     answered503 += failed.length;
-    if (failed.length === 0) continue;
+    const first = failed[0];
+    if (!first) continue;
     const found = journal.get(record.marker) ?? [];
-    const during = faultAt(evidence.faults, failed[0]!.startedAt);
+    const during = faultAt(evidence.faults, first.startedAt);
     if (!record.accepted) {
       if (found.length > 0) failures.push(`[${during}] ${record.marker} answered ${describeAttempts(record.attempts)}, yet the journal has ${found.map((m) => m.messageId).join(', ')}`);
       continue;
@@ -196,8 +199,9 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
     const failed = cancel.attempts.filter((a) => isFailure(a.outcome));
     answered503 += failed.length;
     const journalRefund = refundedByMessage.get(record.accepted.messageId) ?? 0;
-    if (failed.length > 0 && cancel.refunded !== null && journalRefund > cancel.refunded && !cancel.attempts.some(unknownOutcome)) {
-      failures.push(`[${faultAt(evidence.faults, failed[0]!.startedAt)}] cancel of ${record.accepted.messageId}: ${describeAttempts(cancel.attempts)}: the journal refunded ${journalRefund}, the 200 said ${cancel.refunded}`);
+    const first = failed[0];
+    if (first && cancel.refunded !== null && journalRefund > cancel.refunded && !cancel.attempts.some(unknownOutcome)) {
+      failures.push(`[${faultAt(evidence.faults, first.startedAt)}] cancel of ${record.accepted.messageId}: ${describeAttempts(cancel.attempts)}: the journal refunded ${journalRefund}, the 200 said ${cancel.refunded}`);
     }
   }
   return { name: 'every 503 unapplied', ok: failures.length === 0, summary: `${answered503} answers 503`, failures };
@@ -223,7 +227,7 @@ export function verifyWallets(evidence: Evidence): Verification {
   const merchants = [...evidence.funding.keys()];
   for (const merchantId of merchants) {
     const mine = evidence.records.filter((r) => r.merchant.merchantId === merchantId);
-    let expected = evidence.funding.get(merchantId)!;
+    let expected = evidence.funding.get(merchantId) ?? 0;
     const counted = new Set<string>();
     for (const record of mine) {
       if (record.accepted) {
@@ -271,15 +275,16 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
   let afterCrash = 0;
   for (const [dispatchId, processes] of takes) {
     if (processes.length < 2) continue;
-    const excused = processes.slice(0, -1).every((p, i) => evidence.killedSimulators.has(p) && processes[i + 1]! > p);
+    const excused = processes.slice(0, -1).every((p, i) => evidence.killedSimulators.has(p) && (processes[i + 1] ?? 0) > p);
     if (excused) afterCrash += processes.length - 1;
     else failures.push(`${dispatchId}: sent to the carrier ${processes.length} times (simulator processes ${processes.join(', ')})`);
   }
   const ofRun = new Set(evidence.journalMessages.map((m) => m.messageId));
   let expected = 0;
   for (const record of evidence.records) {
-    const id = record.accepted?.messageId;
-    if (!id) continue;
+    const accepted = record.accepted;
+    if (!accepted) continue;
+    const id = accepted.messageId;
     const cancelled = (record.cancel?.refunded ?? 0) > 0;
     const dispatched = evidence.journalDispatches.get(`${id}:0`) ?? 0;
     if (cancelled) {
@@ -289,9 +294,9 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
     expected++;
     if (dispatched === 0) {
       const at = record.scheduledFor ?? record.attempts.find((a) => a.outcome === 201)?.endedAt ?? 0;
-      failures.push(`[${faultAt(evidence.faults, at)}] ${id} (${record.kind}${record.scheduledFor ? ` for ${new Date(record.scheduledFor).toISOString()}` : ''}; ${describeAttempts(record.attempts)}) accepted but never dispatched`);
+      failures.push(`[${faultAt(evidence.faults, at)}] ${id} (${record.kind}${record.scheduledFor ? ` for ${new Date(record.scheduledFor).toISOString()}` : ''}; ${describeAttempts(record.attempts)}) accepted but never dispatched${evidence.undispatchedDetail?.has(id) ? `; ${evidence.undispatchedDetail.get(id) ?? ''}` : ''}`);
     }
-    for (let r = 0; r < record.accepted!.totalRecipients; r++) {
+    for (let r = 0; r < accepted.totalRecipients; r++) {
       if (dispatched > 0 && !takes.has(`${id}:0:${r}`)) failures.push(`${id}:0:${r} dispatched in the journal, never reached the connector`);
     }
   }

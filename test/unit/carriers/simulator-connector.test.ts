@@ -246,6 +246,22 @@ describe('simulator connector', () => {
     expect([...connector.dispatchesSeen()]).to.deep.equal([[dispatch.dispatch_id, 3]]);
   });
 
+  it('when jobs are delivered, then onDelivery hears each one before its acknowledgement: taken the first time, not after', async () => {
+    const heard: [string, boolean][] = [];
+    await startConnector({ onDelivery: (dispatchId, taken) => heard.push([dispatchId, taken]) });
+    const dispatch = job('42');
+
+    await fake.deliver(dispatch, 1);
+    await fake.deliver(dispatch, 2);
+    await fake.deliver(job('91', 1));
+
+    expect(heard).to.deep.equal([
+      [dispatch.dispatch_id, true],
+      [dispatch.dispatch_id, false],
+      ['msg_0123456789abcdef:0:1', true],
+    ]);
+  });
+
   it('when several jobs are taken, then each dispatch id is counted once and gets its own receipts', async () => {
     await startConnector();
     await Promise.all([fake.deliver(job('42', 0)), fake.deliver(job('91', 1)), fake.deliver(job('97', 2))]);
