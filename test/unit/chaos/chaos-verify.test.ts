@@ -11,6 +11,7 @@ import {
   verifyNodesSurvived,
   verifyRecovered,
   verifyWallets,
+  verifyAll,
   verifyWebhooks,
   type Evidence,
   type FaultRecord,
@@ -78,19 +79,9 @@ function consistent(overrides: Partial<Evidence> = {}): Evidence {
 
 describe('chaos verifications', () => {
   it('when a run is consistent, then every verification holds', () => {
-    const evidence = consistent();
-    for (const verification of [
-      verifyAcceptedInJournal(evidence),
-      verifyAcceptedInStatus(evidence),
-      verifyFailuresUnapplied(evidence),
-      verifyNoDuplicateMessages(evidence),
-      verifyNoOther5xx(evidence),
-      verifyWallets(evidence),
-      verifyDispatchedOnce(evidence).verification,
-      verifyWebhooks(evidence).verification,
-      verifyNodesSurvived(evidence),
-      verifyRecovered(evidence),
-    ]) {
+    const result = verifyAll(consistent());
+    expect(result.verifications).to.have.length(11);
+    for (const verification of result.verifications) {
       expect(verification.failures, verification.name).to.deep.equal([]);
       expect(verification.ok, verification.name).to.equal(true);
     }
@@ -228,6 +219,11 @@ describe('chaos verifications', () => {
   it('when a recipient gets two terminal events of different ids, then it fails', () => {
     const webhooks = [...consistent().webhooks, { eventId: 'e3', type: 'sms.delivered', messageId: 'msg_0', recipientIndex: 0 }];
     expect(verifyWebhooks(consistent({ webhooks })).verification.ok).to.equal(false);
+  });
+
+  it('when a write was made without the lease, or a sequence has a gap, then fencing fails', () => {
+    expect(verifyAll(consistent({ staleWrites: 1 })).verifications.find((v) => v.name.startsWith('fencing'))?.ok).to.equal(false);
+    expect(verifyAll(consistent({ journalGaps: 1 })).verifications.find((v) => v.name.startsWith('fencing'))?.ok).to.equal(false);
   });
 
   it('when a node died that the run did not kill, or a fault was never recovered from, then those fail', () => {

@@ -7,8 +7,8 @@ import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.j
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
 
-/** Environment variables the README may name besides the settings: Node's, the MongoDB suite's switch, the fuzzing's depth. */
-const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL', 'FUZZ_SCALE'];
+/** Environment variables the README may name besides the settings: Node's, the MongoDB suite's switch, the fuzzing's depth, the chaos suite's choices. */
+const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL', 'FUZZ_SCALE', 'CHAOS_PROFILE', 'CHAOS_FAULTS'];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string): string =>
