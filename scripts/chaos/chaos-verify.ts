@@ -121,6 +121,13 @@ export function faultAt(faults: readonly FaultRecord[], at: number): string {
   return `${at <= fault.endedAt ? 'during' : 'after'} ${fault.name}#${fault.round}`;
 }
 
+/** What the journal refunded by cancelling each message. */
+function cancelRefunds(evidence: Evidence): Map<string, number> {
+  const refunds = new Map<string, number>();
+  for (const cancel of evidence.journalCancels) refunds.set(cancel.messageId, (refunds.get(cancel.messageId) ?? 0) + cancel.refund);
+  return refunds;
+}
+
 function byMarker(messages: readonly JournalMessage[]): Map<string, JournalMessage[]> {
   const map = new Map<string, JournalMessage[]>();
   for (const message of messages) map.set(message.text, [...(map.get(message.text) ?? []), message]);
@@ -191,8 +198,7 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
       failures.push(`[${during}] ${record.marker}: ${describeAttempts(record.attempts)}: the 201 replays ${record.accepted.messageId}, created by an attempt answered 503`);
     }
   }
-  const refundedByMessage = new Map<string, number>();
-  for (const cancel of evidence.journalCancels) refundedByMessage.set(cancel.messageId, (refundedByMessage.get(cancel.messageId) ?? 0) + cancel.refund);
+  const refundedByMessage = cancelRefunds(evidence);
   for (const record of evidence.records) {
     const cancel = record.cancel;
     if (!cancel || !record.accepted) continue;
@@ -200,7 +206,7 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
     answered503 += failed.length;
     const journalRefund = refundedByMessage.get(record.accepted.messageId) ?? 0;
     const first = failed[0];
-    if (first && cancel.refunded !== null && journalRefund > cancel.refunded && !cancel.attempts.some(unknownOutcome)) {
+    if (first && journalRefund > (cancel.refunded ?? 0) && !cancel.attempts.some(unknownOutcome)) {
       failures.push(`[${faultAt(evidence.faults, first.startedAt)}] cancel of ${record.accepted.messageId}: ${describeAttempts(cancel.attempts)}: the journal refunded ${journalRefund}, the 200 said ${cancel.refunded}`);
     }
   }
@@ -223,6 +229,7 @@ export function verifyNoDuplicateMessages(evidence: Evidence): Verification {
  */
 export function verifyWallets(evidence: Evidence): Verification {
   const journal = byMarker(evidence.journalMessages);
+  const refunds = cancelRefunds(evidence);
   const failures: string[] = [];
   const merchants = [...evidence.funding.keys()];
   for (const merchantId of merchants) {
@@ -233,7 +240,9 @@ export function verifyWallets(evidence: Evidence): Verification {
       if (record.accepted) {
         expected -= record.accepted.totalCost;
         counted.add(record.accepted.messageId);
-        expected += record.cancel?.refunded ?? 0;
+        const cancel = record.cancel;
+        // a cancel with no 200 may still have been applied when some attempt's outcome is unknown
+        if (cancel) expected += cancel.refunded ?? (cancel.attempts.some(unknownOutcome) ? (refunds.get(record.accepted.messageId) ?? 0) : 0);
         continue;
       }
       // no 201: it may still have been applied when some attempt's outcome is unknown (not when all were 503s)
@@ -280,12 +289,14 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
     else failures.push(`${dispatchId}: sent to the carrier ${processes.length} times (simulator processes ${processes.join(', ')})`);
   }
   const ofRun = new Set(evidence.journalMessages.map((m) => m.messageId));
+  const refunds = cancelRefunds(evidence);
   let expected = 0;
   for (const record of evidence.records) {
     const accepted = record.accepted;
     if (!accepted) continue;
     const id = accepted.messageId;
-    const cancelled = (record.cancel?.refunded ?? 0) > 0;
+    // cancelled in time: by the answer, or by the journal when the answer was lost
+    const cancelled = (record.cancel?.refunded ?? 0) > 0 || (refunds.get(id) ?? 0) > 0;
     const dispatched = evidence.journalDispatches.get(`${id}:0`) ?? 0;
     if (cancelled) {
       if (dispatched > 0) failures.push(`${id}: cancelled with a refund, yet dispatched`);

@@ -127,6 +127,36 @@ describe('chaos verifications', () => {
     expect(result.ok).to.equal(false);
   });
 
+  it('when a cancel got only 503s yet the journal cancelled, then the 503 was applied: both the 503 and the wallet checks fail', () => {
+    const record = send(0, [at(201)], { kind: 'scheduled' });
+    record.cancel = { attempts: [at(503), at(503)], refunded: null };
+    const evidence = consistent({
+      records: [record],
+      journalCancels: [{ messageId: 'msg_0', refund: 200 }],
+      journalMoney: [...consistent().journalMoney, { merchantId: MERCHANT.merchantId, type: 'refunded', chargeId: 'msg_0', amount: 200 }],
+      balances: new Map([[MERCHANT.merchantId, FUNDING]]),
+      journalDispatches: new Map(),
+      deliveries: [],
+    });
+    expect(verifyFailuresUnapplied(evidence).ok).to.equal(false);
+    expect(verifyWallets(evidence).ok).to.equal(false);
+    // cancelled by the journal's account: no dispatch is owed
+    expect(verifyDispatchedOnce(evidence).verification.ok).to.equal(true);
+  });
+
+  it('when a cancel\'s connection broke and the journal cancelled, then its refund is expected', () => {
+    const record = send(0, [at(201)], { kind: 'scheduled' });
+    record.cancel = { attempts: [at('network'), at(500)], refunded: null };
+    const evidence = consistent({
+      records: [record],
+      journalCancels: [{ messageId: 'msg_0', refund: 200 }],
+      journalMoney: [...consistent().journalMoney, { merchantId: MERCHANT.merchantId, type: 'refunded', chargeId: 'msg_0', amount: 200 }],
+      balances: new Map([[MERCHANT.merchantId, FUNDING]]),
+    });
+    expect(verifyFailuresUnapplied(evidence).ok).to.equal(true);
+    expect(verifyWallets(evidence).ok).to.equal(true);
+  });
+
   it('when one marker has two messages, then "no send created twice" fails', () => {
     expect(verifyNoDuplicateMessages(consistent({ journalMessages: [created(0), created(0, 'msg_dup')] })).ok).to.equal(false);
   });
