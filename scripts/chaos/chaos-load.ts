@@ -74,8 +74,10 @@ export interface LoadOptions {
   readonly targets: () => readonly LoadTarget[];
   readonly scheduleLeadMs: number;
   readonly requestTimeoutMs: number;
-  /** Retries of a send with an Idempotency-Key (or of a cancel) stop after this many attempts. */
+  /** Retries of a send with an Idempotency-Key (or of a cancel) stop after this many attempts... */
   readonly maxAttempts?: number;
+  /** ...or once this long has passed since the first (its outcome then stays unknown). */
+  readonly retryForMs?: number;
   readonly now?: () => number;
 }
 
@@ -198,6 +200,7 @@ const retryable = (outcome: Outcome): boolean => typeof outcome !== 'number' || 
 export function startLoad(options: LoadOptions): Load {
   const now = options.now ?? Date.now;
   const maxAttempts = options.maxAttempts ?? 40;
+  const retryForMs = options.retryForMs ?? 120_000;
   const records: SendRecord[] = [];
   const underWay = new Set<Promise<void>>();
   // objects, not lets: the closures below change them
@@ -212,7 +215,8 @@ export function startLoad(options: LoadOptions): Load {
   };
 
   async function attemptUntilFinal(attempts: Attempt[], retry: boolean, make: (target: LoadTarget) => Promise<Answer>): Promise<Answer | null> {
-    for (let n = 0; n < maxAttempts; n++) {
+    const giveUpAt = now() + retryForMs;
+    for (let n = 0; n < maxAttempts && now() < giveUpAt; n++) {
       const target = nextTarget();
       if (!target) {
         await sleep(250);

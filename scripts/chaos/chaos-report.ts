@@ -52,6 +52,13 @@ export function formatReport(result: ChaosResult, command: string): string {
   lines.push('Verifications:');
   for (const v of result.verifications) {
     lines.push(`  ${v.ok ? 'PASS' : 'FAIL'}  ${v.name}: ${v.summary}`);
+    // failures open with the fault they fall in ("[during nats-kill#1] ..."): how many each
+    const byFault = new Map<string, number>();
+    for (const failure of v.failures) {
+      const label = /^\[([^\]]+)\]/.exec(failure)?.[1];
+      if (label) byFault.set(label, (byFault.get(label) ?? 0) + 1);
+    }
+    if (byFault.size > 0) lines.push(`        by fault: ${[...byFault].map(([label, n]) => `${label} × ${n}`).join(', ')}`);
     for (const failure of v.failures.slice(0, 8)) lines.push(`        - ${failure}`);
     if (v.failures.length > 8) lines.push(`        … and ${v.failures.length - 8} more`);
   }

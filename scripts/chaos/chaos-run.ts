@@ -161,7 +161,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // how many nodes should be serving (one fewer between a node-kill and its restart)
     let expectedNodes = profile.nodes;
     const targets = (): LoadTarget[] => c.nodes.filter((n) => n.state() === 'running' || n.state() === 'paused').map((n) => ({ id: n.id, api: n.api }));
-    load = startLoad({ runId, merchants, ratePerSecond: profile.ratePerSecond, targets, scheduleLeadMs: profile.scheduleLeadMs, requestTimeoutMs: profile.requestTimeoutMs });
+    load = startLoad({
+      runId,
+      merchants,
+      ratePerSecond: profile.ratePerSecond,
+      targets,
+      scheduleLeadMs: profile.scheduleLeadMs,
+      requestTimeoutMs: profile.requestTimeoutMs,
+      retryForMs: profile.recoveryWindowMs,
+    });
     const records = load.records;
     await sleep(profile.steadyMs);
 
@@ -311,12 +319,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const settleDeadline = Date.now() + profile.settleMs;
     let evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, false);
     let result = verifyAll(evidence);
+    log(`waiting up to ${profile.settleMs / 1000} s for the dispatches and webhooks still due (${result.webhooks.missing} webhooks missing now)`);
     while (Date.now() < settleDeadline && (result.webhooks.missing > 0 || !result.verifications.every((v) => v.ok || !v.name.startsWith('every occurrence')))) {
       await sleep(2_000);
       evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, false);
       result = verifyAll(evidence);
     }
-    log('verifying');
+    log(`verifying (${result.webhooks.missing} webhooks missing)`);
     watch.on = false;
     await watcher;
     evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, true);
