@@ -168,6 +168,15 @@ describe('chaos verifications', () => {
     expect(result.failures).to.deep.equal(['2 × [before any fault] 500 boom']);
   });
 
+  it('when a 500 of unknown outcome follows a node killed or frozen, then it is that fault\'s answer; during a dependency outage it fails', () => {
+    const fault = (name: string): FaultRecord => ({ name, round: 1, target: '', startedAt: 500, endedAt: 900, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
+    const records = [send(0, [at(500, { errorCode: '1401' }), at(500, { detail: '{"detail":"Could not verify the API key; retry."}' }), at(201)], { key: true })];
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-kill')] })).ok).to.equal(true);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('postgres-outage')] })).ok).to.equal(false);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(false);
+  });
+
   it('when the balance misses a charge the answers do not account for, then "wallets exact" fails and names it', () => {
     const records = [send(0, [at(201)]), send(1, [at(503)])];
     const evidence = consistent({
