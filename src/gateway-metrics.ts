@@ -54,6 +54,8 @@ export function meteredJournal(journal: Journal, metrics: Metrics, currencyOf: (
     read: (key, afterSeq) => journal.read(key, afterSeq),
     latestSnapshot: (key) => journal.latestSnapshot(key),
     saveSnapshot: (snapshot) => journal.saveSnapshot(snapshot),
+    prunable: (query) => journal.prunable(query),
+    pruneBefore: (key, seq) => journal.pruneBefore(key, seq),
   };
 }
 

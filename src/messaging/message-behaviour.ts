@@ -1,4 +1,4 @@
-import type { Behaviour, BehaviourContext, Effect } from '../libraries/actors/behaviour.js';
+import type { Behaviour, BehaviourContext, COMPACT_JOURNAL, CompactJournalReply, Effect } from '../libraries/actors/behaviour.js';
 import type { CarrierStatus } from '../carriers/carrier-outcomes.js';
 import { add, multiply, toDecimalNumber, ZERO, type Money } from '../pricing/money.js';
 import type { RecurrenceRule } from '../scheduling/recurrence.js';
@@ -98,7 +98,8 @@ export type MessageCommand =
   | { readonly type: 'status'; readonly merchantId: string }
   | { readonly type: 'cancel'; readonly merchantId: string }
   | { readonly type: 'pause'; readonly merchantId: string }
-  | { readonly type: 'resume'; readonly merchantId: string };
+  | { readonly type: 'resume'; readonly merchantId: string }
+  | { readonly type: typeof COMPACT_JOURNAL };
 
 export interface SendReceipt {
   readonly message_id: string;
@@ -134,6 +135,7 @@ export interface MessageReplies {
   readonly cancel: ManagementReply;
   readonly pause: ManagementReply;
   readonly resume: ManagementReply;
+  readonly compact_journal: CompactJournalReply;
 }
 
 /** Cancel, pause and resume: the state after, and what was refunded by this call. */
@@ -562,6 +564,8 @@ export function createMessageBehaviour(
     settled: (state) =>
       !state.created || state.occurrences.every((o) => o.status !== 'scheduled' && (o.recipients ?? []).every((r) => isTerminal(r.status))),
     handlers: {
+      // answered by the actor host before any handler (behaviour.ts); a host without that support compacts nothing
+      compact_journal: () => ({ events: [], reply: { compacted: false, reason: 'not_settled' } }),
       create: (state, command, context) => {
         if (state.created && state.spec) return { events: [], reply: { ok: true, created: false, receipt: sendReceipt(state.spec) } };
         const spec = command.spec;

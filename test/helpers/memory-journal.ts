@@ -33,7 +33,7 @@ export function createMemoryJournal(): Journal &
         throw new JournalConflictError(append.key, append.seq, 'fenced');
       }
       const records = byKey.get(append.key) ?? [];
-      if (records.some((r) => r.seq === append.seq)) throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
+      if (records.some((r) => r.seq >= append.seq)) throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
       records.push({ key: append.key, seq: append.seq, events: append.events, at: append.at });
       records.sort((a, b) => a.seq - b.seq);
       byKey.set(append.key, records);
@@ -58,6 +58,21 @@ export function createMemoryJournal(): Journal &
       await Promise.resolve();
       const current = snapshots.get(snapshot.key);
       if (!current || current.seq < snapshot.seq) snapshots.set(snapshot.key, snapshot);
+    },
+    async prunable({ prefix, lastBefore, limit }) {
+      await Promise.resolve();
+      return [...byKey.entries()]
+        .filter(([key, records]) => key.startsWith(prefix) && records.length > 1 && (records.at(-1)?.at ?? 0) < lastBefore)
+        .map(([key, records]) => ({ key, seq: records.at(-1)?.seq ?? 0 }))
+        .slice(0, limit);
+    },
+    async pruneBefore(key, seq) {
+      await Promise.resolve();
+      if ((snapshots.get(key)?.seq ?? -1) < seq) return 0;
+      const records = byKey.get(key) ?? [];
+      const kept = records.filter((r) => r.seq >= seq);
+      byKey.set(key, kept);
+      return records.length - kept.length;
     },
     async pending({ limit, shards, topics, olderThan }) {
       await Promise.resolve();

@@ -1,6 +1,6 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
 import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
-import { applyEvents, decide, type Behaviour, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
+import { applyEvents, COMPACT_JOURNAL, decide, type Behaviour, type CompactJournalReply, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
 import { askDeadline, patientTimer } from './request-deadline.js';
 import {
   dispatchNact,
@@ -122,13 +122,21 @@ function describe(error: unknown): string {
 }
 
 /** nact's persistence engine over our Journal port. */
-function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOptions['onIncident']>, freshKeys: Set<string>): NactPersistenceEngine {
+function journalEngine(
+  journal: Journal,
+  onIncident: NonNullable<ActorRuntimeOptions['onIncident']>,
+  freshKeys: Set<string>,
+  lastSeq: Map<string, number>,
+): NactPersistenceEngine {
   return {
     events: (key, afterSeq) => ({
       reduce: async (fn, initial) => {
         // an activation for a creation under a fresh id: nothing to read (a wrong guess conflicts on append)
         if (freshKeys.delete(key)) return initial;
         const records = await journal.read(key, afterSeq);
+        // the key was pruned between reading its snapshot and its records: recovering now would lose state
+        if (records.length > 0 && records[0]?.seq !== afterSeq + 1) throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
+        lastSeq.set(key, records.at(-1)?.seq ?? afterSeq);
         return records.reduce(
           (acc, record, index) =>
             fn(acc, { data: { events: record.events, outbox: [], at: record.at }, sequenceNumber: record.seq, key, tags: [], createdAt: record.at, isDeleted: false }, index),
@@ -137,6 +145,7 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
       },
     }),
     latestSnapshot: async (key) => {
+      lastSeq.set(key, 0);
       if (freshKeys.has(key)) return undefined;
       const snapshot = await journal.latestSnapshot(key);
       return snapshot ? { data: snapshot.state, sequenceNumber: snapshot.seq, key, createdAt: snapshot.at } : undefined;
@@ -160,6 +169,7 @@ function journalEngine(journal: Journal, onIncident: NonNullable<ActorRuntimeOpt
         at: record.at,
         ...(fence ? { fence: fence as Fence } : {}),
       });
+      lastSeq.set(event.key, event.sequenceNumber);
     },
   };
 }
@@ -174,7 +184,9 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const onIncident = options.onIncident ?? (() => undefined);
   /** Keys whose next activation skips recovery (Behaviour.startsFresh). */
   const freshKeys = new Set<string>();
-  const root = startNact(journalEngine(options.journal, onIncident, freshKeys));
+  /** The last sequence number of each key an activation holds (what a compaction snapshots at). */
+  const lastSeq = new Map<string, number>();
+  const root = startNact(journalEngine(options.journal, onIncident, freshKeys, lastSeq));
   let stopped = false;
   /** The hosts' settled-actor sweeps, cleared on stop. */
   const sweeps: NodeJS.Timeout[] = [];
@@ -185,6 +197,13 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
 
     /** How many commands from the head of the queue make one batch: at least one, then up to maxBatch in weight. */
     function batchLength(queue: readonly PendingAsk[]): number {
+      // a compaction goes alone
+      const compaction = queue.findIndex((ask) => ask.command.type === COMPACT_JOURNAL);
+      if (compaction === 0) return 1;
+      return compaction > 0 ? Math.min(compaction, commandBatchLength(queue)) : commandBatchLength(queue);
+    }
+
+    function commandBatchLength(queue: readonly PendingAsk[]): number {
       if (!behaviour.weightOf) return Math.min(queue.length, maxBatch);
       let weight = 0;
       let length = 0;
@@ -222,6 +241,11 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         self.drainScheduled = false;
         const batch = self.queue.splice(0, batchLength(self.queue));
         if (batch.length === 0) return state;
+        if (batch[0]?.command.type === COMPACT_JOURNAL) {
+          await compact(key, batch[0], state);
+          scheduleDrain(self);
+          return state;
+        }
 
         const now = options.clock.now();
         // busy: not settled until this batch is journaled and answered
@@ -296,6 +320,32 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       };
     }
 
+    /** Snapshot at the last sequence number, then the records before it deleted (COMPACT_JOURNAL). */
+    async function compact(key: string, ask: PendingAsk, state: S): Promise<void> {
+      const now = options.clock.now();
+      if (now >= ask.deadline) {
+        ask.reject(new ActorFailureError(key, 'expired', 'its deadline passed before it was decided'));
+        return;
+      }
+      ask.taken = true;
+      ask.writes = true;
+      const seq = lastSeq.get(key) ?? 0;
+      let reply: CompactJournalReply;
+      if (!(behaviour.settled?.(state) ?? false)) reply = { compacted: false, reason: 'not_settled' };
+      else if (seq === 0) reply = { compacted: false, reason: 'empty' };
+      else {
+        try {
+          // the snapshot nact would take at this sequence number, with the same encoding
+          await options.journal.saveSnapshot({ key, seq, state: behaviour.toSnapshot ? behaviour.toSnapshot(state) : state, at: now });
+          reply = { compacted: true, seq, deleted: await options.journal.pruneBefore(key, seq) };
+        } catch (error) {
+          ask.reject(new ActorFailureError(key, 'unavailable', describe(error)));
+          return;
+        }
+      }
+      ask.resolve(reply);
+    }
+
     function spawn(id: string, shard: number): Activation {
       if (!ID_PATTERN.test(id)) throw new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', `invalid actor id ${JSON.stringify(id)}`);
       const key = `${behaviour.kind}:${id}`;
@@ -322,6 +372,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         afterStop: () => {
           const self = current();
           if (live.get(id) === self) live.delete(id);
+          if (!live.has(id)) lastSeq.delete(key);
           // commands that arrived while it was stopping go to a fresh activation
           const orphans = self.queue.splice(0);
           if (orphans.length > 0) {

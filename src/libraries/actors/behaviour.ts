@@ -30,6 +30,18 @@ export interface Command {
   readonly type: string;
 }
 
+/**
+ * A command every host answers itself, before any behaviour sees it: if the actor is settled (Behaviour.settled), it
+ * snapshots its state at its last sequence number and deletes its earlier journal records (the journal's pruneBefore).
+ * Run by the activation on the shard's owner, it never races that actor's own appends; an actor without `settled`
+ * (wallets, keys) is never compacted. A behaviour lists it among its commands with a handler that is never reached.
+ */
+export const COMPACT_JOURNAL = 'compact_journal';
+
+export type CompactJournalReply =
+  | { readonly compacted: true; readonly seq: number; readonly deleted: number }
+  | { readonly compacted: false; readonly reason: 'not_settled' | 'empty' };
+
 /** Reply type of each command type. */
 export type ReplyMap<C extends Command> = { readonly [K in C['type']]: unknown };
 

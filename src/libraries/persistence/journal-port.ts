@@ -81,6 +81,28 @@ export interface Journal {
   read(key: string, afterSeq: number): Promise<readonly JournalRecord[]>;
   latestSnapshot(key: string): Promise<Snapshot | null>;
   saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /**
+   * Keys starting with `prefix` whose last record is older than `lastBefore` and that still hold records before their
+   * last one (something to prune), oldest last record first, with that last sequence number.
+   */
+  prunable(query: PrunableQuery): Promise<readonly PrunableKey[]>;
+  /**
+   * Deletes the key's records with seq < `seq`, and only if its snapshot covers `seq` (a snapshot at `seq` or later):
+   * recovery then starts from the snapshot. The record at `seq` stays, so an append under a sequence number the
+   * key had already used still conflicts. Returns how many records were deleted.
+   */
+  pruneBefore(key: string, seq: number): Promise<number>;
+}
+
+export interface PrunableQuery {
+  readonly prefix: string;
+  readonly lastBefore: number;
+  readonly limit: number;
+}
+
+export interface PrunableKey {
+  readonly key: string;
+  readonly seq: number;
 }
 
 export interface PendingQuery {

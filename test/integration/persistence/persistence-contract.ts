@@ -150,6 +150,60 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
   });
 
+  describe('pruning', () => {
+    const at = (seq: number) => 1_780_000_000_000 + seq;
+
+    it('when old keys are listed, then only those of the prefix whose last record is older than the bound and that have records to prune come back', async () => {
+      for (const seq of [1, 2, 3]) await store.journal.append(append('message:old', seq, [{ seq }]));
+      await store.journal.append(append('message:single', 1, [{}]));
+      for (const seq of [1, 2]) await store.journal.append(append('message:recent', seq, [{}], { at: at(100) }));
+      for (const seq of [1, 2]) await store.journal.append(append('wallet:m1', seq, [{}]));
+      const listed = await store.journal.prunable({ prefix: 'message:', lastBefore: at(50), limit: 10 });
+      expect(listed).to.deep.equal([{ key: 'message:old', seq: 3 }]);
+      expect(await store.journal.prunable({ prefix: 'message:', lastBefore: at(101), limit: 10 })).to.deep.equal([
+        { key: 'message:old', seq: 3 },
+        { key: 'message:recent', seq: 2 },
+      ]);
+      expect(await store.journal.prunable({ prefix: 'message:', lastBefore: at(101), limit: 1 })).to.have.length(1);
+    });
+
+    it('when a key is pruned under its snapshot, then the records before it go, recovery reads snapshot and later records, and a stale append still conflicts', async () => {
+      for (const seq of [1, 2, 3]) await store.journal.append(append('message:p', seq, [{ seq }]));
+      await store.journal.saveSnapshot({ key: 'message:p', seq: 3, state: { upTo: 3 }, at: at(3) });
+
+      expect(await store.journal.pruneBefore('message:p', 3)).to.equal(2);
+
+      expect((await store.journal.read('message:p', 0)).map((r) => r.seq)).to.deep.equal([3]);
+      expect(await store.journal.prunable({ prefix: 'message:', lastBefore: at(1000), limit: 10 })).to.deep.equal([]);
+      const stale = await store.journal.append(append('message:p', 2, [{ again: true }])).catch((e: unknown) => e);
+      expect(stale).to.be.instanceOf(JournalConflictError).with.property('reason', 'sequence_taken');
+      await store.journal.append(append('message:p', 4, [{ seq: 4 }]));
+      expect(await store.journal.latestSnapshot('message:p')).to.deep.include({ seq: 3, state: { upTo: 3 } });
+      expect((await store.journal.read('message:p', 3)).map((r) => r.events)).to.deep.equal([[{ seq: 4 }]]);
+    });
+
+    it('when no snapshot covers the sequence number, then nothing is deleted', async () => {
+      for (const seq of [1, 2, 3]) await store.journal.append(append('message:q', seq, [{ seq }]));
+      await store.journal.saveSnapshot({ key: 'message:q', seq: 2, state: {}, at: at(2) });
+      expect(await store.journal.pruneBefore('message:q', 3)).to.equal(0);
+      expect(await store.journal.pruneBefore('message:none', 3)).to.equal(0);
+      expect((await store.journal.read('message:q', 0)).map((r) => r.seq)).to.deep.equal([1, 2, 3]);
+    });
+
+    it('when a pruned key is appended under a lease, then the current epoch writes the next record and a superseded one is fenced', async () => {
+      const [lease] = await store.leases.acquire('node-a', [3], 1, 60_000);
+      const fence = { shard: 3, owner: 'node-a', epoch: lease!.epoch };
+      for (const seq of [1, 2]) await store.journal.append(append('message:f', seq, [{ seq }], { fence }));
+      await store.journal.saveSnapshot({ key: 'message:f', seq: 2, state: {}, at: at(2) });
+      expect(await store.journal.pruneBefore('message:f', 2)).to.equal(1);
+
+      await store.journal.append(append('message:f', 3, [{ seq: 3 }], { fence }));
+      const stale = await store.journal.append(append('message:f', 4, [{}], { fence: { ...fence, epoch: fence.epoch + 1 } })).catch((e: unknown) => e);
+      expect(stale).to.be.instanceOf(JournalConflictError).with.property('reason', 'fenced');
+      expect((await store.journal.read('message:f', 0)).map((r) => r.seq)).to.deep.equal([2, 3]);
+    });
+  });
+
   describe('snapshots', () => {
     it('when none was saved, then the latest is null', async () => {
       expect(await store.journal.latestSnapshot('nothing')).to.equal(null);

@@ -412,6 +412,28 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       }
     },
 
+    async prunable({ prefix, lastBefore, limit }) {
+      const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const rows = await c.journal
+        .aggregate<{ _id: string; seq: number }>([
+          { $match: { key: { $regex: `^${escaped}` } } },
+          { $group: { _id: '$key', seq: { $max: '$seq' }, first: { $min: '$seq' }, last: { $max: '$at' } } },
+          { $match: { last: { $lt: lastBefore }, $expr: { $lt: ['$first', '$seq'] } } },
+          { $sort: { last: 1, _id: 1 } },
+          { $limit: limit },
+          { $project: { _id: 1, seq: 1 } },
+        ])
+        .toArray();
+      return rows.map((r) => ({ key: r._id, seq: r.seq }));
+    },
+
+    async pruneBefore(key, seq) {
+      // only under a snapshot that covers the records removed
+      if (!(await c.snapshots.findOne({ _id: key, seq: { $gte: seq } }, { projection: { _id: 1 } }))) return 0;
+      const result = await c.journal.deleteMany({ key, seq: { $lt: seq } });
+      return result.deletedCount;
+    },
+
     async pending({ limit, shards, topics, olderThan }) {
       if (limit < 1) return [];
       const rows = await c.journal

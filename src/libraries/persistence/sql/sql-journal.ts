@@ -24,9 +24,11 @@ WITH input AS (
     AS i(key text, seq bigint, events jsonb, at bigint, fence_shard integer, fence_owner text, fence_epoch bigint)
 ), allowed AS (
   SELECT i.key, i.seq, i.events, i.at FROM input i
-  WHERE i.fence_shard IS NULL OR EXISTS (
+  WHERE (i.fence_shard IS NULL OR EXISTS (
     SELECT 1 FROM shard_leases l
-    WHERE l.shard = i.fence_shard AND l.owner = i.fence_owner AND l.epoch = i.fence_epoch AND l.expires_at > now())
+    WHERE l.shard = i.fence_shard AND l.owner = i.fence_owner AND l.epoch = i.fence_epoch AND l.expires_at > now()))
+    -- a key pruned past this sequence number (journal prune) keeps a later record: a stale writer still conflicts
+    AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.key = i.key AND j.seq > i.seq)
 ), written AS (
   INSERT INTO journal (key, seq, events, at) SELECT key, seq, events, at FROM allowed
   ON CONFLICT (key, seq) DO NOTHING
@@ -112,11 +114,12 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
   async function existing(appends: readonly JournalAppend[]): Promise<Set<string>> {
     const rows = await db
       .query<{ key: string; seq: number }>(
-        `SELECT j.key, j.seq::float8 AS seq FROM journal j
-         JOIN jsonb_to_recordset($1::jsonb) AS i(key text, seq bigint) ON i.key = j.key AND i.seq = j.seq`,
+        `SELECT DISTINCT i.key, i.seq::float8 AS seq FROM journal j
+         JOIN jsonb_to_recordset($1::jsonb) AS i(key text, seq bigint) ON i.key = j.key AND i.seq <= j.seq`,
         [JSON.stringify(appends.map((a) => ({ key: a.key, seq: a.seq })))],
       )
       .catch(() => []);
+    // a later record taken counts as this one taken (a pruned key keeps its last record)
     return new Set(rows.map((r) => `${r.key}\u0000${r.seq}`));
   }
 
@@ -147,6 +150,29 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
          WHERE snapshots.seq < EXCLUDED.seq`,
         [snapshot.key, snapshot.seq, JSON.stringify(snapshot.state), snapshot.at],
       );
+    },
+
+    async prunable({ prefix, lastBefore, limit }) {
+      const rows = await db.query<{ key: string; seq: number }>(
+        `SELECT key, max(seq)::float8 AS seq FROM journal
+         WHERE left(key, length($1)) = $1
+         GROUP BY key HAVING max(at) < $2 AND min(seq) < max(seq)
+         ORDER BY max(at), key LIMIT $3`,
+        [prefix, lastBefore, limit],
+      );
+      return rows.map((r) => ({ key: r.key, seq: r.seq }));
+    },
+
+    async pruneBefore(key, seq) {
+      const rows = await db.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM journal WHERE key = $1 AND seq < $2
+           AND EXISTS (SELECT 1 FROM snapshots s WHERE s.key = $1 AND s.seq >= $2)
+           RETURNING 1)
+         SELECT count(*)::integer AS n FROM gone`,
+        [key, seq],
+      );
+      return rows[0]?.n ?? 0;
     },
 
     async pending({ limit, shards, topics, olderThan }) {
