@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createActorRuntime, ActorFailureError, type ActorHostOptions, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
 import { JournalConflictError, type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
+import { COMPACT_JOURNAL, type CompactJournalReply } from '../../../../src/libraries/actors/behaviour.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 import { counterBehaviour, type CounterCommand } from './counter-behaviour.js';
 
@@ -109,6 +110,64 @@ describe('actor runtime', () => {
     counters.passivate();
     // the snapshot state and record 4 are all that recovery reads
     expect(await counters.ref('snap', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 4 });
+  });
+
+  describe('compaction (COMPACT_JOURNAL)', () => {
+    const settling = { ...counterBehaviour, settled: (state: { readonly total: number }) => state.total >= 10 };
+    const noSnapshots = { ...HOST, snapshotEvery: 1_000 };
+    // the command every host answers itself; the counter's own commands do not list it
+    const compact = (ref: { ask(command: CounterCommand): Promise<unknown> }) => ref.ask({ type: COMPACT_JOURNAL } as unknown as CounterCommand) as Promise<CompactJournalReply>;
+
+    it('when a settled actor is compacted, then it snapshots at its last sequence number, earlier records go, and it recovers and appends after them', async () => {
+      const counters = runtime.host(settling, noSnapshots);
+      for (const amount of [3, 3, 4]) await counters.ref('done', 7).ask({ type: 'add', amount });
+
+      expect(await compact(counters.ref('done', 7))).to.deep.equal({ compacted: true, seq: 3, deleted: 2 });
+
+      expect(journal.records('counter:done').map((r) => r.seq)).to.deep.equal([3]);
+      expect(await journal.latestSnapshot('counter:done')).to.deep.include({ seq: 3, state: { total: 10, applied: 3 } });
+      counters.passivate();
+      expect(await counters.ref('done', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 3 });
+      await counters.ref('done', 7).ask({ type: 'add', amount: 1 });
+      counters.passivate();
+      expect(await counters.ref('done', 7).ask({ type: 'read' })).to.deep.equal({ total: 11, applied: 4 });
+      expect(journal.records('counter:done').map((r) => r.seq)).to.deep.equal([3, 4]);
+    });
+
+    it('when the actor is not settled, or its behaviour has no notion of settled, then nothing is compacted', async () => {
+      const settlingCounters = runtime.host(settling, noSnapshots);
+      for (const amount of [3, 3]) await settlingCounters.ref('busy', 7).ask({ type: 'add', amount });
+      expect(await compact(settlingCounters.ref('busy', 7))).to.deep.equal({ compacted: false, reason: 'not_settled' });
+      const plain = runtime.host(counterBehaviour, noSnapshots);
+      for (const amount of [30, 30]) await plain.ref('ledger', 7).ask({ type: 'add', amount });
+      expect(await compact(plain.ref('ledger', 7))).to.deep.equal({ compacted: false, reason: 'not_settled' });
+      expect(journal.records('counter:busy').map((r) => r.seq)).to.deep.equal([1, 2]);
+      expect(journal.records('counter:ledger').map((r) => r.seq)).to.deep.equal([1, 2]);
+      expect(await journal.latestSnapshot('counter:ledger')).to.equal(null);
+    });
+
+    it('when a key is pruned while an activation recovers it, then that recovery fails instead of starting from a partial journal', async () => {
+      const counters = runtime.host(settling, noSnapshots);
+      for (const amount of [3, 3, 4]) await counters.ref('race', 7).ask({ type: 'add', amount });
+      counters.passivate();
+      // the snapshot read finds none; the prune lands before the records are read
+      const latest = journal.latestSnapshot.bind(journal);
+      let raced = false;
+      journal.latestSnapshot = async (key) => {
+        const found = await latest(key);
+        if (!raced) {
+          raced = true;
+          await journal.saveSnapshot({ key, seq: 3, state: { total: 10, applied: 3 }, at: 0 });
+          await journal.pruneBefore(key, 3);
+        }
+        return found;
+      };
+
+      const error = await counters.ref('race', 7).ask({ type: 'read' }).catch((e: unknown) => e);
+
+      expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
+      expect(await counters.ref('race', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 3 });
+    });
   });
 
   it('when a handler throws, then the caller gets a prompt failure and the actor comes back from its journal', async () => {
