@@ -307,6 +307,20 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     await Promise.all(appends.map((a) => markEntriesDone(a.retire ?? [], a.key).catch(() => undefined)));
   }
 
+  /**
+   * Appends below a record their key already has: a key pruned past them (journal prune) keeps its last record, so a
+   * stale writer conflicts there as it would have on the records pruned.
+   */
+  async function laterRecordsOf(appends: readonly PendingAppend[]): Promise<Set<string>> {
+    if (appends.length === 0) return new Set();
+    const later = await c.journal
+      .find({ $or: appends.map((p) => ({ key: p.item.key, seq: { $gt: p.item.seq } })) }, { projection: { _id: 0, key: 1, seq: 1 } })
+      .toArray();
+    const lastOf = new Map<string, number>();
+    for (const doc of later) lastOf.set(doc.key, Math.max(doc.seq, lastOf.get(doc.key) ?? 0));
+    return new Set(appends.filter((p) => (lastOf.get(p.item.key) ?? 0) > p.item.seq).map((p) => pairOf(p.item)));
+  }
+
   async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     try {
       // two appends of one (key, seq) in a batch: the first competes, the others lost already
@@ -322,10 +336,15 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       }
 
       const allowed = await checkFences(contenders);
+      const superseded = await laterRecordsOf(allowed);
       const sending: PendingAppend[] = [];
       const docs: JournalDoc[] = [];
       for (const pending of allowed) {
         const a = pending.item;
+        if (superseded.has(pairOf(a))) {
+          pending.reject(new JournalConflictError(a.key, a.seq, 'sequence_taken'));
+          continue;
+        }
         try {
           docs.push({
             _id: journalId(a.key, a.seq),
