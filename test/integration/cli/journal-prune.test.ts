@@ -80,6 +80,12 @@ describe('operator CLI: journal prune (a cluster node on PostgreSQL and NATS, th
       return rest;
     };
     const cancelBefore = await cancelOf(ids.mixed);
+    // a late duplicate of a final receipt, as a connector repeating itself would send it
+    const duplicateReceipt = () =>
+      pipeline.api.node.gateway.router
+        .message(merchant.merchantId, ids.delivered)
+        .ask({ type: 'apply_receipt', receipt: { occurrence: 0, recipient: 0, status: 'delivered', at: Date.now() } });
+    const duplicateBefore = await duplicateReceipt();
     const seqsBefore = new Map<string, number[]>();
     for (const id of all) seqsBefore.set(id, await seqsOf(`message:${id}`));
     const walletBefore = await seqsOf(`wallet:${merchant.merchantId}`);
@@ -102,6 +108,8 @@ describe('operator CLI: journal prune (a cluster node on PostgreSQL and NATS, th
 
     for (const id of all) expect(await statusText(id), `GET /status of ${id} after the restart`).to.equal(before.get(id));
     expect(await cancelOf(ids.mixed), 'cancel of a pruned message').to.deep.equal(cancelBefore);
+    expect(await duplicateReceipt(), 'a duplicate receipt on a pruned message').to.deep.equal(duplicateBefore);
+    expect(await statusText(ids.delivered)).to.equal(before.get(ids.delivered));
     // a second run finds nothing left to prune
     expect(await prune('0')).to.deep.include({ messages_pruned: 0, records_deleted: 0, not_settled: 1 });
   });
