@@ -52,7 +52,7 @@ export async function pruneJournal(gateway: CliGateway, options: PruneJournalOpt
   const text = fields([
     ['Candidates', String(candidates.length)],
     ['Messages pruned', String(pruned)],
-    ['Events deleted', String(deleted)],
+    ['Records deleted', String(deleted)],
     ['Not settled', String(unsettled)],
     ['Failed', String(failed.length)],
   ]);
