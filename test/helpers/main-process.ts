@@ -33,6 +33,9 @@ export interface MainProcess {
  * Starts `node --import tsx src/main.ts` (or another node command line, e.g. the built `dist/main.js` in a runtime
  * directory) with `env` over a clean profile: NODE_ENV is unset (config/default.json applies) unless `env` sets it.
  */
+/** A SECRETS_KEY for server-mode processes started without the test profile (a test value, sealing nothing real). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
 export function startMain(env: Record<string, string>, command: { readonly argv: readonly string[]; readonly cwd: string } = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
   const child = spawn(process.execPath, [...command.argv], {

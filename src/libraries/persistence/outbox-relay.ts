@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.js';
 import { createGroupCommit } from './group-commit.js';
 import type { Outbox, PendingOutboxEntry } from './journal-port.js';
@@ -176,6 +177,11 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     start() {
       if (running) return;
       running = true;
+      // an append happens inside whichever request asked for it: its lanes' passes run in the relay's own context
+      // (from start), or they would carry that request's deadline (and anything else it holds) into every later pass
+      const wake = AsyncResource.bind((woken: ReadonlySet<Lane>) => {
+        for (const lane of woken) void triggerLane(lane, null);
+      });
       // an append hands its entries to their lanes; a lane with a grace period waits for its poll (what was just
       // written is younger than the grace by definition)
       unsubscribe = options.outbox.onAppended((entries) => {
@@ -186,7 +192,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           lane.fresh.push(entry);
           woken.add(lane);
         }
-        for (const lane of woken) void triggerLane(lane, null);
+        wake(woken);
       });
       // at start nothing is fresh: everything pending is from before
       void trigger('all');

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import pg from 'pg';
 import { runCommand } from '../../helpers/command-process.js';
-import { startMain, type MainProcess } from '../../helpers/main-process.js';
+import { startMain, TEST_SECRETS_KEY, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 
@@ -28,11 +28,12 @@ describe('a database initialised for one environment refuses the other', functio
       SEED_DEMO_MERCHANT: 'false',
       LOG_LEVEL: 'info',
       NODE_ID: `env-guard-${environment}`,
+      SECRETS_KEY: TEST_SECRETS_KEY,
     });
   const cli = (environment: string, args: readonly string[]) =>
     runCommand(process.execPath, ['--import', 'tsx', 'src/entry-points/cli/cli-main.ts', ...args], {
       cwd: ROOT,
-      env: { DATABASE_URL: databaseUrl, GATEWAY_MODE: 'server', GATEWAY_ENVIRONMENT: environment },
+      env: { DATABASE_URL: databaseUrl, GATEWAY_MODE: 'server', GATEWAY_ENVIRONMENT: environment, SECRETS_KEY: TEST_SECRETS_KEY },
     });
 
   before(async () => {

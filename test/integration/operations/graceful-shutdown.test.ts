@@ -9,7 +9,7 @@ import { connectNatsTransport } from '../../../src/libraries/transport/nats-tran
 import { STREAMS } from '../../../src/libraries/transport/transport-port.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { API_ROOT, call, startApi } from '../../helpers/http-fixture.js';
-import { httpCall, startMain, type HttpOutcome, type MainProcess } from '../../helpers/main-process.js';
+import { httpCall, startMain, TEST_SECRETS_KEY, type HttpOutcome, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
@@ -82,6 +82,7 @@ describe('graceful shutdown of src/main.ts', function () {
         SEED_DEMO_MERCHANT: 'false',
         LOG_LEVEL: 'info',
         NODE_ID,
+        SECRETS_KEY: TEST_SECRETS_KEY,
         SHUTDOWN_GRACE_MS: String(GRACE_MS),
         RATE_LIMIT_SEND: '10000',
       });

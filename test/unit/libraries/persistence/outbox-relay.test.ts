@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import type { PendingOutboxEntry } from '../../../../src/libraries/persistence/journal-port.js';
 import { createOutboxRelay, FRESH_ENTRY_MS, LANE_CHUNKS_AT_ONCE, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
+import { requestDeadline, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -69,6 +70,40 @@ describe('outbox relay: waking the lanes', () => {
     };
     return { journal, relay, dispatch, webhook, followUp, append, queried };
   }
+
+  it('when an append is made inside a request with a deadline, then its lane carries the entries out outside that request (no deadline)', async () => {
+    const journal = createMemoryJournal();
+    const deadlinesSeen: (number | null)[] = [];
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: {
+        'webhook.event': {
+          handle(entries) {
+            deadlinesSeen.push(requestDeadline());
+            return Promise.resolve(entries.map((e) => e.id));
+          },
+        },
+      },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+    });
+    relay.start();
+    await advance(0);
+    // a request whose deadline has long passed by the time later passes run (a relay pass must never inherit it)
+    await withDeadline(T0 - 1, () =>
+      journal.append({
+        key: 'message:m1',
+        seq: 1,
+        events: [{ type: 'x' }],
+        outbox: [{ id: 'w-1', topic: 'webhook.event', payload: {}, shard: 0 }],
+        at: Date.now(),
+      }),
+    );
+    await advance(0);
+    await relay.stop();
+    expect(deadlinesSeen).to.deep.equal([null]);
+  });
 
   it('when an append writes a dispatch, then the dispatch lane carries it out at once without querying the outbox', async () => {
     const { journal, relay, dispatch, webhook, append, queried } = setUp();
