@@ -61,8 +61,10 @@ const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.p
 /**
  * The transport port on NATS JetStream (server mode).
  *
- * Streams use the retention their STREAMS entry names (work queue or interest, file storage), bounded by
- * `maxAgeMs`: what was consumed is removed, so the broker keeps only what is still to be consumed. JetStream cannot
+ * Streams use the retention their STREAMS entry names (file storage), bounded by `maxAgeMs`: dispatch jobs are a
+ * work queue (removed once a connector settles them); receipts and webhook jobs keep limits retention, so at most
+ * `maxAgeMs` of them. Interest retention was tried for those two and left: on nats-server 2.9.10, webhook jobs went
+ * missing across a server restart under load (seen in the pipeline fault test), which limits retention never did. JetStream cannot
  * change the retention of an existing stream: a stream created with another policy (limits, by earlier versions)
  * keeps it, bounded by `maxAgeMs` only, and `onError` says so at every connect; deleting it while no process runs
  * lets the next start create it right (docs/operations.md).
@@ -303,7 +305,7 @@ const STREAM_NAME_IN_USE = 10058;
 
 const RETENTION: Readonly<Record<(typeof STREAMS)[keyof typeof STREAMS]['retention'], RetentionPolicy>> = {
   work_queue: RetentionPolicy.Workqueue,
-  interest: RetentionPolicy.Interest,
+  limits: RetentionPolicy.Limits,
 };
 
 /** Creates the streams, or brings an existing one to the current settings (all but its retention, which cannot change). */

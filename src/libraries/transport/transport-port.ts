@@ -18,9 +18,9 @@ export const STREAMS = {
   /** Jobs for carrier connectors: `sms.dispatch.<carrier>`. */
   dispatch: { name: 'SMS_DISPATCH', subjects: 'sms.dispatch.>', retention: 'work_queue' },
   /** Receipts from carrier connectors: `sms.receipts.<carrier>`. */
-  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>', retention: 'interest' },
+  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>', retention: 'limits' },
   /** Webhook delivery jobs: `webhook.jobs.<merchantId>`. */
-  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>', retention: 'interest' },
+  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>', retention: 'limits' },
 } as const;
 
 export type StreamName = keyof typeof STREAMS;

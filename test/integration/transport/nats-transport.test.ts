@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
+import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
 import { ACK, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
@@ -71,8 +71,9 @@ describe('NATS transport', function () {
       const info = await jsm.streams.info(name);
       expect(info.config.subjects).to.deep.equal([subjects]);
       expect(info.config.storage).to.equal('file');
-      expect(info.config.retention).to.equal({ work_queue: 'workqueue', interest: 'interest' }[STREAMS[key].retention]);
+      expect(info.config.retention).to.equal({ work_queue: 'workqueue', limits: 'limits' }[STREAMS[key].retention]);
       expect(info.config.duplicate_window).to.equal(60_000 * 1_000_000);
+      expect(info.config.max_age, 'the bound on what a stream keeps').to.equal(DEFAULT_MAX_AGE_MS * 1_000_000);
     }
   });
 
@@ -119,34 +120,9 @@ describe('NATS transport', function () {
       await consumer.stop();
     });
 
-    it('when receipts and webhook jobs are settled by every durable that wants them, then their streams hold none', async () => {
-      const settled = { a: 0, b: 0, receipts: 0 };
-      const counting = (key: keyof typeof settled) => (): Promise<Disposition> => {
-        settled[key]++;
-        return Promise.resolve(ACK);
-      };
-      // an auditor that has not caught up keeps the jobs it has not seen
-      const audit = await transport.consume({ stream: 'webhooks', durable: 'audit', filter: 'webhook.jobs.>', concurrency: 1, ackWaitMs: 5_000, handler: counting('a') });
-      await audit.stop();
-      const worker = await transport.consume({ stream: 'webhooks', durable: 'webhook-delivery', filter: 'webhook.jobs.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('b') });
-      const receipts = await transport.consume({ stream: 'receipts', durable: 'gateway-receipts', filter: 'sms.receipts.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('receipts') });
-      for (let i = 0; i < 10; i++) {
-        await transport.publish(`webhook.jobs.m${i % 3}`, { i }, { id: `hook-${i}` });
-        await transport.publish('sms.receipts.simulator', { i }, { id: `receipt-${i}` });
-      }
-      await untilStored('receipts', 0);
-      await waitUntil(() => settled.b === 10, 'the worker settled every job');
-      expect(await stored('webhooks'), 'the stopped auditor still has them to read').to.equal(10);
-
-      const auditAgain = await transport.consume({ stream: 'webhooks', durable: 'audit', filter: 'webhook.jobs.>', concurrency: 4, ackWaitMs: 5_000, handler: counting('a') });
-      await untilStored('webhooks', 0);
-      expect(settled).to.deep.equal({ a: 10, b: 10, receipts: 10 });
-      await Promise.all([auditAgain.stop(), worker.stop(), receipts.stop()]);
-    });
-
     it('when a stream exists with limits retention (an earlier version), then connecting updates the rest, says how to migrate, and works', async () => {
       await deleteStreams(jsm);
-      await jsm.streams.add({ name: STREAMS.receipts.name, subjects: [STREAMS.receipts.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File });
+      await jsm.streams.add({ name: STREAMS.dispatch.name, subjects: [STREAMS.dispatch.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File });
       const reported: string[] = [];
       const older = await connectNatsTransport({
         servers: server.url,
@@ -156,12 +132,12 @@ describe('NATS transport', function () {
         },
       });
       try {
-        const info = await jsm.streams.info(STREAMS.receipts.name);
+        const info = await jsm.streams.info(STREAMS.dispatch.name);
         expect(info.config.retention).to.equal('limits');
         expect(info.config.duplicate_window).to.equal(90_000 * 1_000_000);
         expect(reported).to.have.length(1);
-        expect(reported[0]).to.contain(`stream ${STREAMS.receipts.name} has limits retention, not interest`).and.contain('docs/operations.md');
-        expect((await jsm.streams.info(STREAMS.dispatch.name)).config.retention, 'the others are created right').to.equal('workqueue');
+        expect(reported[0]).to.contain(`stream ${STREAMS.dispatch.name} has limits retention, not workqueue`).and.contain('docs/operations.md');
+        expect((await jsm.streams.info(STREAMS.receipts.name)).config.retention, 'the others are created right').to.equal('limits');
       } finally {
         await older.close();
       }

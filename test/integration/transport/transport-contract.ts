@@ -132,7 +132,7 @@ export function transportContract(fixture: TransportFixture): void {
       const simulator = recorder();
       const all = recorder();
       const dispatch = recorder();
-      // overlapping filters on an interest stream (a work-queue stream takes one durable per subject)
+      // overlapping filters on a limits stream (a work-queue stream takes one durable per subject)
       await consume(transport, { durable: 'only-simulator', stream: 'receipts', filter: 'sms.receipts.simulator', handler: simulator.handler });
       await consume(transport, { durable: 'all-receipts', stream: 'receipts', filter: 'sms.receipts.>', handler: all.handler });
       await consume(transport, { durable: 'dispatch', filter: 'sms.dispatch.*', handler: dispatch.handler });
@@ -264,7 +264,7 @@ export function transportContract(fixture: TransportFixture): void {
       expect(byProcess[1]).to.be.above(0);
     });
 
-    it('when two different durables consume the same subjects of an interest stream, then each receives every message', async () => {
+    it('when two different durables consume the same subjects of a receipts or webhooks stream, then each receives every message', async () => {
       const a = recorder();
       const b = recorder();
       await consume(transport, { durable: 'audit', stream: 'webhooks', filter: 'webhook.jobs.>', handler: a.handler });
