@@ -14,6 +14,7 @@
  * Environment: BENCH_DURATION_S (10), BENCH_RATE measured requests/s (200), BENCH_FLOOD_CONNECTIONS (32).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createGatewayNode } from '../../src/gateway-node.js';
 import type { Config, DeepPartial } from '../../src/libraries/config/config.js';
@@ -22,6 +23,7 @@ import { connectNatsTransport } from '../../src/libraries/transport/nats-transpo
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
+import { sampleCpu, type CpuSample } from './process-cpu.js';
 import { API_ROOT, commandLine, countingLogger, envNumber, exitSoon, fmt, machineLine, startSimulatorProcess } from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
@@ -78,6 +80,13 @@ interface Row {
   readonly phase: string;
   readonly measured: Measured;
   readonly flood: FloodResult | null;
+  /** CPU seconds the node (this process) and PostgreSQL used during the phase. */
+  readonly cpu: { readonly node: number; readonly postgres: number } | null;
+}
+
+function cpuBetween(before: CpuSample | null, after: CpuSample | null): Row['cpu'] {
+  if (!before || !after) return null;
+  return { node: after.gateway - before.gateway, postgres: after.postgres - before.postgres };
 }
 
 async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows: Row[]): Promise<void> {
@@ -90,7 +99,7 @@ async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows:
       database: { url },
       nats: { url: nats.url },
       rateLimits: { send: MANY, status: MANY, balance: MANY, calculate: MANY, management: MANY },
-      ...(auth ? { auth } : {}),
+      auth,
     });
     const persistence = await openPostgresPersistence({ url, poolSize: config.database.poolSize });
     cleanups.push(() => persistence.close());
@@ -107,9 +116,12 @@ async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows:
     const prefix = shop.apiKey.slice(0, shop.apiKey.length - 32);
     // warm-up: connections, caches, the key actor
     await measuredClient(balance, shop.apiKey);
-    rows.push({ guards: label, phase: 'quiet', measured: await measuredClient(balance, shop.apiKey), flood: null });
+    const quietFrom = sampleCpu();
+    const quiet = await measuredClient(balance, shop.apiKey);
+    rows.push({ guards: label, phase: 'quiet', measured: quiet, flood: null, cpu: cpuBetween(quietFrom, sampleCpu()) });
+    const floodFrom = sampleCpu();
     const [measured, attack] = await Promise.all([measuredClient(balance, shop.apiKey), flood(base, prefix)]);
-    rows.push({ guards: label, phase: `flood of unknown keys (${FLOOD_CONNECTIONS} connections)`, measured, flood: attack });
+    rows.push({ guards: label, phase: `flood of unknown keys (${FLOOD_CONNECTIONS} connections)`, measured, flood: attack, cpu: cpuBetween(floodFrom, sampleCpu()) });
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => process.stderr.write(`stop: ${String(error)}\n`));
   }
@@ -118,13 +130,15 @@ async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows:
 async function main(): Promise<void> {
   const rows: Row[] = [];
   await runGuards('off', { negativeCacheMs: 0, failuresPerAddress: MANY }, rows);
-  await runGuards('on (defaults)', undefined, rows);
+  // the shipped defaults (the test settings the fixture starts from turn the per-address limit off)
+  const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { auth: Config['auth'] };
+  await runGuards(`on (defaults: ${defaults.auth.failuresPerAddress} 401s per address per ${defaults.auth.failureWindowMs / 1000} s, unknown keys remembered ${defaults.auth.negativeCacheMs / 1000} s)`, defaults.auth, rows);
   const lines = [
-    `Machine: ${machineLine()}`,
-    `Command: ${commandLine('bench:auth-flood')} (BENCH_DURATION_S=${DURATION_S}, BENCH_RATE=${RATE}, BENCH_FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS})`,
+    machineLine(),
+    `${commandLine('bench:auth-flood')} (BENCH_DURATION_S=${DURATION_S}, BENCH_RATE=${RATE}, BENCH_FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS})`,
     '',
-    '| guards | phase | measured client req/s | p50 ms | p99 ms | non-2xx | flood requests answered | flood answers by status |',
-    '|---|---|---|---|---|---|---|---|',
+    '| guards | phase | measured client req/s | p50 ms | p99 ms | non-2xx | flood requests answered | flood answers by status | node CPU s | PostgreSQL CPU s |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
         `| ${r.guards} | ${r.phase} | ${fmt(r.measured.rps)} | ${fmt(r.measured.p50)} | ${fmt(r.measured.p99)} | ${fmt(r.measured.non2xx)} | ${r.flood ? fmt(r.flood.requests) : '–'} | ${
@@ -133,7 +147,7 @@ async function main(): Promise<void> {
                 .map(([status, n]) => `${status}: ${fmt(n)}`)
                 .join(', ')
             : '–'
-        } |`,
+        } | ${r.cpu ? fmt(r.cpu.node, 2) : 'n/a'} | ${r.cpu ? fmt(r.cpu.postgres, 2) : 'n/a'} |`,
     ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
