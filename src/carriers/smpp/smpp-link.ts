@@ -82,12 +82,15 @@ const THROTTLE_BACKOFF_INITIAL_MS = 100;
 const THROTTLE_BACKOFF_MAX_MS = 2_000;
 const UNBIND_TIMEOUT_MS = 1_000;
 
+/** Real elapsed time for waits and deadlines (the injected clock dates reports and counts submits per second). */
+const monotonic = (): number => performance.now();
+
 /** A token bucket of one token refilled `perSecond` times a second: reservations in order, none in a burst. */
-function createRateLimiter(perSecond: number, clock: SmppLinkClock): () => Promise<void> {
+function createRateLimiter(perSecond: number): () => Promise<void> {
   const interval = 1_000 / perSecond;
   let nextFree = 0;
   return async () => {
-    const now = clock.now();
+    const now = monotonic();
     const at = Math.max(now, nextFree);
     nextFree = at + interval;
     if (at > now) await sleep(at - now);
@@ -364,12 +367,13 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
   const clock = options.clock ?? { now: () => Date.now() };
   const emit = options.onEvent ?? ((): void => undefined);
   const nextReference = createReferenceCounter(Math.floor(Math.random() * 256));
-  const takeToken = createRateLimiter(account.maxSubmitsPerSecond, clock);
+  const takeToken = createRateLimiter(account.maxSubmitsPerSecond);
   const answeredAt: number[] = [];
   let waiters: (() => void)[] = [];
   let onReport: ReportHandler | null = null;
   let stopping = false;
   let moCount = 0;
+  let rotation = 0;
 
   const wakeWaiters = (): void => {
     const ready = waiters;
@@ -449,9 +453,12 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
       if (preferred !== null && isBindLive(preferred) && hasRoom(preferred)) return preferred;
       const candidates = liveBinds().filter(hasRoom);
       if (candidates.length > 0) {
-        return candidates.reduce((best, bind) => (bind.transmitter.outstanding < best.transmitter.outstanding ? bind : best));
+        // the least busy; ties taken in turn, so idle binds share the traffic
+        const start = rotation++ % candidates.length;
+        const ordered = [...candidates.slice(start), ...candidates.slice(0, start)];
+        return ordered.reduce((best, bind) => (bind.transmitter.outstanding < best.transmitter.outstanding ? bind : best));
       }
-      const remaining = deadline - clock.now();
+      const remaining = deadline - monotonic();
       if (remaining <= 0) return null;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(remaining, 200));
@@ -523,12 +530,11 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
     let bindPreference = preferred;
     for (;;) {
       // the first part goes back at once without a bind; a later one waits a while, its earlier parts are out
-      const deadline = clock.now() + (accepted.length === 0 ? account.submitTimeoutMs : account.submitTimeoutMs * account.submitAttempts);
+      const deadline = monotonic() + (accepted.length === 0 ? account.submitTimeoutMs : account.submitTimeoutMs * account.submitAttempts);
+      await takeToken();
+      // nothing awaited between choosing the bind and sending: the window is never overrun
       const bind = await bindWithRoom(bindPreference, deadline);
       if (bind === null) return retry(stopping ? 'the link is stopping' : 'no live bind with room in its window');
-      await takeToken();
-      if (stopping) return retry('the link is stopping');
-      if (!isBindLive(bind)) continue;
       attempts++;
       const result = await bind.transmitter.submit({ ...fields });
       if (result.kind === 'response') {
@@ -588,8 +594,8 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
     stop: async () => {
       stopping = true;
       wakeWaiters();
-      const deadline = clock.now() + account.stopTimeoutMs;
-      while (stats().windowInUse > 0 && clock.now() < deadline) await sleep(20);
+      const deadline = monotonic() + account.stopTimeoutMs;
+      while (stats().windowInUse > 0 && monotonic() < deadline) await sleep(20);
       await Promise.all(sessions.map((session) => session.stop()));
     },
   };

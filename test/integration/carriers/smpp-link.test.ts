@@ -196,6 +196,26 @@ describe('SMPP link with the test SMSC', function () {
     expect(new Set(smsc.submits.map((p) => p.destination)).size).to.equal(60);
   });
 
+  it('keeps the account within its submits per second, across binds', async () => {
+    const { smsc, link } = await open({ maxSubmitsPerSecond: 12 }, { maxSubmitsPerSecond: 10, binds: 2, window: 10 });
+    await until(() => smsc.binds() === 2, 'two binds');
+    const outcomes = await Promise.all(Array.from({ length: 25 }, (_, i) => link.submit(job(`+2438100012${String(i).padStart(2, '0')}`, `paced ${i}`))));
+    expect(outcomes.map((o) => o.kind)).to.deep.equal(Array(25).fill('accepted'));
+    expect(smsc.throttled()).to.equal(0);
+    expect(new Set(smsc.submits.map((p) => p.sessionId)).size).to.equal(2);
+    expect(link.stats().submitsPerSecond).to.be.greaterThan(0);
+  });
+
+  it('counts the window in use while answers are outstanding', async () => {
+    const { smsc, link } = await open({}, { window: 4 });
+    smsc.delayResponses(500);
+    const pending = Array.from({ length: 6 }, (_, i) => link.submit(job(`+2438100013${i}`, `w${i}`)));
+    await until(() => smsc.submits.length === 4, 'a full window');
+    expect(link.stats()).to.deep.include({ windowInUse: 4, windowSize: 4 });
+    expect((await Promise.all(pending)).map((o) => o.kind)).to.deep.equal(Array(6).fill('accepted'));
+    expect(link.stats().windowInUse).to.equal(0);
+  });
+
   it('submits again what was outstanding when the connection drops mid-window', async () => {
     const { smsc, link } = await open({}, { window: 20, binds: 2 });
     smsc.delayResponses(1_000);
