@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import type { DispatchJob } from '../../../src/carriers/carrier-protocol.js';
 import type { CarrierReport, SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
@@ -312,6 +316,55 @@ describe('SMPP link with the test SMSC', function () {
     const outcome = await link.submit(job('+243810000900', 'split binds'));
     expect(outcome.kind).to.equal('accepted');
     await until(() => reports.length === 1, 'the receipt on the receiver');
+  });
+
+  it('binds over TLS, trusting the CA it is given', async function () {
+    const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
+    try {
+      try {
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1',
+          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+      } catch {
+        this.skip(); // no openssl on this machine
+      }
+      const cert = readFileSync(path.join(dir, 'cert.pem'), 'utf8');
+      const server = await startTestSmsc({ tls: { key: readFileSync(path.join(dir, 'key.pem')), cert } });
+      smsc = server;
+      const caFile = path.join(dir, 'cert.pem');
+      link = createSmppLink(account(server, { tls: true, tlsCaFile: caFile }));
+      reports = [];
+      await link.start((report) => {
+        reports.push(report);
+        return Promise.resolve();
+      });
+      expect(link.isLive()).to.be.true;
+      expect((await link.submit(job('+243810001200', 'over TLS'))).kind).to.equal('accepted');
+      expect(server.messagesTo('243810001200')).to.deep.equal(['over TLS']);
+      await until(() => reports.length === 1, 'the receipt over TLS');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('does not bind over TLS to a centre whose certificate it does not trust', async function () {
+    const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
+    try {
+      try {
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1',
+          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+      } catch {
+        this.skip();
+      }
+      const server = await startTestSmsc({ tls: { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) } });
+      smsc = server;
+      events = [];
+      link = createSmppLink(account(server, { tls: true }), { onEvent: (event) => events.push(event) });
+      await link.start(() => Promise.resolve());
+      expect(link.isLive()).to.be.false;
+      expect(events.some((e) => e.type === 'bind-failed')).to.be.true;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('rejects on a permanent status and names it', async () => {
