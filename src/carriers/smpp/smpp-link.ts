@@ -27,7 +27,8 @@ import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInboun
  *   on a live bind, up to SMPP_SUBMIT_ATTEMPTS submissions, then `retry`. The centre may have taken the first copy:
  *   the handset can receive a part twice. SMPP gives no way to tell.
  * No live bind when a job arrives: `retry` at once. A job handed back with `retry` after some of its parts were
- * accepted is submitted whole again later (the outcome carries no partial references).
+ * accepted would be submitted whole again (the outcome carries no partial references). Both cases are marked: the
+ * reason of such a `retry` starts with UNCERTAIN_RETRY_PREFIX (`isUncertainRetry`).
  *
  * Receiving: a deliver_sm / data_sm with the receipt bit goes to `onReport`; its deliver_sm_resp is sent only once
  * that promise resolves, and with ESME_RX_T_APPN (temporary application error: the centre sends it again) when it
@@ -35,6 +36,17 @@ import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInboun
  */
 
 captureRawPdus();
+
+/**
+ * A `retry` whose reason starts with this may follow a hand-over the centre took: a submit_sm unanswered (timeout,
+ * bind lost) or earlier parts of the message accepted. Sending the job again can deliver (part of) it twice; under
+ * the carrier protocol's at-most-once rule the runtime keeps its dispatch record for such a job instead.
+ */
+export const UNCERTAIN_RETRY_PREFIX = 'uncertain: ';
+
+export function isUncertainRetry(outcome: SubmitOutcome): boolean {
+  return outcome.kind === 'retry' && outcome.reason.startsWith(UNCERTAIN_RETRY_PREFIX);
+}
 
 export interface SmppLinkClock {
   now(): number;
@@ -186,9 +198,6 @@ class SmppSession {
       const session = smpp.connect(options, () => {
         const command = this.role === 'transceiver' ? 'bind_transceiver' : this.role === 'transmitter' ? 'bind_transmitter' : 'bind_receiver';
         const bindPdu = new smpp.PDU(command, { system_id: account.systemId, password: account.password, system_type: account.systemType, interface_version: 0x34 });
-        const bindTimer = setTimeout(() => {
-          fail(new Error('no bind response'), session);
-        }, account.enquireLinkTimeoutMs);
         session.send(bindPdu, (resp) => {
           clearTimeout(bindTimer);
           if (settled) return;
@@ -205,13 +214,20 @@ class SmppSession {
           resolve({ ended });
         });
       });
+      // connecting (TCP, TLS) and binding together get the enquire_link timeout
+      const bindTimer = setTimeout(() => {
+        fail(new Error('no bind response in time'), session);
+      }, account.enquireLinkTimeoutMs);
       const ended = new Promise<string>((resolveEnd) => {
         let reason = 'connection closed';
         session.on('error', (error) => {
           reason = error.message;
           fail(error, session);
+          // a PDU the package cannot parse leaves its reader stopped: the session is unusable
+          session.destroy();
         });
         session.on('close', () => {
+          clearTimeout(bindTimer);
           fail(new Error(`connection closed: ${reason}`), session);
           if (this.session === session) this.onSessionEnd();
           resolveEnd(reason);
@@ -471,8 +487,8 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
     }
   }
 
-  function retry(reason: string): Extract<SubmitOutcome, { kind: 'retry' }> {
-    return { kind: 'retry', delayMs: account.retryDelayMs, reason };
+  function retry(reason: string, uncertain = false): Extract<SubmitOutcome, { kind: 'retry' }> {
+    return { kind: 'retry', delayMs: account.retryDelayMs, reason: uncertain ? `${UNCERTAIN_RETRY_PREFIX}${reason}` : reason };
   }
 
   async function submit(job: DispatchJob): Promise<SubmitOutcome> {
@@ -527,6 +543,8 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
   async function submitPart(dispatchId: string, index: number, fields: PduFields, preferred: Bind | null, accepted: readonly string[]): Promise<PartOutcome> {
     let attempts = 0;
     let throttles = 0;
+    // the centre may hold some of the message: earlier parts accepted, or a copy of this one unanswered
+    let uncertain = accepted.length > 0;
     let bindPreference = preferred;
     for (;;) {
       // the first part goes back at once without a bind; a later one waits a while, its earlier parts are out
@@ -534,7 +552,7 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
       await takeToken();
       // nothing awaited between choosing the bind and sending: the window is never overrun
       const bind = await bindWithRoom(bindPreference, deadline);
-      if (bind === null) return retry(stopping ? 'the link is stopping' : 'no live bind with room in its window');
+      if (bind === null) return retry(stopping ? 'the link is stopping' : 'no live bind with room in its window', uncertain);
       attempts++;
       const result = await bind.transmitter.submit({ ...fields });
       if (result.kind === 'response') {
@@ -544,18 +562,19 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
         if (status === 'permanent') {
           return { kind: 'rejected', carrierStatus: name, message: `submit_sm of part ${index + 1} refused: ${name}`, acceptedReferences: [...accepted] };
         }
-        if (status === 'retry') return retry(`submit_sm of part ${index + 1} answered ${name}`);
+        if (status === 'retry') return retry(`submit_sm of part ${index + 1} answered ${name}`, uncertain);
         // throttled: wait, then again (the attempt does not count as a lost submission)
         attempts--;
         throttles++;
         emit({ type: 'throttled', dispatchId, part: index, status: name });
-        if (throttles >= account.throttleAttempts) return retry(`throttled by the message centre (${name})`);
+        if (throttles >= account.throttleAttempts) return retry(`throttled by the message centre (${name})`, uncertain);
         await sleep(Math.min(THROTTLE_BACKOFF_INITIAL_MS * 2 ** (throttles - 1), THROTTLE_BACKOFF_MAX_MS));
         bindPreference = bind;
         continue;
       }
       const reason = result.kind === 'timeout' ? 'no submit_sm_resp in time' : result.reason;
-      if (attempts >= account.submitAttempts) return retry(`${reason} after ${attempts} submissions (the centre may have taken one)`);
+      uncertain = true;
+      if (attempts >= account.submitAttempts) return retry(`${reason} after ${attempts} submissions`, true);
       emit({ type: 'resubmit', dispatchId, part: index, reason });
       // another bind if there is one
       bindPreference = liveBinds().find((other) => other !== bind && hasRoom(other)) ?? null;

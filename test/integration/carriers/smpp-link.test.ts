@@ -7,7 +7,7 @@ import type { DispatchJob } from '../../../src/carriers/carrier-protocol.js';
 import type { CarrierReport, SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
 import { parseSmppAccount, type SmppAccount } from '../../../src/carriers/smpp/smpp-account.js';
 import { encodeGsm7 } from '../../../src/carriers/smpp/smpp-encoding.js';
-import { createSmppLink, type SmppLink, type SmppLinkEvent } from '../../../src/carriers/smpp/smpp-link.js';
+import { createSmppLink, isUncertainRetry, type SmppLink, type SmppLinkEvent } from '../../../src/carriers/smpp/smpp-link.js';
 import { analyseMessage } from '../../../src/messaging/segments.js';
 import { startTestSmsc, type ReceiptStat, type TestSmsc, type TestSmscOptions } from '../../helpers/test-smsc.js';
 
@@ -259,6 +259,7 @@ describe('SMPP link with the test SMSC', function () {
     expect(link.stats()).to.deep.include({ bindsUp: 0, bindsTotal: 1 });
     const outcome = await link.submit(job('+243810000500', 'nobody home'));
     expect(outcome.kind).to.equal('retry');
+    expect(isUncertainRetry(outcome)).to.be.false;
     expect(server.submits).to.have.length(0);
     server.refuseBinds(false);
     const live = link;
@@ -367,6 +368,15 @@ describe('SMPP link with the test SMSC', function () {
     }
   });
 
+  it('gives the job back, never rejected, when the centre stays throttled', async () => {
+    const { smsc, link } = await open({ outcomeFor: () => ({ submitStatus: 0x58 }) }, { throttleAttempts: 3 });
+    const outcome = await link.submit(job('+243810001300', 'busy'));
+    expect(outcome.kind).to.equal('retry');
+    expect(isUncertainRetry(outcome)).to.be.false;
+    expect(events.filter((e) => e.type === 'throttled')).to.have.length(3);
+    expect(smsc.submits).to.have.length(0);
+  });
+
   it('rejects on a permanent status and names it', async () => {
     const { link } = await open({ outcomeFor: (destination) => (destination.endsWith('99') ? { submitStatus: 0x0b } : { stat: 'DELIVRD' }) });
     const outcome = await link.submit(job('+243810000999', 'bad number'));
@@ -378,6 +388,7 @@ describe('SMPP link with the test SMSC', function () {
     smsc.delayResponses(2_000);
     const outcome = await link.submit(job('+243810001000', 'slow'));
     expect(outcome.kind).to.equal('retry');
+    expect(isUncertainRetry(outcome)).to.be.true;
     expect(smsc.submits).to.have.length(2);
     expect(events.filter((e) => e.type === 'resubmit')).to.have.length(1);
   });
