@@ -87,7 +87,7 @@ const smppSchema = Joi.object({
     'Concatenation of long messages: udh (header with an 8-bit reference), sar (SAR TLVs) or payload (whole text in message_payload).',
   ),
   submitTimeoutMs: setting(positiveInt().default(10_000), 'SMPP_SUBMIT_TIMEOUT_MS', 'A submit_sm without answer after this long is submitted again.'),
-  submitAttempts: setting(positiveInt().max(10).default(3), 'SMPP_SUBMIT_ATTEMPTS', 'Submissions of a part (timeouts, binds lost) before the job is given back to the stream.'),
+  submitAttempts: setting(positiveInt().max(10).default(2), 'SMPP_SUBMIT_ATTEMPTS', 'Submissions of a part (timeouts, binds lost) before the job is given back to the stream.'),
   throttleAttempts: setting(positiveInt().max(50).default(5), 'SMPP_THROTTLE_ATTEMPTS', 'Submissions of a part answered ESME_RTHROTTLED/ESME_RMSGQFUL before the job is given back.'),
   retryDelayMs: setting(positiveInt().default(5_000), 'SMPP_RETRY_DELAY_MS', 'Delay before a job given back (no bind, throttled, no answer) is delivered again.'),
   stopTimeoutMs: setting(positiveInt().default(5_000), 'SMPP_STOP_TIMEOUT_MS', 'On stop: longest wait for outstanding submit_sm_resp before unbinding.'),
