@@ -55,6 +55,8 @@ declare module 'smpp' {
 
   export class PDU implements PduFields {
     constructor(command: string, options?: PduFields);
+    /** Parses a whole PDU from its bytes. */
+    constructor(buffer: Buffer);
     readonly command: string;
     readonly command_id: number;
     command_status: number;

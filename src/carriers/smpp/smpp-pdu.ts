@@ -87,6 +87,7 @@ export function readMessageBody(raw: Buffer): MessageBody | null {
   if (raw.length < HEADER) return null;
   const length = Math.min(raw.readUInt32BE(0), raw.length);
   const commandId = raw.readUInt32BE(4);
+  if (commandId !== 0x04 && commandId !== 0x05 && commandId !== 0x103) return null;
   const buffer = raw.subarray(0, length);
   const reader = new Reader(buffer, HEADER);
   reader.cstring(); // service_type
@@ -109,11 +110,9 @@ export function readMessageBody(raw: Buffer): MessageBody | null {
     dataCoding = reader.octet();
     reader.octet(); // sm_default_msg_id
     shortMessage = Buffer.from(reader.bytes(reader.octet()));
-  } else if (commandId === 0x103) {
-    reader.octet(); // registered_delivery
-    dataCoding = reader.octet();
   } else {
-    return null;
+    reader.octet(); // registered_delivery (data_sm)
+    dataCoding = reader.octet();
   }
   const tlvs = new Map<number, Buffer>();
   while (reader.offset + 4 <= buffer.length) {
