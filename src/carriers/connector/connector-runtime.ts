@@ -114,6 +114,8 @@ export const DEFAULT_RECORD_TTL_MS = 3 * 24 * 3_600_000;
 /** A job dispatched longer ago than this has been failed by the gateway (docs/carrier-protocol.md section 7). */
 export const STALE_JOB_MS = 24 * 3_600_000;
 const DEFAULT_PUBLISH_ATTEMPTS = 5;
+/** A job that reaches an instance whose link is down goes back for this long (another connector may take it). */
+const LINK_DOWN_RETRY_MS = 1_000;
 const PUBLISH_RETRY_DELAY_MS = 200;
 /** Bound on waiting for correlations to be written once the carrier took a message (KV unreachable). */
 const CORRELATION_ATTEMPTS = 10;
@@ -162,19 +164,15 @@ function isConflict(error: unknown): boolean {
   return error instanceof Error && /wrong last sequence/i.test(error.message);
 }
 
-/** Opens a bucket, creating it when missing (another process may create it at the same moment). */
+/** Opens a bucket, creating it when missing (the same settings twice is no change). */
 async function openBucket(kvm: Kvm, name: string, ttlMs: number): Promise<KV> {
   try {
-    return await kvm.open(name, { bindOnly: true });
-  } catch {
-    try {
-      return await kvm.create(name, { history: 1, ttl: ttlMs });
-    } catch (error) {
-      // created by another process with other limits: use it as it is
-      return kvm.open(name, { bindOnly: true }).catch(() => {
-        throw error;
-      });
-    }
+    return await kvm.create(name, { history: 1, ttl: ttlMs });
+  } catch (error) {
+    // created by another process with other limits: use it as it is
+    return kvm.open(name).catch(() => {
+      throw error;
+    });
   }
 }
 
@@ -337,6 +335,11 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   async function handle(delivery: Delivery): Promise<Disposition> {
     // a transport still handing over jobs while this instance stops or stands by gets them back for another one
     if (state !== 'running' || !active) return retryAfter(0);
+    if (!link.isLive()) {
+      // the link went down since the last heartbeat: stand by now rather than at the next one
+      void refreshPresence();
+      return retryAfter(LINK_DOWN_RETRY_MS);
+    }
     const checked = checkDispatchJob(knownFields(delivery.payload));
     if (!checked.ok) {
       counters.jobsInvalid++;
@@ -378,6 +381,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         counters.jobsRetried++;
         await releaseRecord(key);
         log.info({ dispatch_id: job.dispatch_id, reason: outcome.reason, delay_ms: outcome.delayMs }, 'dispatch job handed back for later');
+        if (!link.isLive()) void refreshPresence();
         return retryAfter(outcome.delayMs);
     }
   }

@@ -1,0 +1,313 @@
+import { expect } from 'chai';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
+import { createLogger } from '../../../src/libraries/logger/logger.js';
+import { dispatchSubject, readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
+import { CONNECTOR_PRESENCE_BUCKET, type ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
+import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
+import { startTestNats, type TestNats } from '../../helpers/nats.js';
+
+const HEARTBEAT_MS = 250;
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null && value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+let jobCounter = 0;
+function job(overrides: Partial<DispatchJob> = {}): DispatchJob {
+  jobCounter++;
+  const messageId = `msg_rt${jobCounter}`;
+  return {
+    version: 1,
+    dispatch_id: `${messageId}:0:0`,
+    message_id: messageId,
+    occurrence_index: 0,
+    recipient_index: 0,
+    to: '+243812345601',
+    sender_id: 'ACME',
+    text: 'Your code is 482913',
+    encoding: 'GSM-7',
+    segments: 1,
+    submitted_at: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+describe('connector runtime on NATS (fake carrier link)', function () {
+  this.timeout(90_000);
+  let nats: TestNats;
+  /** The gateway's side: it creates the streams, publishes jobs. */
+  let gateway: Transport;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    nats = await startTestNats();
+    gateway = await connectNatsTransport({ servers: nats.url, name: 'test-gateway' });
+    nc = await connectNats({ servers: [nats.url] });
+    jsm = await jetstreamManager(nc);
+  });
+
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()?.().catch(() => undefined);
+  });
+
+  after(async () => {
+    await gateway.close();
+    await nc.close();
+    await nats.stop();
+  });
+
+  interface Started {
+    readonly runtime: ConnectorRuntime;
+    readonly link: FakeCarrierLink;
+    stop(): Promise<void>;
+  }
+
+  async function startConnector(carrier: string, options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {}): Promise<Started> {
+    const name = options.name ?? 'fake';
+    const link = options.link ?? new FakeCarrierLink(`${name}-ref`);
+    const transport = await connectNatsTransport({ servers: nats.url, name: `connector-${name}` });
+    const kvConnection = await connectNats({ servers: [nats.url], name: `connector-${name}-kv` });
+    const runtime = createConnectorRuntime({
+      carrier,
+      name,
+      priority: options.priority ?? 1,
+      weight: 1,
+      link,
+      nats: kvConnection,
+      transport,
+      logger: createLogger({ level: 'silent' }),
+      settings: { presenceIntervalMs: HEARTBEAT_MS, ...options.settings },
+    });
+    await runtime.start();
+    let stopped = false;
+    const stop = async (): Promise<void> => {
+      if (stopped) return;
+      stopped = true;
+      await runtime.stop();
+      await transport.close();
+      await kvConnection.close();
+    };
+    cleanups.push(stop);
+    return { runtime, link, stop };
+  }
+
+  async function receipts(carrier: string): Promise<Receipt[]> {
+    const info = await jsm.streams.info('SMS_RECEIPTS');
+    const found: Receipt[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const stored = await jsm.streams.getMessage('SMS_RECEIPTS', { seq }).catch(() => null);
+      if (stored?.subject !== `sms.receipts.${carrier}`) continue;
+      found.push(...readReceipts(stored.json()).receipts);
+    }
+    return found;
+  }
+
+  const receiptOf = async (carrier: string, dispatchId: string, status: string): Promise<Receipt | undefined> =>
+    (await receipts(carrier)).find((r) => r.dispatch_id === dispatchId && r.status === status);
+
+  const waitReceipt = (carrier: string, dispatchId: string, status: string): Promise<Receipt> =>
+    waitFor(`${status} receipt for ${dispatchId}`, () => receiptOf(carrier, dispatchId, status));
+
+  async function publishJob(carrier: string, dispatch: DispatchJob, publishId = dispatch.dispatch_id): Promise<void> {
+    await gateway.publish(dispatchSubject(carrier), dispatch, { id: publishId });
+  }
+
+  it('submits a job, publishes accepted, and turns a delivery report into delivered; the report resolves once the receipt is in the stream', async () => {
+    const { link } = await startConnector('rt-basic');
+    const dispatch = job();
+    await publishJob('rt-basic', dispatch);
+    const accepted = await waitReceipt('rt-basic', dispatch.dispatch_id, 'accepted');
+    expect(accepted.receipt_id).to.equal(`${dispatch.dispatch_id}:accepted`);
+    expect(accepted.carrier_reference).to.be.a('string');
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+
+    await link.report(accepted.carrier_reference ?? '', 'delivered', null, Date.parse('2026-01-01T10:00:04.120Z'));
+    // no waiting: the promise resolved, so the receipt is stored already
+    const delivered = await receiptOf('rt-basic', dispatch.dispatch_id, 'delivered');
+    expect(delivered).to.include({ receipt_id: `${dispatch.dispatch_id}:${accepted.carrier_reference}:delivered`, occurred_at: '2026-01-01T10:00:04.120Z' });
+
+    const failing = job();
+    await publishJob('rt-basic', failing);
+    const acceptedToo = await waitReceipt('rt-basic', failing.dispatch_id, 'accepted');
+    await link.report(acceptedToo.carrier_reference ?? '', 'undelivered', '001');
+    const undelivered = await receiptOf('rt-basic', failing.dispatch_id, 'undelivered');
+    expect(undelivered?.error_message).to.equal('Undelivered (carrier error 001)');
+  });
+
+  it('publishes rejected with the carrier status when the carrier refuses the message for good', async () => {
+    const link = new FakeCarrierLink('rej', {
+      decide: () => ({ kind: 'rejected', carrierStatus: 'ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),
+    });
+    await startConnector('rt-reject', { link });
+    const dispatch = job();
+    await publishJob('rt-reject', dispatch);
+    const rejected = await waitReceipt('rt-reject', dispatch.dispatch_id, 'rejected');
+    expect(rejected.error_message).to.equal('Carrier refused the message (ESME_RINVDSTADR)');
+    expect(rejected.carrier_reference).to.equal(null);
+  });
+
+  it('aggregates multi-part reports: all delivered → delivered, some delivered → partially_delivered', async () => {
+    const { link } = await startConnector('rt-multi');
+    const whole = job({ segments: 3, text: 'x'.repeat(400) });
+    const partial = job({ segments: 3, text: 'y'.repeat(400) });
+    await publishJob('rt-multi', whole);
+    await publishJob('rt-multi', partial);
+    await waitReceipt('rt-multi', whole.dispatch_id, 'accepted');
+    await waitReceipt('rt-multi', partial.dispatch_id, 'accepted');
+    const refsOf = (dispatchId: string): string[] => {
+      const index = link.submissions.findIndex((s) => s.dispatch_id === dispatchId);
+      return [1, 2, 3].map((n) => `fake-ref-${index * 3 + n}`);
+    };
+    const [w1, w2, w3] = refsOf(whole.dispatch_id);
+    const [p1, p2, p3] = refsOf(partial.dispatch_id);
+
+    await link.report(w1 ?? '', 'delivered');
+    expect(await receiptOf('rt-multi', whole.dispatch_id, 'enroute')).to.not.equal(undefined);
+    expect(await receiptOf('rt-multi', whole.dispatch_id, 'delivered')).to.equal(undefined);
+    // the last two parts' reports arrive together: each must see the other's state
+    await Promise.all([link.report(w2 ?? '', 'delivered'), link.report(w3 ?? '', 'delivered')]);
+    const delivered = await receiptOf('rt-multi', whole.dispatch_id, 'delivered');
+    expect(delivered?.receipt_id).to.equal(`${whole.dispatch_id}:final:delivered`);
+
+    await Promise.all([link.report(p1 ?? '', 'delivered'), link.report(p2 ?? '', 'undelivered', '027'), link.report(p3 ?? '', 'delivered')]);
+    const partially = await receiptOf('rt-multi', partial.dispatch_id, 'partially_delivered');
+    expect(partially?.error_message).to.equal('2 of 3 parts delivered; Undelivered (carrier error 027)');
+    expect((await receipts('rt-multi')).filter((r) => r.dispatch_id === partial.dispatch_id && r.status === 'partially_delivered')).to.have.length(1);
+  });
+
+  it('keeps a report that comes before the submission is answered, and correlates it once the references are recorded', async () => {
+    const link = new FakeCarrierLink('early');
+    link.decide = async () => {
+      // the message centre sends the delivery report before its submit_sm_resp
+      await link.report('early-first', 'delivered', null);
+      return { kind: 'accepted', references: ['early-first'] };
+    };
+    const { runtime } = await startConnector('rt-orphan', { link });
+    const dispatch = job();
+    await publishJob('rt-orphan', dispatch);
+    const delivered = await waitReceipt('rt-orphan', dispatch.dispatch_id, 'delivered');
+    expect(delivered.carrier_reference).to.equal('early-first');
+    expect(runtime.stats().orphansKept).to.equal(1);
+    expect(runtime.stats().orphansResolved).to.equal(1);
+  });
+
+  it('correlates late reports for references a stopped connector recorded', async () => {
+    const first = await startConnector('rt-restart', { name: 'first' });
+    const dispatch = job();
+    await publishJob('rt-restart', dispatch);
+    const accepted = await waitReceipt('rt-restart', dispatch.dispatch_id, 'accepted');
+    await first.stop();
+
+    const second = await startConnector('rt-restart', { name: 'second' });
+    await second.link.report(accepted.carrier_reference ?? '', 'expired', null);
+    expect(await receiptOf('rt-restart', dispatch.dispatch_id, 'expired')).to.not.equal(undefined);
+    expect(second.link.submissions).to.have.length(0);
+  });
+
+  it('acknowledges a job published again after it was submitted, without sending it again', async () => {
+    const { link, runtime } = await startConnector('rt-redeliver');
+    const dispatch = job();
+    await publishJob('rt-redeliver', dispatch);
+    await waitReceipt('rt-redeliver', dispatch.dispatch_id, 'accepted');
+    // the gateway republishing after its duplicate window: a new message id, the same dispatch id
+    await publishJob('rt-redeliver', dispatch, `${dispatch.dispatch_id}-again`);
+    await waitFor('the copy to be settled', () => runtime.stats().jobsSkipped >= 1);
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-redeliver');
+    expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+  });
+
+  it('hands a job back when the link cannot submit, and another connector takes it once the first is not live', async () => {
+    const firstLink = new FakeCarrierLink('down');
+    firstLink.decide = () => {
+      // the bind drops during the submission
+      firstLink.live = false;
+      return { kind: 'retry', delayMs: 200, reason: 'bind lost' };
+    };
+    const first = await startConnector('rt-retry', { name: 'primary', priority: 1, link: firstLink });
+    const second = await startConnector('rt-retry', { name: 'standby', priority: 2 });
+    await waitFor('the primary to be active alone', () => first.runtime.stats().active && !second.runtime.stats().active);
+    const dispatch = job();
+    await publishJob('rt-retry', dispatch);
+    const accepted = await waitReceipt('rt-retry', dispatch.dispatch_id, 'accepted');
+    expect(firstLink.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(second.link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(accepted.carrier_reference).to.match(/^standby-ref-/);
+    expect(first.runtime.stats().jobsRetried).to.equal(1);
+  });
+
+  it('gives the jobs to the live connector of the best priority, fails over when its link goes down, and keeps jobs while none is live', async () => {
+    const primary = await startConnector('rt-failover', { name: 'primary', priority: 1 });
+    const standby = await startConnector('rt-failover', { name: 'standby', priority: 2 });
+    await waitFor('presence to settle', () => primary.runtime.stats().active && !standby.runtime.stats().active);
+    const firstBatch = [job(), job(), job(), job()];
+    for (const dispatch of firstBatch) await publishJob('rt-failover', dispatch);
+    for (const dispatch of firstBatch) await waitReceipt('rt-failover', dispatch.dispatch_id, 'accepted');
+    expect(primary.link.submissions).to.have.length(4);
+    expect(standby.link.submissions).to.have.length(0);
+
+    primary.link.live = false;
+    await waitFor('the standby to take over', () => standby.runtime.stats().active && !primary.runtime.stats().active);
+    const secondBatch = [job(), job()];
+    for (const dispatch of secondBatch) await publishJob('rt-failover', dispatch);
+    for (const dispatch of secondBatch) await waitReceipt('rt-failover', dispatch.dispatch_id, 'accepted');
+    expect(standby.link.submissions.map((s) => s.dispatch_id)).to.have.members(secondBatch.map((d) => d.dispatch_id));
+
+    standby.link.live = false;
+    await waitFor('nobody to be active', () => !standby.runtime.stats().active && !primary.runtime.stats().active);
+    const waiting = job();
+    await publishJob('rt-failover', waiting);
+    await sleep(4 * HEARTBEAT_MS);
+    expect(await receiptOf('rt-failover', waiting.dispatch_id, 'accepted')).to.equal(undefined);
+    const stored = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.rt-failover' });
+    expect(stored.state.subjects?.['sms.dispatch.rt-failover']).to.equal(1);
+
+    primary.link.live = true;
+    await waitReceipt('rt-failover', waiting.dispatch_id, 'accepted');
+    expect(primary.link.submissionsOf(waiting.dispatch_id)).to.equal(1);
+    expect(standby.link.submissionsOf(waiting.dispatch_id)).to.equal(0);
+  });
+
+  it('announces itself in the presence bucket and removes its entry on stop', async () => {
+    const one = await startConnector('rt-presence', { name: 'one', priority: 1 });
+    const two = await startConnector('rt-presence', { name: 'two', priority: 3 });
+    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const entries = async (): Promise<ConnectorPresence[]> => {
+      const found: ConnectorPresence[] = [];
+      for await (const key of await kv.keys('rt-presence.*')) {
+        const entry = await kv.get(key);
+        if (entry?.operation === 'PUT') found.push(entry.json<ConnectorPresence>());
+      }
+      return found;
+    };
+    const both = await waitFor('two presence entries', async () => {
+      const found = await entries();
+      return found.length === 2 && found.every((e) => e.live) ? found : null;
+    });
+    const byName = new Map(both.map((e) => [e.name, e]));
+    expect(byName.get('one')).to.include({ carrier: 'rt-presence', kind: 'fake', priority: 1, active: true, connector_id: one.runtime.connectorId });
+    expect(byName.get('two')).to.include({ priority: 3, active: false, connector_id: two.runtime.connectorId });
+    await one.stop();
+    await waitFor('the entry of the stopped connector to go', async () => {
+      const found = await entries();
+      return found.length === 1 && found[0]?.name === 'two' ? found : null;
+    });
+    await waitFor('the remaining connector to take the jobs', () => two.runtime.stats().active);
+  });
+});
