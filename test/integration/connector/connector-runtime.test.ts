@@ -9,6 +9,7 @@ import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { dispatchSubject, readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
 import { CONNECTOR_PRESENCE_BUCKET, type ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
+import { dispatchBucket, encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
 import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
@@ -231,6 +232,125 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
     const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-redeliver');
     expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+  });
+
+  async function writeRecord(carrier: string, dispatchId: string, record: DispatchRecord): Promise<void> {
+    const kv = await new Kvm(nc).open(dispatchBucket(carrier));
+    await kv.put(encodeKey(dispatchId), JSON.stringify(record));
+  }
+
+  it('hands back a job another instance is submitting right now, and sends it once that instance released it', async () => {
+    const { link, runtime } = await startConnector('rt-busy', { settings: { ackWaitMs: 2_000 } });
+    const dispatch = job();
+    await writeRecord('rt-busy', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'other-1', claimed_at: Date.now(), renewed_at: Date.now() });
+    await publishJob('rt-busy', dispatch);
+    await waitFor('the job to be seen', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-busy');
+      return consumer.delivered.consumer_seq >= 1;
+    });
+    await sleep(500);
+    expect(link.submissions).to.have.length(0);
+    // the other instance's link answered `retry`: it deletes its record
+    const kv = await new Kvm(nc).open(dispatchBucket('rt-busy'));
+    await kv.delete(encodeKey(dispatch.dispatch_id));
+    await waitReceipt('rt-busy', dispatch.dispatch_id, 'accepted');
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(runtime.stats().jobsSkipped).to.equal(0);
+  });
+
+  it('does not send again a job whose instance died while submitting it (hold), unless told to resend', async () => {
+    const held = await startConnector('rt-stale', { name: 'held' });
+    const dispatch = job();
+    const longAgo = Date.now() - 120_000;
+    await writeRecord('rt-stale', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-1', claimed_at: longAgo, renewed_at: longAgo });
+    await publishJob('rt-stale', dispatch);
+    await waitFor('the job to be acknowledged', () => held.runtime.stats().jobsSkipped === 1);
+    expect(held.link.submissions).to.have.length(0);
+    await held.stop();
+
+    const resending = await startConnector('rt-stale', { name: 'resending', settings: { staleSubmission: 'resend' } });
+    const another = job();
+    await writeRecord('rt-stale', another.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-2', claimed_at: longAgo, renewed_at: longAgo });
+    await publishJob('rt-stale', another);
+    await waitReceipt('rt-stale', another.dispatch_id, 'accepted');
+    expect(resending.link.submissionsOf(another.dispatch_id)).to.equal(1);
+  });
+
+  it('acknowledges a stale job (dispatched more than 24 h ago) and drops an invalid one, sending neither', async () => {
+    const { link, runtime } = await startConnector('rt-invalid');
+    await publishJob('rt-invalid', job({ submitted_at: new Date(Date.now() - 25 * 3_600_000).toISOString() }));
+    await gateway.publish(dispatchSubject('rt-invalid'), { version: 1, dispatch_id: 'nope' }, { id: 'invalid-1' });
+    await waitFor('both jobs settled', () => runtime.stats().jobsSkipped === 1 && runtime.stats().jobsInvalid === 1);
+    expect(link.submissions).to.have.length(0);
+    await waitFor('the stream to hold nothing for the carrier', async () => {
+      const stored = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.rt-invalid' });
+      return (stored.state.subjects?.['sms.dispatch.rt-invalid'] ?? 0) === 0;
+    });
+  });
+
+  it('does not send twice a submission slower than the ack wait: its instance keeps the record fresh', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowLink = new FakeCarrierLink('slow');
+    slowLink.decide = async (dispatch) => {
+      await released;
+      return slowLink.accept(dispatch.segments);
+    };
+    const slow = await startConnector('rt-slow', { name: 'slow', link: slowLink, settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
+    const other = await startConnector('rt-slow', { name: 'other', settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
+    const dispatch = job();
+    await publishJob('rt-slow', dispatch);
+    await waitFor('the slow link to have it', () => slowLink.submissions.length === 1 || other.link.submissions.length === 1);
+    const slowHasIt = slowLink.submissions.length === 1;
+    // JetStream redelivers it after the ack wait, several times meanwhile
+    await waitFor('a redelivery', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-slow');
+      return consumer.num_redelivered >= 1 || consumer.delivered.consumer_seq >= 2;
+    });
+    await sleep(1_500);
+    release();
+    await waitReceipt('rt-slow', dispatch.dispatch_id, 'accepted');
+    await waitFor('the job to be settled', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-slow');
+      return consumer.num_ack_pending + consumer.num_pending === 0;
+    });
+    expect(slowLink.submissions.length + other.link.submissions.length).to.equal(1);
+    if (!slowHasIt) expect(other.link.submissions).to.have.length(1);
+    expect(slow.runtime.stats().jobsTaken + other.runtime.stats().jobsTaken).to.equal(1);
+  });
+
+  it('on stop, finishes the submission in hand before stopping the link, and removes its presence entry', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const link = new FakeCarrierLink('stopping');
+    link.decide = async (dispatch) => {
+      await released;
+      return link.accept(dispatch.segments);
+    };
+    const { runtime, stop } = await startConnector('rt-stop', { link });
+    const dispatch = job();
+    await publishJob('rt-stop', dispatch);
+    await waitFor('the submission in hand', () => link.submissions.length === 1);
+    let stopped = false;
+    const stopping = stop().then(() => {
+      stopped = true;
+    });
+    await sleep(300);
+    expect(stopped).to.equal(false);
+    expect(link.stopped).to.equal(false);
+    release();
+    await stopping;
+    expect(link.stopped).to.equal(true);
+    expect(await receiptOf('rt-stop', dispatch.dispatch_id, 'accepted')).to.not.equal(undefined);
+    const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-stop');
+    expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const entry = await kv.get(`rt-stop.${runtime.connectorId}`);
+    expect(entry === null || entry.operation !== 'PUT').to.equal(true);
   });
 
   it('hands a job back when the link cannot submit, and another connector takes it once the first is not live', async () => {
