@@ -331,12 +331,13 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       await released;
       return link.accept(dispatch.segments);
     };
-    const { runtime, stop } = await startConnector('rt-stop', { link });
+    const started = await startConnector('rt-stop', { link });
+    const { runtime } = started;
     const dispatch = job();
     await publishJob('rt-stop', dispatch);
     await waitFor('the submission in hand', () => link.submissions.length === 1);
     let stopped = false;
-    const stopping = stop().then(() => {
+    const stopping = started.stop().then(() => {
       stopped = true;
     });
     await sleep(300);
