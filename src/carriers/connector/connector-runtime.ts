@@ -550,8 +550,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         log.info({ reference: report.reference, state: report.state }, 'report for an unknown reference kept until its submission is recorded');
         return;
       }
-      // written meanwhile: settle it now (the submitting side may settle it too; the receipt ids are the same)
-      await resolveOrphans([report.reference]);
+      // written meanwhile: settle it now (the submitting side may settle it too; the receipt ids are the same), and
+      // let a failure reach the carrier, which sends the report again
+      await settleOrphans(report.reference);
       return;
     }
     const receipt = await receiptFor(kept, correlation);
@@ -568,29 +569,41 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     return task;
   }
 
-  /** Publishes the receipts of reports kept for these references, then forgets them. */
+  /** Publishes the receipts of the reports kept for one reference, then forgets them; throws when one is not published. */
+  async function settleOrphans(reference: string): Promise<void> {
+    const key = encodeKey(reference);
+    const entry = await bucket(orphans).get(key);
+    const kept = fromEntry<OrphanReports>(entry);
+    if (kept === null || entry === null) return;
+    const correlation = await readCorrelation(reference);
+    if (correlation === null) return;
+    for (const report of kept.reports) {
+      const receipt = await receiptFor(report, correlation);
+      if (receipt !== null) await publishReceipt(receipt);
+    }
+    try {
+      await bucket(orphans).delete(key, { previousSeq: entry.revision });
+    } catch (error) {
+      // more reports were kept meanwhile: their own handler or the next pass settles them (the same receipt ids)
+      if (!isConflict(error)) throw error;
+    }
+    counters.orphansResolved += kept.reports.length;
+  }
+
+  /** After the references are recorded: the reports that came first are settled now (a failure is logged; they stay kept). */
   async function resolveOrphans(refs: readonly string[]): Promise<void> {
     for (const reference of refs) {
-      try {
-        const key = encodeKey(reference);
-        const entry = await bucket(orphans).get(key);
-        const kept = fromEntry<OrphanReports>(entry);
-        if (kept === null || entry === null) continue;
-        const correlation = await readCorrelation(reference);
-        if (correlation === null) continue;
-        for (const report of kept.reports) {
-          const receipt = await receiptFor(report, correlation);
-          if (receipt !== null && !(await publishPatiently(receipt))) throw new Error(`receipt ${receipt.receipt_id} not published`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await settleOrphans(reference);
+          break;
+        } catch (error) {
+          if (attempt >= publishAttempts) {
+            log.warn({ err: error, reference }, 'reports kept for a reference not settled yet');
+            break;
+          }
+          await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
         }
-        await bucket(orphans)
-          .delete(key, { previousSeq: entry.revision })
-          .catch((error: unknown) => {
-            // more reports were kept meanwhile: they are settled on the next pass (the same receipts, deduplicated)
-            if (!isConflict(error)) throw error;
-          });
-        counters.orphansResolved += kept.reports.length;
-      } catch (error) {
-        log.warn({ err: error, reference }, 'reports kept for a reference not settled yet');
       }
     }
   }

@@ -405,6 +405,32 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(standby.link.submissionsOf(waiting.dispatch_id)).to.equal(0);
   });
 
+  it('rejects a report it cannot publish (the carrier sends it again), and publishes it when sent again', async () => {
+    const { link } = await startConnector('rt-outage');
+    const dispatch = job();
+    await publishJob('rt-outage', dispatch);
+    const accepted = await waitReceipt('rt-outage', dispatch.dispatch_id, 'accepted');
+    await nats.stopServer();
+    let failure: unknown = null;
+    try {
+      await link.report(accepted.carrier_reference ?? '', 'delivered');
+    } catch (error) {
+      failure = error;
+    } finally {
+      await nats.startServer();
+    }
+    expect(failure).to.be.instanceOf(Error);
+    await waitFor('the report to go through once NATS is back', async () => {
+      try {
+        await link.report(accepted.carrier_reference ?? '', 'delivered');
+        return true;
+      } catch {
+        return false;
+      }
+    }, 60_000);
+    expect(await receiptOf('rt-outage', dispatch.dispatch_id, 'delivered')).to.not.equal(undefined);
+  });
+
   it('announces itself in the presence bucket and removes its entry on stop', async () => {
     const one = await startConnector('rt-presence', { name: 'one', priority: 1 });
     const two = await startConnector('rt-presence', { name: 'two', priority: 3 });
