@@ -1,8 +1,8 @@
 import Joi from 'joi';
 import { createLogger, type Logger } from '../../libraries/logger/logger.js';
-import { CARRIER_SLUG } from '../carrier-protocol.js';
+import { CARRIER_SLUG, RECEIPT_BATCH_MAX } from '../carrier-protocol.js';
 import type { CarrierLink } from './carrier-link.js';
-import { CONNECTOR_ACK_WAIT_MS, DEFAULT_RECORD_TTL_MS, type ConnectorRuntime } from './connector-runtime.js';
+import { CONNECTOR_ACK_WAIT_MS, DEFAULT_RECEIPT_BATCH_MAX, DEFAULT_RECORD_TTL_MS, createConnectorRuntime, type ConnectorRuntime } from './connector-runtime.js';
 
 /**
  * The process entry of a carrier connector (`smpp`, `kannel`, …): common settings from the environment, a NATS
@@ -31,6 +31,7 @@ export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
     default: 'hold',
     meaning: 'A job whose instance died while submitting it: hold (acknowledge, never send twice) or resend (a duplicate SMS is possible).',
   },
+  { name: 'CONNECTOR_RECEIPT_BATCH_MAX', required: false, default: '100', meaning: 'Most receipts in one NATS message: receipts ready together leave as one receipt batch; 1 publishes each on its own.' },
   { name: 'LOG_LEVEL', required: false, default: 'info', meaning: 'pino log level.' },
 ];
 
@@ -43,6 +44,7 @@ export interface ConnectorEnvironment {
   readonly concurrency: number | undefined;
   readonly recordTtlMs: number;
   readonly staleSubmission: 'hold' | 'resend';
+  readonly receiptBatchMax: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -64,6 +66,12 @@ const environmentSchema = Joi.object({
     .default(DEFAULT_RECORD_TTL_MS)
     .messages({ '*': 'CONNECTOR_RECORD_TTL_MS must be an integer of at least 90000000 (25 h: longer than the 24-hour rule)' }),
   CONNECTOR_STALE_SUBMISSION: Joi.string().valid('hold', 'resend').default('hold').messages({ '*': 'CONNECTOR_STALE_SUBMISSION must be hold or resend' }),
+  CONNECTOR_RECEIPT_BATCH_MAX: Joi.number()
+    .integer()
+    .min(1)
+    .max(RECEIPT_BATCH_MAX)
+    .default(DEFAULT_RECEIPT_BATCH_MAX)
+    .messages({ '*': `CONNECTOR_RECEIPT_BATCH_MAX must be an integer from 1 to ${RECEIPT_BATCH_MAX}` }),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info').messages({ '*': 'LOG_LEVEL must be a pino level' }),
 }).unknown(true);
 
@@ -83,6 +91,7 @@ interface ValidatedEnvironment {
   CONNECTOR_CONCURRENCY?: number;
   CONNECTOR_RECORD_TTL_MS: number;
   CONNECTOR_STALE_SUBMISSION: 'hold' | 'resend';
+  CONNECTOR_RECEIPT_BATCH_MAX: number;
   LOG_LEVEL: ConnectorEnvironment['logLevel'];
 }
 
@@ -101,6 +110,7 @@ export function readConnectorEnvironment(env: NodeJS.ProcessEnv, kind: string): 
     concurrency: valid.CONNECTOR_CONCURRENCY,
     recordTtlMs: valid.CONNECTOR_RECORD_TTL_MS,
     staleSubmission: valid.CONNECTOR_STALE_SUBMISSION,
+    receiptBatchMax: valid.CONNECTOR_RECEIPT_BATCH_MAX,
     logLevel: valid.LOG_LEVEL,
   };
 }
@@ -139,10 +149,8 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     throw error;
   }
 
-  // loaded lazily, as the simulator does: the NATS client is only needed by connector processes
   const { connectNatsTransport } = await import('../../libraries/transport/nats-transport.js');
   const { connectNats } = await import('../../libraries/transport/nats-connect.js');
-  const { createConnectorRuntime } = await import('./connector-runtime.js');
   const servers = settings.natsUrl.split(',').map((s) => s.trim());
   const onNatsError = (error: unknown, context: string): void => {
     logger.warn({ err: error, context }, 'nats');
@@ -170,6 +178,7 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
       recordTtlMs: settings.recordTtlMs,
       ackWaitMs: CONNECTOR_ACK_WAIT_MS,
       staleSubmission: settings.staleSubmission,
+      receiptBatchMax: settings.receiptBatchMax,
     },
   });
 

@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
-import { CARRIER_SLUG, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt } from '../carrier-protocol.js';
+import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, SubmitOutcome } from './carrier-link.js';
 import {
   CONNECTOR_PRESENCE_BUCKET,
@@ -59,6 +60,8 @@ export interface ConnectorSettings {
   readonly presenceIntervalMs?: number;
   /** A `submitting` record whose instance stopped renewing it: `hold` (acknowledge, do not send) or `resend`. */
   readonly staleSubmission?: 'hold' | 'resend';
+  /** Most receipts in one NATS message (a receipt batch); 1 publishes each on its own. Default 100. */
+  readonly receiptBatchMax?: number;
   /** Attempts to publish a receipt that is not answered by a report's promise (accepted, rejected, orphans). */
   readonly publishAttempts?: number;
 }
@@ -114,6 +117,7 @@ export const DEFAULT_RECORD_TTL_MS = 3 * 24 * 3_600_000;
 /** A job dispatched longer ago than this has been failed by the gateway (docs/carrier-protocol.md section 7). */
 export const STALE_JOB_MS = 24 * 3_600_000;
 const DEFAULT_PUBLISH_ATTEMPTS = 5;
+export const DEFAULT_RECEIPT_BATCH_MAX = 100;
 /** A job that reaches an instance whose link is down goes back for this long (another connector may take it). */
 const LINK_DOWN_RETRY_MS = 1_000;
 const PUBLISH_RETRY_DELAY_MS = 200;
@@ -187,6 +191,10 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   const presenceIntervalMs = settings.presenceIntervalMs ?? PRESENCE_INTERVAL_MS;
   const staleSubmission = settings.staleSubmission ?? 'hold';
   const publishAttempts = settings.publishAttempts ?? DEFAULT_PUBLISH_ATTEMPTS;
+  const receiptBatchMax = settings.receiptBatchMax ?? DEFAULT_RECEIPT_BATCH_MAX;
+  if (!Number.isInteger(receiptBatchMax) || receiptBatchMax < 1 || receiptBatchMax > RECEIPT_BATCH_MAX) {
+    throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${receiptBatchMax}`);
+  }
   const connectorId = `${options.name}-${ids().replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12)}`;
   const log = logger.child({ carrier, connector_id: connectorId });
 
@@ -226,11 +234,58 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   // ---- receipts ----
 
-  async function publishReceipt(receipt: Receipt): Promise<void> {
+  interface Pending {
+    readonly receipt: Receipt;
+    readonly resolve: () => void;
+    readonly reject: (error: unknown) => void;
+  }
+  /** Receipts waiting for the publisher: those ready in the same turn leave together, as one batch. */
+  const queued: Pending[] = [];
+  let publisher: Promise<void> | null = null;
+
+  /** One receipt on its own, or a batch under an id made of its receipts' ids (the same batch, the same id). */
+  function receiptMessage(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string } {
+    const [first] = receipts;
+    if (receipts.length === 1 && first) return { payload: first, id: first.receipt_id };
+    const batchId = `batch:${createHash('sha256').update(receipts.map((r) => r.receipt_id).join('\n')).digest('hex')}`;
+    return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId };
+  }
+
+  async function drainReceipts(): Promise<void> {
+    while (queued.length > 0) {
+      const taken = queued.splice(0, receiptBatchMax);
+      const { payload, id } = receiptMessage(taken.map((pending) => pending.receipt));
+      try {
+        await transport.publish(receiptSubject(carrier), payload, { id });
+        counters.receiptsPublished += taken.length;
+        for (const pending of taken) pending.resolve();
+      } catch (error) {
+        for (const pending of taken) pending.reject(error);
+      }
+    }
+  }
+
+  /** Resolves once the stream stored the receipt (alone or in a batch); rejects when that publish failed. */
+  function publishReceipt(receipt: Receipt): Promise<void> {
     const checked = checkReceipt(receipt);
-    if (!checked.ok) throw new Error(`invalid receipt ${receipt.receipt_id}: ${checked.errors.join('; ')}`);
-    await transport.publish(receiptSubject(carrier), checked.value, { id: receipt.receipt_id });
-    counters.receiptsPublished++;
+    if (!checked.ok) return Promise.reject(new Error(`invalid receipt ${receipt.receipt_id}: ${checked.errors.join('; ')}`));
+    return new Promise<void>((resolve, reject) => {
+      queued.push({ receipt: checked.value, resolve, reject });
+      kickPublisher();
+    });
+  }
+
+  /** Started after this turn, so the receipts of reports arriving together leave together. */
+  function kickPublisher(): void {
+    publisher ??= new Promise<void>((wake) => {
+      setImmediate(wake);
+    })
+      .then(drainReceipts)
+      .finally(() => {
+        publisher = null;
+        // receipts queued by code that resumed after the last publish
+        if (queued.length > 0) kickPublisher();
+      });
   }
 
   /** For receipts no carrier waits on: a few attempts with the same id, then a log line. */

@@ -151,6 +151,25 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(undelivered?.error_message).to.equal('Undelivered (carrier error 001)');
   });
 
+  it('publishes the receipts of reports arriving together as receipt batches, each report resolving once its receipt is stored', async () => {
+    const { link } = await startConnector('rt-batch');
+    const dispatches = Array.from({ length: 30 }, () => job());
+    for (const dispatch of dispatches) await publishJob('rt-batch', dispatch);
+    const acceptedReceipts = await waitFor('every accepted receipt', async () => {
+      const found = (await receipts('rt-batch')).filter((r) => r.status === 'accepted');
+      return found.length === dispatches.length ? found : null;
+    });
+    const messagesOnSubject = async (): Promise<number> => {
+      const info = await jsm.streams.info('SMS_RECEIPTS', { subjects_filter: 'sms.receipts.rt-batch' });
+      return info.state.subjects?.['sms.receipts.rt-batch'] ?? 0;
+    };
+    const before = await messagesOnSubject();
+    await Promise.all(acceptedReceipts.map((r) => link.report(r.carrier_reference ?? '', 'delivered')));
+    const delivered = (await receipts('rt-batch')).filter((r) => r.status === 'delivered');
+    expect(delivered.map((r) => r.dispatch_id)).to.have.members(dispatches.map((d) => d.dispatch_id));
+    expect((await messagesOnSubject()) - before).to.be.below(dispatches.length);
+  });
+
   it('publishes rejected with the carrier status when the carrier refuses the message for good', async () => {
     const link = new FakeCarrierLink('rej', {
       decide: () => ({ kind: 'rejected', carrierStatus: 'ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),

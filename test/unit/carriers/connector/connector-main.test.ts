@@ -22,6 +22,7 @@ describe('connector process settings', () => {
       concurrency: undefined,
       recordTtlMs: 3 * 24 * 3_600_000,
       staleSubmission: 'hold',
+      receiptBatchMax: 100,
       logLevel: 'info',
     });
   });
