@@ -328,7 +328,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
-  type Claim = { kind: 'claimed'; revision: number } | { kind: 'done'; why: string } | { kind: 'busy'; retryInMs: number };
+  type Claim = { kind: 'claimed'; revision: number } | { kind: 'done'; why: string; unknownOutcome?: true } | { kind: 'busy'; retryInMs: number };
 
   async function claim(key: string): Promise<Claim> {
     for (;;) {
@@ -347,7 +347,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       if (record.state === 'rejected') return { kind: 'done', why: 'already refused by the carrier' };
       const silentFor = now - record.renewed_at;
       if (silentFor <= ackWaitMs) return { kind: 'busy', retryInMs: Math.max(1_000, ackWaitMs - silentFor + 1_000) };
-      if (staleSubmission === 'hold') return { kind: 'done', why: `instance ${record.instance} died while submitting it: outcome unknown, not sent again` };
+      if (staleSubmission === 'hold') {
+        return { kind: 'done', why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`, unknownOutcome: true };
+      }
       try {
         const next: DispatchRecord = { ...submitting, ...(record.parts ? { parts: record.parts } : {}) };
         return { kind: 'claimed', revision: await bucket(dispatches).update(key, toBytes(next), revision) };
@@ -411,7 +413,8 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     const claimed = await claim(key);
     if (claimed.kind === 'done') {
       counters.jobsSkipped++;
-      log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
+      if (claimed.unknownOutcome) log.warn({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
+      else log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
       await resolveOrphansOf(job.dispatch_id, key);
       return ACK;
     }
