@@ -1,0 +1,823 @@
+import { createHash } from 'node:crypto';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
+import type { Logger } from '../../libraries/logger/logger.js';
+import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
+import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
+import type { CarrierLink, CarrierReport, SubmitOutcome } from './carrier-link.js';
+import {
+  CONNECTOR_PRESENCE_BUCKET,
+  PRESENCE_INTERVAL_MS,
+  PRESENCE_TTL_MS,
+  liveConnectors,
+  presenceKey,
+  shouldTakeJobs,
+  type ConnectorPresence,
+} from './connector-presence.js';
+import {
+  dispatchBucket,
+  encodeKey,
+  finalReceiptId,
+  multiPartVerdict,
+  orphanBucket,
+  referenceBucket,
+  reportReceiptId,
+  singlePartVerdict,
+  withPartReport,
+  type Correlation,
+  type DispatchRecord,
+  type OrphanReport,
+  type OrphanReports,
+  type PartRecord,
+} from './connector-records.js';
+
+/**
+ * The NATS side of a carrier connector, common to every kind of carrier link (docs/carrier-protocol.md): it takes
+ * dispatch jobs from the shared durable `connector-<carrier>`, records each one before the link submits it, keeps
+ * the carrier's references to correlate delivery reports, publishes receipts, and announces the connector's
+ * presence so only the live connectors of the best priority take jobs.
+ *
+ * Taking a job (`handle`), with the dispatch record in `carrier-dispatches-<carrier>`:
+ * - no record: create `submitting` (KV create: one instance wins), then submit;
+ * - `submitted` or `rejected`: the carrier had it already: acknowledge, never send again;
+ * - `submitting`, renewed within the ack wait: an instance is submitting it right now: retry after the ack wait;
+ * - `submitting`, not renewed for longer than the ack wait: its instance died during the hand-off, and whether the
+ *   carrier took the message is unknown. With `staleSubmission: 'hold'` (the default, rule 2 of section 4) the job
+ *   is acknowledged without sending: the carrier's report, if any, or the 24-hour rule ends the recipient. With
+ *   `'resend'` this instance takes the record over and submits again (a duplicate SMS is possible).
+ * The instance submitting renews its record every third of the ack wait, so a slow hand-off is never taken for a
+ * dead one.
+ */
+
+export interface ConnectorSettings {
+  /** Jobs handled at once by this instance; default: the link's window size × weight. */
+  readonly concurrency?: number;
+  /** Lifetime of dispatch records, correlations and orphan reports. */
+  readonly recordTtlMs?: number;
+  readonly ackWaitMs?: number;
+  readonly presenceIntervalMs?: number;
+  /** A `submitting` record whose instance stopped renewing it: `hold` (acknowledge, do not send) or `resend`. */
+  readonly staleSubmission?: 'hold' | 'resend';
+  /** Most receipts in one NATS message (a receipt batch); 1 publishes each on its own. Default 100. */
+  readonly receiptBatchMax?: number;
+  /** Attempts to publish a receipt that is not answered by a report's promise (accepted, rejected, orphans). */
+  readonly publishAttempts?: number;
+}
+
+export interface ConnectorRuntimeOptions {
+  /** Carrier slug: consumes `sms.dispatch.<carrier>`, publishes `sms.receipts.<carrier>`. */
+  readonly carrier: string;
+  /** Operator's name of this connector (presence); the connector id is `<name>-<random>`. */
+  readonly name: string;
+  readonly priority: number;
+  readonly weight: number;
+  readonly link: CarrierLink;
+  /** For the key-value buckets (records, correlations, orphans, presence). */
+  readonly nats: NatsConnection;
+  /** For dispatch jobs and receipts. */
+  readonly transport: Transport;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  readonly ids?: IdGenerator;
+  readonly settings?: ConnectorSettings;
+}
+
+export interface ConnectorStats {
+  readonly connectorId: string;
+  readonly active: boolean;
+  readonly live: boolean;
+  readonly jobsTaken: number;
+  readonly jobsAccepted: number;
+  readonly jobsRejected: number;
+  readonly jobsRetried: number;
+  /** Jobs acknowledged without sending: already submitted or refused, held after a dead instance, stale (> 24 h). */
+  readonly jobsSkipped: number;
+  readonly jobsInvalid: number;
+  readonly reportsReceived: number;
+  readonly orphansKept: number;
+  readonly orphansResolved: number;
+  readonly receiptsPublished: number;
+  readonly receiptsFailed: number;
+}
+
+export interface ConnectorRuntime {
+  readonly connectorId: string;
+  start(): Promise<void>;
+  /** No new jobs, the submissions in hand finish, the link stops, pending receipts go out, the presence entry goes. */
+  stop(): Promise<void>;
+  /** Re-reads presence and starts or stops taking jobs now, rather than at the next heartbeat. */
+  refreshPresence(): Promise<void>;
+  stats(): ConnectorStats;
+}
+
+export const CONNECTOR_ACK_WAIT_MS = 30_000;
+export const DEFAULT_RECORD_TTL_MS = 3 * 24 * 3_600_000;
+/** A job dispatched longer ago than this has been failed by the gateway (docs/carrier-protocol.md section 7). */
+export const STALE_JOB_MS = 24 * 3_600_000;
+const DEFAULT_PUBLISH_ATTEMPTS = 5;
+export const DEFAULT_RECEIPT_BATCH_MAX = 100;
+/** A job that reaches an instance whose link is down goes back for this long (another connector may take it). */
+const LINK_DOWN_RETRY_MS = 1_000;
+const PUBLISH_RETRY_DELAY_MS = 200;
+/** Bound on waiting for correlations to be written once the carrier took a message (KV unreachable). */
+const CORRELATION_ATTEMPTS = 10;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const toBytes = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+/** The JSON value of a live entry (null: no key, or a deletion marker); each bucket holds one shape. */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters
+const fromEntry = <T>(entry: KvEntry | null): T | null => {
+  if (entry === null || entry.operation !== 'PUT' || entry.value.length === 0) return null;
+  return JSON.parse(decoder.decode(entry.value)) as T;
+};
+
+/** The fields of a version 1 job; the type checks that the list is complete and exact. */
+const DISPATCH_FIELDS: Readonly<Record<keyof DispatchJob, true>> = {
+  version: true,
+  dispatch_id: true,
+  message_id: true,
+  occurrence_index: true,
+  recipient_index: true,
+  to: true,
+  sender_id: true,
+  text: true,
+  encoding: true,
+  segments: true,
+  submitted_at: true,
+};
+
+/** Tolerant reader (docs/carrier-protocol.md "Versioning"): fields added to version 1 later are ignored. */
+function knownFields(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([key]) => Object.hasOwn(DISPATCH_FIELDS, key)));
+}
+
+const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => {
+    setTimeout(resolve, ms);
+  });
+
+/** KV create/update refused because the key moved on (another writer): the caller reads again. */
+function isConflict(error: unknown): boolean {
+  if (error instanceof JetStreamApiError) {
+    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
+  }
+  return error instanceof Error && /wrong last sequence/i.test(error.message);
+}
+
+/** Opens a bucket, creating it when missing (the same settings twice is no change). */
+async function openBucket(kvm: Kvm, name: string, ttlMs: number): Promise<KV> {
+  try {
+    return await kvm.create(name, { history: 1, ttl: ttlMs });
+  } catch (error) {
+    // created by another process with other limits: use it as it is
+    return kvm.open(name).catch(() => {
+      throw error;
+    });
+  }
+}
+
+export function createConnectorRuntime(options: ConnectorRuntimeOptions): ConnectorRuntime {
+  const { carrier, link, transport, logger } = options;
+  if (!CARRIER_SLUG.test(carrier)) throw new Error(`invalid carrier slug: ${JSON.stringify(carrier)}`);
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? uuidV4;
+  const settings = options.settings ?? {};
+  const ackWaitMs = settings.ackWaitMs ?? CONNECTOR_ACK_WAIT_MS;
+  const recordTtlMs = settings.recordTtlMs ?? DEFAULT_RECORD_TTL_MS;
+  const presenceIntervalMs = settings.presenceIntervalMs ?? PRESENCE_INTERVAL_MS;
+  const staleSubmission = settings.staleSubmission ?? 'hold';
+  const publishAttempts = settings.publishAttempts ?? DEFAULT_PUBLISH_ATTEMPTS;
+  const receiptBatchMax = settings.receiptBatchMax ?? DEFAULT_RECEIPT_BATCH_MAX;
+  if (!Number.isInteger(receiptBatchMax) || receiptBatchMax < 1 || receiptBatchMax > RECEIPT_BATCH_MAX) {
+    throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${receiptBatchMax}`);
+  }
+  const connectorId = `${options.name}-${ids().replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12)}`;
+  const log = logger.child({ carrier, connector_id: connectorId });
+
+  let dispatches: KV | null = null;
+  let references: KV | null = null;
+  let orphans: KV | null = null;
+  let presence: KV | null = null;
+  let consumer: Consumer | null = null;
+  /** Starting or stopping the consumer, one change at a time. */
+  let consumerChange: Promise<void> = Promise.resolve();
+  let heartbeat: ReturnType<typeof setInterval> | null = null;
+  let presenceRound: Promise<void> | null = null;
+  let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
+  let active = false;
+  const reportsInHand = new Set<Promise<void>>();
+  const counters = {
+    jobsTaken: 0,
+    jobsAccepted: 0,
+    jobsRejected: 0,
+    jobsRetried: 0,
+    jobsSkipped: 0,
+    jobsInvalid: 0,
+    reportsReceived: 0,
+    orphansKept: 0,
+    orphansResolved: 0,
+    receiptsPublished: 0,
+    receiptsFailed: 0,
+  };
+
+  /** Read after awaits, where stop() may have run meanwhile. */
+  const isRunning = (): boolean => state === 'running';
+
+  const bucket = (kv: KV | null): KV => {
+    if (kv === null) throw new Error('connector runtime not started');
+    return kv;
+  };
+
+  // ---- receipts ----
+
+  interface Pending {
+    readonly receipt: Receipt;
+    readonly resolve: () => void;
+    readonly reject: (error: unknown) => void;
+  }
+  /** Receipts waiting for the publisher: those ready in the same turn leave together, as one batch. */
+  const queued: Pending[] = [];
+  let publisher: Promise<void> | null = null;
+
+  /** One receipt on its own, or a batch under an id made of its receipts' ids (the same batch, the same id). */
+  function receiptMessage(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string } {
+    const [first] = receipts;
+    if (receipts.length === 1 && first) return { payload: first, id: first.receipt_id };
+    const batchId = `batch:${createHash('sha256').update(receipts.map((r) => r.receipt_id).join('\n')).digest('hex')}`;
+    return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId };
+  }
+
+  async function drainReceipts(): Promise<void> {
+    while (queued.length > 0) {
+      const taken = queued.splice(0, receiptBatchMax);
+      const { payload, id } = receiptMessage(taken.map((pending) => pending.receipt));
+      try {
+        await transport.publish(receiptSubject(carrier), payload, { id });
+        counters.receiptsPublished += taken.length;
+        for (const pending of taken) pending.resolve();
+      } catch (error) {
+        for (const pending of taken) pending.reject(error);
+      }
+    }
+  }
+
+  /** Resolves once the stream stored the receipt (alone or in a batch); rejects when that publish failed. */
+  function publishReceipt(receipt: Receipt): Promise<void> {
+    const checked = checkReceipt(receipt);
+    if (!checked.ok) return Promise.reject(new Error(`invalid receipt ${receipt.receipt_id}: ${checked.errors.join('; ')}`));
+    return new Promise<void>((resolve, reject) => {
+      queued.push({ receipt: checked.value, resolve, reject });
+      kickPublisher();
+    });
+  }
+
+  /** Started after this turn, so the receipts of reports arriving together leave together. */
+  function kickPublisher(): void {
+    publisher ??= new Promise<void>((wake) => {
+      setImmediate(wake);
+    })
+      .then(drainReceipts)
+      .finally(() => {
+        publisher = null;
+        // receipts queued by code that resumed after the last publish
+        if (queued.length > 0) kickPublisher();
+      });
+  }
+
+  /** For receipts no carrier waits on: a few attempts with the same id, then a log line. */
+  async function publishPatiently(receipt: Receipt): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await publishReceipt(receipt);
+        return true;
+      } catch (error) {
+        if (attempt >= publishAttempts) {
+          counters.receiptsFailed++;
+          log.error({ err: error, receipt_id: receipt.receipt_id }, `receipt not published after ${attempt} attempts`);
+          return false;
+        }
+        await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
+      }
+    }
+  }
+
+  // ---- dispatch records ----
+
+  async function readRecord(key: string): Promise<{ record: DispatchRecord | null; revision: number }> {
+    const entry = await bucket(dispatches).get(key);
+    // a deleted record's marker has a revision too: the next write must be a create (revision 0 is "no key")
+    return { record: fromEntry<DispatchRecord>(entry), revision: entry?.operation === 'PUT' ? entry.revision : 0 };
+  }
+
+  /** Writes `next` computed from the current record, retrying on concurrent writers. Null from `change`: no write. */
+  async function changeRecord(key: string, change: (record: DispatchRecord | null) => DispatchRecord | null): Promise<{ record: DispatchRecord | null; revision: number }> {
+    for (;;) {
+      const current = await readRecord(key);
+      const next = change(current.record);
+      if (next === null) return current;
+      try {
+        const revision = current.revision === 0 ? await bucket(dispatches).create(key, toBytes(next)) : await bucket(dispatches).update(key, toBytes(next), current.revision);
+        return { record: next, revision };
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+    }
+  }
+
+  type Claim = { kind: 'claimed'; revision: number } | { kind: 'done'; why: string; unknownOutcome?: true } | { kind: 'busy'; retryInMs: number };
+
+  async function claim(key: string): Promise<Claim> {
+    for (;;) {
+      const now = clock.now();
+      const { record, revision } = await readRecord(key);
+      const submitting: DispatchRecord = { version: 1, state: 'submitting', instance: connectorId, claimed_at: now, renewed_at: now };
+      if (record === null) {
+        try {
+          return { kind: 'claimed', revision: revision === 0 ? await bucket(dispatches).create(key, toBytes(submitting)) : await bucket(dispatches).update(key, toBytes(submitting), revision) };
+        } catch (error) {
+          if (isConflict(error)) continue;
+          throw error;
+        }
+      }
+      if (record.state === 'submitted') return { kind: 'done', why: 'already submitted' };
+      if (record.state === 'rejected') return { kind: 'done', why: 'already refused by the carrier' };
+      const silentFor = now - record.renewed_at;
+      if (silentFor <= ackWaitMs) return { kind: 'busy', retryInMs: Math.max(1_000, ackWaitMs - silentFor + 1_000) };
+      if (staleSubmission === 'hold') {
+        return { kind: 'done', why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`, unknownOutcome: true };
+      }
+      try {
+        const next: DispatchRecord = { ...submitting, ...(record.parts ? { parts: record.parts } : {}) };
+        return { kind: 'claimed', revision: await bucket(dispatches).update(key, toBytes(next), revision) };
+      } catch (error) {
+        if (isConflict(error)) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** Keeps a `submitting` record fresh while the link works, so no instance takes it for a dead one. */
+  function renewWhileSubmitting(key: string, startRevision: number): { stop(): Promise<number> } {
+    let revision = startRevision;
+    let renewing: Promise<void> = Promise.resolve();
+    const timer = setInterval(
+      () => {
+        renewing = renewing.then(async () => {
+          try {
+            const { record, revision: current } = await readRecord(key);
+            if (record?.state !== 'submitting' || record.instance !== connectorId) return;
+            revision = await bucket(dispatches).update(key, toBytes({ ...record, renewed_at: clock.now() }), current);
+          } catch (error) {
+            log.warn({ err: error, key }, 'dispatch record not renewed');
+          }
+        });
+      },
+      Math.max(1, Math.floor(ackWaitMs / 3)),
+    );
+    return {
+      async stop() {
+        clearInterval(timer);
+        await renewing;
+        return revision;
+      },
+    };
+  }
+
+  // ---- jobs ----
+
+  async function handle(delivery: Delivery): Promise<Disposition> {
+    // a transport still handing over jobs while this instance stops or stands by gets them back for another one
+    if (state !== 'running' || !active) return retryAfter(0);
+    if (!link.isLive()) {
+      // the link went down since the last heartbeat: stand by now rather than at the next one
+      void refreshPresence();
+      return retryAfter(LINK_DOWN_RETRY_MS);
+    }
+    const checked = checkDispatchJob(knownFields(delivery.payload));
+    if (!checked.ok) {
+      counters.jobsInvalid++;
+      log.warn({ job_id: delivery.id, subject: delivery.subject, errors: checked.errors }, 'invalid dispatch job dropped');
+      return DROP;
+    }
+    const job = checked.value;
+    if (clock.now() - Date.parse(job.submitted_at) > STALE_JOB_MS) {
+      counters.jobsSkipped++;
+      log.info({ dispatch_id: job.dispatch_id, submitted_at: job.submitted_at }, 'stale dispatch job acknowledged without sending (older than 24 h)');
+      return ACK;
+    }
+    const key = encodeKey(job.dispatch_id);
+    const claimed = await claim(key);
+    if (claimed.kind === 'done') {
+      counters.jobsSkipped++;
+      if (claimed.unknownOutcome) log.warn({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
+      else log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
+      await resolveOrphansOf(job.dispatch_id, key);
+      return ACK;
+    }
+    if (claimed.kind === 'busy') return retryAfter(claimed.retryInMs);
+
+    counters.jobsTaken++;
+    const renewal = renewWhileSubmitting(key, claimed.revision);
+    let outcome: SubmitOutcome;
+    try {
+      outcome = await link.submit(job);
+    } finally {
+      await renewal.stop();
+    }
+    switch (outcome.kind) {
+      case 'accepted':
+        await onAccepted(job, key, outcome.references);
+        return ACK;
+      case 'rejected':
+        await onRejected(job, key, outcome.carrierStatus, outcome.message, outcome.acceptedReferences);
+        return ACK;
+      case 'retry':
+        counters.jobsRetried++;
+        await releaseRecord(key);
+        log.info({ dispatch_id: job.dispatch_id, reason: outcome.reason, delay_ms: outcome.delayMs }, 'dispatch job handed back for later');
+        if (!link.isLive()) void refreshPresence();
+        return retryAfter(outcome.delayMs);
+    }
+  }
+
+  /** Nothing reached the carrier: the record goes, so the next delivery (here or elsewhere) submits it. */
+  async function releaseRecord(key: string): Promise<void> {
+    for (;;) {
+      const { record, revision } = await readRecord(key);
+      if (record?.state !== 'submitting' || record.instance !== connectorId) return;
+      try {
+        await bucket(dispatches).delete(key, { previousSeq: revision });
+        return;
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+    }
+  }
+
+  /** The carrier has the message: these writes must happen, or its reports could never be correlated. */
+  async function persistently<T>(what: string, work: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (attempt >= CORRELATION_ATTEMPTS) throw error;
+        log.warn({ err: error, attempt }, `${what} failed, trying again`);
+        await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
+      }
+    }
+  }
+
+  async function onAccepted(job: DispatchJob, key: string, refs: readonly string[]): Promise<void> {
+    counters.jobsAccepted++;
+    const parts = refs.length;
+    try {
+      await persistently('writing correlations', async () => {
+        for (const [part, reference] of refs.entries()) {
+          const correlation: Correlation = { dispatch_id: job.dispatch_id, part, parts };
+          await bucket(references).put(encodeKey(reference), toBytes(correlation));
+        }
+      });
+      await persistently('recording the submission', () =>
+        changeRecord(key, (record) => ({
+          version: 1,
+          state: 'submitted',
+          references: refs,
+          submitted_at: clock.now(),
+          ...(record?.state === 'submitting' && record.parts ? { parts: record.parts } : {}),
+        })),
+      );
+    } catch (error) {
+      // the job is acknowledged all the same: the carrier has it, and sending it again would be a duplicate
+      log.error({ err: error, dispatch_id: job.dispatch_id, references: refs }, 'carrier took the message but its references were not recorded');
+    }
+    const [first] = refs;
+    await publishPatiently({
+      version: 1,
+      receipt_id: `${job.dispatch_id}:accepted`,
+      dispatch_id: job.dispatch_id,
+      status: 'accepted',
+      occurred_at: toIsoUtc(clock.now()),
+      carrier_reference: first ?? null,
+    });
+    await resolveOrphans(refs);
+  }
+
+  async function onRejected(job: DispatchJob, key: string, carrierStatus: string, message: string, acceptedReferences: readonly string[]): Promise<void> {
+    counters.jobsRejected++;
+    log.info({ dispatch_id: job.dispatch_id, carrier_status: carrierStatus, message }, 'carrier refused the message');
+    await changeRecord(key, () => ({ version: 1, state: 'rejected', carrier_status: carrierStatus, accepted_references: acceptedReferences, rejected_at: clock.now() }));
+    await publishPatiently({
+      version: 1,
+      receipt_id: `${job.dispatch_id}:rejected`,
+      dispatch_id: job.dispatch_id,
+      status: 'rejected',
+      error_message: `Carrier refused the message (${carrierStatus})`.slice(0, 500),
+      occurred_at: toIsoUtc(clock.now()),
+      carrier_reference: null,
+    });
+  }
+
+  // ---- reports ----
+
+  async function readCorrelation(reference: string): Promise<Correlation | null> {
+    return fromEntry<Correlation>(await bucket(references).get(encodeKey(reference)));
+  }
+
+  /** The receipt a correlated report calls for; null when it changes nothing. */
+  async function receiptFor(report: OrphanReport, correlation: Correlation): Promise<Receipt | null> {
+    const occurredAt = toIsoUtc(report.occurred_at);
+    if (correlation.parts <= 1) {
+      const verdict = singlePartVerdict(report.state, report.carrier_error);
+      return {
+        version: 1,
+        receipt_id: reportReceiptId(correlation.dispatch_id, report.reference, report.state),
+        dispatch_id: correlation.dispatch_id,
+        status: verdict.status,
+        ...(verdict.errorMessage === null ? {} : { error_message: verdict.errorMessage.slice(0, 500) }),
+        occurred_at: occurredAt,
+        carrier_reference: report.reference,
+      };
+    }
+    const partReport: PartRecord = { state: report.state, carrier_error: report.carrier_error, occurred_at: report.occurred_at };
+    const key = encodeKey(correlation.dispatch_id);
+    const { record } = await changeRecord(key, (current) => {
+      const existing = current === null || current.state === 'rejected' ? undefined : current.parts;
+      const parts = withPartReport(existing, correlation.parts, correlation.part, partReport);
+      if (current === null) {
+        // the record expired (or never was): keep the parts all the same
+        return { version: 1, state: 'submitted', references: [], submitted_at: clock.now(), parts };
+      }
+      if (current.state === 'rejected') return null;
+      if (JSON.stringify(parts) === JSON.stringify(existing)) return null;
+      return { ...current, parts };
+    });
+    if (record === null || record.state === 'rejected') return null;
+    const verdict = multiPartVerdict(record.parts ?? []);
+    if (verdict.final) {
+      const latest = Math.max(...(record.parts ?? []).map((part) => part.occurred_at ?? 0));
+      return {
+        version: 1,
+        receipt_id: finalReceiptId(correlation.dispatch_id, verdict.status),
+        dispatch_id: correlation.dispatch_id,
+        status: verdict.status,
+        ...(verdict.errorMessage === null ? {} : { error_message: verdict.errorMessage.slice(0, 500) }),
+        occurred_at: toIsoUtc(latest > 0 ? latest : report.occurred_at),
+        carrier_reference: record.state === 'submitted' ? (record.references[0] ?? report.reference) : report.reference,
+      };
+    }
+    return {
+      version: 1,
+      receipt_id: reportReceiptId(correlation.dispatch_id, report.reference, report.state),
+      dispatch_id: correlation.dispatch_id,
+      status: 'enroute',
+      occurred_at: occurredAt,
+      carrier_reference: report.reference,
+    };
+  }
+
+  async function keepOrphan(report: OrphanReport): Promise<void> {
+    const key = encodeKey(report.reference);
+    for (;;) {
+      const entry = await bucket(orphans).get(key);
+      const current = fromEntry<OrphanReports>(entry);
+      const next: OrphanReports = { reports: [...(current?.reports ?? []), report] };
+      try {
+        if (current === null) await bucket(orphans).create(key, toBytes(next));
+        else await bucket(orphans).update(key, toBytes(next), entry?.revision ?? 0);
+        counters.orphansKept++;
+        return;
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+    }
+  }
+
+  async function onReport(report: CarrierReport): Promise<void> {
+    counters.reportsReceived++;
+    const kept: OrphanReport = { reference: report.reference, state: report.state, carrier_error: report.carrierError, occurred_at: report.occurredAt };
+    let correlation = await readCorrelation(report.reference);
+    if (correlation === null) {
+      // the carrier can report before it answers the submission: keep the report until the correlation is written
+      await keepOrphan(kept);
+      correlation = await readCorrelation(report.reference);
+      if (correlation === null) {
+        log.info({ reference: report.reference, state: report.state }, 'report for an unknown reference kept until its submission is recorded');
+        return;
+      }
+      // written meanwhile: settle it now (the submitting side may settle it too; the receipt ids are the same), and
+      // let a failure reach the carrier, which sends the report again
+      await settleOrphans(report.reference);
+      return;
+    }
+    const receipt = await receiptFor(kept, correlation);
+    if (receipt !== null) await publishReceipt(receipt);
+  }
+
+  function trackReport(report: CarrierReport): Promise<void> {
+    const task = onReport(report);
+    reportsInHand.add(task);
+    const forget = (): void => {
+      reportsInHand.delete(task);
+    };
+    task.then(forget, forget);
+    return task;
+  }
+
+  /** Publishes the receipts of the reports kept for one reference, then forgets them; throws when one is not published. */
+  async function settleOrphans(reference: string): Promise<void> {
+    const key = encodeKey(reference);
+    const entry = await bucket(orphans).get(key);
+    const kept = fromEntry<OrphanReports>(entry);
+    if (kept === null || entry === null) return;
+    const correlation = await readCorrelation(reference);
+    if (correlation === null) return;
+    for (const report of kept.reports) {
+      const receipt = await receiptFor(report, correlation);
+      if (receipt !== null) await publishReceipt(receipt);
+    }
+    try {
+      await bucket(orphans).delete(key, { previousSeq: entry.revision });
+    } catch (error) {
+      // more reports were kept meanwhile: their own handler or the next pass settles them (the same receipt ids)
+      if (!isConflict(error)) throw error;
+    }
+    counters.orphansResolved += kept.reports.length;
+  }
+
+  /** After the references are recorded: the reports that came first are settled now (a failure is logged; they stay kept). */
+  async function resolveOrphans(refs: readonly string[]): Promise<void> {
+    for (const reference of refs) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await settleOrphans(reference);
+          break;
+        } catch (error) {
+          if (attempt >= publishAttempts) {
+            log.warn({ err: error, reference }, 'reports kept for a reference not settled yet');
+            break;
+          }
+          await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
+        }
+      }
+    }
+  }
+
+  /** A redelivered job already submitted: settle reports still kept for its references (an earlier pass failed). */
+  async function resolveOrphansOf(dispatchId: string, key: string): Promise<void> {
+    try {
+      const { record } = await readRecord(key);
+      if (record?.state === 'submitted') await resolveOrphans(record.references);
+    } catch (error) {
+      log.warn({ err: error, dispatch_id: dispatchId }, 'kept reports not checked');
+    }
+  }
+
+  // ---- presence and taking jobs ----
+
+  function concurrency(): number {
+    if (settings.concurrency !== undefined) return settings.concurrency;
+    return Math.max(1, Math.round(link.stats().windowSize * options.weight));
+  }
+
+  function setActive(want: boolean): Promise<void> {
+    consumerChange = consumerChange.then(async () => {
+      if (want && consumer === null && state === 'running') {
+        consumer = await transport.consume({
+          stream: 'dispatch',
+          filter: dispatchSubject(carrier),
+          durable: `connector-${carrier}`,
+          concurrency: concurrency(),
+          ackWaitMs,
+          handler: handle,
+        });
+        log.info('taking jobs');
+      } else if (!want && consumer !== null) {
+        const stopping = consumer;
+        consumer = null;
+        await stopping.stop();
+        log.info('not taking jobs');
+      }
+    });
+    const change = consumerChange;
+    consumerChange = consumerChange.catch(() => undefined);
+    return change;
+  }
+
+  async function readLiveOfCarrier(now: number): Promise<ConnectorPresence[]> {
+    const kv = bucket(presence);
+    const keys: string[] = [];
+    for await (const key of await kv.keys(`${carrier}.*`)) keys.push(key);
+    const entries: ConnectorPresence[] = [];
+    for (const key of keys) {
+      if (key === presenceKey(carrier, connectorId)) continue;
+      const entry = fromEntry<ConnectorPresence>(await kv.get(key));
+      if (entry !== null && entry.carrier === carrier) entries.push(entry);
+    }
+    return liveConnectors(entries, now);
+  }
+
+  async function presenceTick(): Promise<void> {
+    if (state !== 'running') return;
+    const now = clock.now();
+    const live = link.isLive();
+    let want: boolean;
+    try {
+      const others = await readLiveOfCarrier(now);
+      want = live && shouldTakeJobs(options.priority, others);
+    } catch (error) {
+      // presence unreadable: keep doing what this instance did (a NATS outage stops jobs anyway)
+      log.warn({ err: error }, 'presence not read');
+      want = live && active;
+    }
+    const stats = link.stats();
+    const entry: ConnectorPresence = {
+      version: 1,
+      carrier,
+      connector_id: connectorId,
+      name: options.name,
+      kind: link.kind,
+      priority: options.priority,
+      weight: options.weight,
+      live,
+      active: want,
+      binds_up: stats.bindsUp,
+      binds_total: stats.bindsTotal,
+      window_in_use: stats.windowInUse,
+      window_size: stats.windowSize,
+      submits_per_second: stats.submitsPerSecond,
+      updated_at: toIsoUtc(now),
+    };
+    try {
+      await bucket(presence).put(presenceKey(carrier, connectorId), toBytes(entry));
+    } catch (error) {
+      log.warn({ err: error }, 'presence not written');
+    }
+    // stop() may have begun while presence was written
+    if (!isRunning()) return;
+    if (want !== active) log.info({ live, active: want }, want ? 'active: best live priority for the carrier' : 'standing by');
+    active = want;
+    await setActive(want);
+  }
+
+  function refreshPresence(): Promise<void> {
+    presenceRound ??= presenceTick()
+      .catch((error: unknown) => {
+        log.warn({ err: error }, 'presence round failed');
+      })
+      .finally(() => {
+        presenceRound = null;
+      });
+    return presenceRound;
+  }
+
+  return {
+    connectorId,
+
+    async start() {
+      if (state !== 'idle') throw new Error(`connector runtime cannot start: it is ${state}`);
+      const kvm = new Kvm(options.nats);
+      [dispatches, references, orphans, presence] = await Promise.all([
+        openBucket(kvm, dispatchBucket(carrier), recordTtlMs),
+        openBucket(kvm, referenceBucket(carrier), recordTtlMs),
+        openBucket(kvm, orphanBucket(carrier), recordTtlMs),
+        openBucket(kvm, CONNECTOR_PRESENCE_BUCKET, PRESENCE_TTL_MS),
+      ]);
+      state = 'running';
+      await link.start(trackReport);
+      await refreshPresence();
+      heartbeat = setInterval(() => {
+        void refreshPresence();
+      }, presenceIntervalMs);
+    },
+
+    async stop() {
+      if (state !== 'running') return;
+      state = 'stopping';
+      if (heartbeat) clearInterval(heartbeat);
+      heartbeat = null;
+      await presenceRound;
+      active = false;
+      await setActive(false).catch((error: unknown) => {
+        log.warn({ err: error }, 'consumer stop failed');
+      });
+      await link.stop();
+      await Promise.allSettled([...reportsInHand]);
+      await bucket(presence)
+        .delete(presenceKey(carrier, connectorId))
+        .catch((error: unknown) => {
+          log.warn({ err: error }, 'presence entry not deleted');
+        });
+      state = 'stopped';
+    },
+
+    refreshPresence,
+
+    stats() {
+      return { connectorId, active, live: link.isLive(), ...counters };
+    },
+  };
+}

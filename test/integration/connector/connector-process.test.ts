@@ -1,0 +1,105 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
+import { readReceipts, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { CONNECTOR_PRESENCE_BUCKET } from '../../../src/carriers/connector/connector-presence.js';
+import { startMain, type MainProcess } from '../../helpers/main-process.js';
+import { startTestNats, type TestNats } from '../../helpers/nats.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const ENTRY = { argv: ['--import', 'tsx', path.join(ROOT, 'test/helpers/fake-connector-main.ts')], cwd: ROOT };
+const CLEAN_ENV = { NATS_URL: '', CONNECTOR_CARRIER: '', CONNECTOR_NAME: '', CONNECTOR_PRIORITY: '', CONNECTOR_WEIGHT: '', LOG_LEVEL: 'info' };
+
+describe('connector process entry', function () {
+  this.timeout(90_000);
+  let nats: TestNats;
+  let gateway: Transport;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const processes: MainProcess[] = [];
+
+  before(async () => {
+    nats = await startTestNats();
+    gateway = await connectNatsTransport({ servers: nats.url, name: 'test-gateway' });
+    nc = await connectNats({ servers: [nats.url] });
+    jsm = await jetstreamManager(nc);
+  });
+
+  afterEach(async () => {
+    await Promise.all(processes.splice(0).map((p) => p.kill()));
+  });
+
+  after(async () => {
+    await gateway.close();
+    await nc.close();
+    await nats.stop();
+  });
+
+  const start = (env: Record<string, string>): MainProcess => {
+    const child = startMain({ ...CLEAN_ENV, ...env }, ENTRY);
+    processes.push(child);
+    return child;
+  };
+
+  it('exits 1 naming the variables that are missing or invalid', async () => {
+    const child = start({ CONNECTOR_PRIORITY: 'first' });
+    const exit = await child.exited;
+    expect(exit.code).to.equal(1);
+    expect(child.stderr()).to.include('NATS_URL is required');
+    expect(child.stderr()).to.include('CONNECTOR_CARRIER is required');
+    expect(child.stderr()).to.include('CONNECTOR_PRIORITY must be an integer');
+  });
+
+  it('takes jobs, announces itself, and stops once on repeated SIGTERM, removing its presence entry', async () => {
+    const child = start({ NATS_URL: nats.url, CONNECTOR_CARRIER: 'proc-fake', CONNECTOR_NAME: 'fake-primary', CONNECTOR_PRIORITY: '1' });
+    const ready = await child.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('connector ready'));
+    const connectorId = String(ready.connector_id);
+    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const entry = await kv.get(`proc-fake.${connectorId}`);
+    expect(entry?.json<{ name: string; active: boolean }>()).to.include({ name: 'fake-primary', active: true });
+
+    const dispatchId = 'msg_proc1:0:0';
+    await gateway.publish(
+      'sms.dispatch.proc-fake',
+      {
+        version: 1,
+        dispatch_id: dispatchId,
+        message_id: 'msg_proc1',
+        occurrence_index: 0,
+        recipient_index: 0,
+        to: '+243812345601',
+        sender_id: null,
+        text: 'hello',
+        encoding: 'GSM-7',
+        segments: 1,
+        submitted_at: new Date().toISOString(),
+      },
+      { id: dispatchId },
+    );
+    const deadline = Date.now() + 20_000;
+    let accepted: Receipt | undefined;
+    while (!accepted && Date.now() < deadline) {
+      const info = await jsm.streams.info('SMS_RECEIPTS');
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+        const stored = await jsm.streams.getMessage('SMS_RECEIPTS', { seq }).catch(() => null);
+        if (stored?.subject === 'sms.receipts.proc-fake') accepted ??= readReceipts(stored.json()).receipts.find((r) => r.dispatch_id === dispatchId);
+      }
+      if (!accepted) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(accepted).to.include({ status: 'accepted', carrier_reference: 'proc-1' });
+
+    child.signal('SIGTERM');
+    child.signal('SIGTERM');
+    const exit = await child.exited;
+    expect(exit.code).to.equal(0);
+    expect(child.logs.filter((line) => line.msg === 'stopped')).to.have.length(1);
+    const after = await kv.get(`proc-fake.${connectorId}`);
+    expect(after === null || after.operation !== 'PUT').to.equal(true);
+  });
+});

@@ -1,0 +1,479 @@
+import { expect } from 'chai';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
+import { createLogger } from '../../../src/libraries/logger/logger.js';
+import { dispatchSubject, readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
+import { CONNECTOR_PRESENCE_BUCKET, type ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
+import { dispatchBucket, encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
+import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
+import { startTestNats, type TestNats } from '../../helpers/nats.js';
+
+const HEARTBEAT_MS = 250;
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null && value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+let jobCounter = 0;
+function job(overrides: Partial<DispatchJob> = {}): DispatchJob {
+  jobCounter++;
+  const messageId = `msg_rt${jobCounter}`;
+  return {
+    version: 1,
+    dispatch_id: `${messageId}:0:0`,
+    message_id: messageId,
+    occurrence_index: 0,
+    recipient_index: 0,
+    to: '+243812345601',
+    sender_id: 'ACME',
+    text: 'Your code is 482913',
+    encoding: 'GSM-7',
+    segments: 1,
+    submitted_at: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+describe('connector runtime on NATS (fake carrier link)', function () {
+  this.timeout(90_000);
+  let nats: TestNats;
+  /** The gateway's side: it creates the streams, publishes jobs. */
+  let gateway: Transport;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    nats = await startTestNats();
+    gateway = await connectNatsTransport({ servers: nats.url, name: 'test-gateway' });
+    nc = await connectNats({ servers: [nats.url] });
+    jsm = await jetstreamManager(nc);
+  });
+
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()?.().catch(() => undefined);
+  });
+
+  after(async () => {
+    await gateway.close();
+    await nc.close();
+    await nats.stop();
+  });
+
+  interface Started {
+    readonly runtime: ConnectorRuntime;
+    readonly link: FakeCarrierLink;
+    stop(): Promise<void>;
+  }
+
+  async function startConnector(carrier: string, options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {}): Promise<Started> {
+    const name = options.name ?? 'fake';
+    const link = options.link ?? new FakeCarrierLink(`${name}-ref`);
+    const transport = await connectNatsTransport({ servers: nats.url, name: `connector-${name}` });
+    const kvConnection = await connectNats({ servers: [nats.url], name: `connector-${name}-kv` });
+    const runtime = createConnectorRuntime({
+      carrier,
+      name,
+      priority: options.priority ?? 1,
+      weight: 1,
+      link,
+      nats: kvConnection,
+      transport,
+      logger: createLogger({ level: 'silent' }),
+      settings: { presenceIntervalMs: HEARTBEAT_MS, ...options.settings },
+    });
+    await runtime.start();
+    let stopped = false;
+    const stop = async (): Promise<void> => {
+      if (stopped) return;
+      stopped = true;
+      await runtime.stop();
+      await transport.close();
+      await kvConnection.close();
+    };
+    cleanups.push(stop);
+    return { runtime, link, stop };
+  }
+
+  async function receipts(carrier: string): Promise<Receipt[]> {
+    const info = await jsm.streams.info('SMS_RECEIPTS');
+    const found: Receipt[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const stored = await jsm.streams.getMessage('SMS_RECEIPTS', { seq }).catch(() => null);
+      if (stored?.subject !== `sms.receipts.${carrier}`) continue;
+      found.push(...readReceipts(stored.json()).receipts);
+    }
+    return found;
+  }
+
+  const receiptOf = async (carrier: string, dispatchId: string, status: string): Promise<Receipt | undefined> =>
+    (await receipts(carrier)).find((r) => r.dispatch_id === dispatchId && r.status === status);
+
+  const waitReceipt = (carrier: string, dispatchId: string, status: string): Promise<Receipt> =>
+    waitFor(`${status} receipt for ${dispatchId}`, () => receiptOf(carrier, dispatchId, status));
+
+  async function publishJob(carrier: string, dispatch: DispatchJob, publishId = dispatch.dispatch_id): Promise<void> {
+    await gateway.publish(dispatchSubject(carrier), dispatch, { id: publishId });
+  }
+
+  it('submits a job, publishes accepted, and turns a delivery report into delivered; the report resolves once the receipt is in the stream', async () => {
+    const { link } = await startConnector('rt-basic');
+    const dispatch = job();
+    await publishJob('rt-basic', dispatch);
+    const accepted = await waitReceipt('rt-basic', dispatch.dispatch_id, 'accepted');
+    expect(accepted.receipt_id).to.equal(`${dispatch.dispatch_id}:accepted`);
+    expect(accepted.carrier_reference).to.be.a('string');
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+
+    await link.report(accepted.carrier_reference ?? '', 'delivered', null, Date.parse('2026-01-01T10:00:04.120Z'));
+    // no waiting: the promise resolved, so the receipt is stored already
+    const delivered = await receiptOf('rt-basic', dispatch.dispatch_id, 'delivered');
+    expect(delivered).to.include({ receipt_id: `${dispatch.dispatch_id}:${accepted.carrier_reference}:delivered`, occurred_at: '2026-01-01T10:00:04.120Z' });
+
+    const failing = job();
+    await publishJob('rt-basic', failing);
+    const acceptedToo = await waitReceipt('rt-basic', failing.dispatch_id, 'accepted');
+    await link.report(acceptedToo.carrier_reference ?? '', 'undelivered', '001');
+    const undelivered = await receiptOf('rt-basic', failing.dispatch_id, 'undelivered');
+    expect(undelivered?.error_message).to.equal('Undelivered (carrier error 001)');
+  });
+
+  it('publishes the receipts of reports arriving together as receipt batches, each report resolving once its receipt is stored', async () => {
+    const { link } = await startConnector('rt-batch');
+    const dispatches = Array.from({ length: 30 }, () => job());
+    for (const dispatch of dispatches) await publishJob('rt-batch', dispatch);
+    const acceptedReceipts = await waitFor('every accepted receipt', async () => {
+      const found = (await receipts('rt-batch')).filter((r) => r.status === 'accepted');
+      return found.length === dispatches.length ? found : null;
+    });
+    const messagesOnSubject = async (): Promise<number> => {
+      const info = await jsm.streams.info('SMS_RECEIPTS', { subjects_filter: 'sms.receipts.rt-batch' });
+      return info.state.subjects?.['sms.receipts.rt-batch'] ?? 0;
+    };
+    const before = await messagesOnSubject();
+    await Promise.all(acceptedReceipts.map((r) => link.report(r.carrier_reference ?? '', 'delivered')));
+    const delivered = (await receipts('rt-batch')).filter((r) => r.status === 'delivered');
+    expect(delivered.map((r) => r.dispatch_id)).to.have.members(dispatches.map((d) => d.dispatch_id));
+    expect((await messagesOnSubject()) - before).to.be.below(dispatches.length);
+  });
+
+  it('publishes rejected with the carrier status when the carrier refuses the message for good', async () => {
+    const link = new FakeCarrierLink('rej', {
+      decide: () => ({ kind: 'rejected', carrierStatus: 'ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),
+    });
+    await startConnector('rt-reject', { link });
+    const dispatch = job();
+    await publishJob('rt-reject', dispatch);
+    const rejected = await waitReceipt('rt-reject', dispatch.dispatch_id, 'rejected');
+    expect(rejected.error_message).to.equal('Carrier refused the message (ESME_RINVDSTADR)');
+    expect(rejected.carrier_reference).to.equal(null);
+  });
+
+  it('aggregates multi-part reports: all delivered → delivered, some delivered → partially_delivered', async () => {
+    const { link } = await startConnector('rt-multi');
+    const whole = job({ segments: 3, text: 'x'.repeat(400) });
+    const partial = job({ segments: 3, text: 'y'.repeat(400) });
+    await publishJob('rt-multi', whole);
+    await publishJob('rt-multi', partial);
+    await waitReceipt('rt-multi', whole.dispatch_id, 'accepted');
+    await waitReceipt('rt-multi', partial.dispatch_id, 'accepted');
+    const refsOf = (dispatchId: string): string[] => {
+      const index = link.submissions.findIndex((s) => s.dispatch_id === dispatchId);
+      return [1, 2, 3].map((n) => `fake-ref-${index * 3 + n}`);
+    };
+    const [w1, w2, w3] = refsOf(whole.dispatch_id);
+    const [p1, p2, p3] = refsOf(partial.dispatch_id);
+
+    await link.report(w1 ?? '', 'delivered');
+    expect(await receiptOf('rt-multi', whole.dispatch_id, 'enroute')).to.not.equal(undefined);
+    expect(await receiptOf('rt-multi', whole.dispatch_id, 'delivered')).to.equal(undefined);
+    // the last two parts' reports arrive together: each must see the other's state
+    await Promise.all([link.report(w2 ?? '', 'delivered'), link.report(w3 ?? '', 'delivered')]);
+    const delivered = await receiptOf('rt-multi', whole.dispatch_id, 'delivered');
+    expect(delivered?.receipt_id).to.equal(`${whole.dispatch_id}:final:delivered`);
+
+    await Promise.all([link.report(p1 ?? '', 'delivered'), link.report(p2 ?? '', 'undelivered', '027'), link.report(p3 ?? '', 'delivered')]);
+    const partially = await receiptOf('rt-multi', partial.dispatch_id, 'partially_delivered');
+    expect(partially?.error_message).to.equal('2 of 3 parts delivered; Undelivered (carrier error 027)');
+    expect((await receipts('rt-multi')).filter((r) => r.dispatch_id === partial.dispatch_id && r.status === 'partially_delivered')).to.have.length(1);
+  });
+
+  it('keeps a report that comes before the submission is answered, and correlates it once the references are recorded', async () => {
+    const link = new FakeCarrierLink('early');
+    link.decide = async () => {
+      // the message centre sends the delivery report before its submit_sm_resp
+      await link.report('early-first', 'delivered', null);
+      return { kind: 'accepted', references: ['early-first'] };
+    };
+    const { runtime } = await startConnector('rt-orphan', { link });
+    const dispatch = job();
+    await publishJob('rt-orphan', dispatch);
+    const delivered = await waitReceipt('rt-orphan', dispatch.dispatch_id, 'delivered');
+    expect(delivered.carrier_reference).to.equal('early-first');
+    expect(runtime.stats().orphansKept).to.equal(1);
+    expect(runtime.stats().orphansResolved).to.equal(1);
+  });
+
+  it('correlates late reports for references a stopped connector recorded', async () => {
+    const first = await startConnector('rt-restart', { name: 'first' });
+    const dispatch = job();
+    await publishJob('rt-restart', dispatch);
+    const accepted = await waitReceipt('rt-restart', dispatch.dispatch_id, 'accepted');
+    await first.stop();
+
+    const second = await startConnector('rt-restart', { name: 'second' });
+    await second.link.report(accepted.carrier_reference ?? '', 'expired', null);
+    expect(await receiptOf('rt-restart', dispatch.dispatch_id, 'expired')).to.not.equal(undefined);
+    expect(second.link.submissions).to.have.length(0);
+  });
+
+  it('acknowledges a job published again after it was submitted, without sending it again', async () => {
+    const { link, runtime } = await startConnector('rt-redeliver');
+    const dispatch = job();
+    await publishJob('rt-redeliver', dispatch);
+    await waitReceipt('rt-redeliver', dispatch.dispatch_id, 'accepted');
+    // the gateway republishing after its duplicate window: a new message id, the same dispatch id
+    await publishJob('rt-redeliver', dispatch, `${dispatch.dispatch_id}-again`);
+    await waitFor('the copy to be settled', () => runtime.stats().jobsSkipped >= 1);
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-redeliver');
+    expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+  });
+
+  async function writeRecord(carrier: string, dispatchId: string, record: DispatchRecord): Promise<void> {
+    const kv = await new Kvm(nc).open(dispatchBucket(carrier));
+    await kv.put(encodeKey(dispatchId), JSON.stringify(record));
+  }
+
+  it('hands back a job another instance is submitting right now, and sends it once that instance released it', async () => {
+    const { link, runtime } = await startConnector('rt-busy', { settings: { ackWaitMs: 2_000 } });
+    const dispatch = job();
+    await writeRecord('rt-busy', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'other-1', claimed_at: Date.now(), renewed_at: Date.now() });
+    await publishJob('rt-busy', dispatch);
+    await waitFor('the job to be seen', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-busy');
+      return consumer.delivered.consumer_seq >= 1;
+    });
+    await sleep(500);
+    expect(link.submissions).to.have.length(0);
+    // the other instance's link answered `retry`: it deletes its record
+    const kv = await new Kvm(nc).open(dispatchBucket('rt-busy'));
+    await kv.delete(encodeKey(dispatch.dispatch_id));
+    await waitReceipt('rt-busy', dispatch.dispatch_id, 'accepted');
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(runtime.stats().jobsSkipped).to.equal(0);
+  });
+
+  it('does not send again a job whose instance died while submitting it (hold), unless told to resend', async () => {
+    const held = await startConnector('rt-stale', { name: 'held' });
+    const dispatch = job();
+    const longAgo = Date.now() - 120_000;
+    await writeRecord('rt-stale', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-1', claimed_at: longAgo, renewed_at: longAgo });
+    await publishJob('rt-stale', dispatch);
+    await waitFor('the job to be acknowledged', () => held.runtime.stats().jobsSkipped === 1);
+    expect(held.link.submissions).to.have.length(0);
+    await held.stop();
+
+    const resending = await startConnector('rt-stale', { name: 'resending', settings: { staleSubmission: 'resend' } });
+    const another = job();
+    await writeRecord('rt-stale', another.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-2', claimed_at: longAgo, renewed_at: longAgo });
+    await publishJob('rt-stale', another);
+    await waitReceipt('rt-stale', another.dispatch_id, 'accepted');
+    expect(resending.link.submissionsOf(another.dispatch_id)).to.equal(1);
+  });
+
+  it('acknowledges a stale job (dispatched more than 24 h ago) and drops an invalid one, sending neither', async () => {
+    const { link, runtime } = await startConnector('rt-invalid');
+    await publishJob('rt-invalid', job({ submitted_at: new Date(Date.now() - 25 * 3_600_000).toISOString() }));
+    await gateway.publish(dispatchSubject('rt-invalid'), { version: 1, dispatch_id: 'nope' }, { id: 'invalid-1' });
+    await waitFor('both jobs settled', () => runtime.stats().jobsSkipped === 1 && runtime.stats().jobsInvalid === 1);
+    expect(link.submissions).to.have.length(0);
+    await waitFor('the stream to hold nothing for the carrier', async () => {
+      const stored = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.rt-invalid' });
+      return (stored.state.subjects?.['sms.dispatch.rt-invalid'] ?? 0) === 0;
+    });
+  });
+
+  it('does not send twice a submission slower than the ack wait: its instance keeps the record fresh', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowLink = new FakeCarrierLink('slow');
+    slowLink.decide = async (dispatch) => {
+      await released;
+      return slowLink.accept(dispatch.segments);
+    };
+    const slow = await startConnector('rt-slow', { name: 'slow', link: slowLink, settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
+    const other = await startConnector('rt-slow', { name: 'other', settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
+    const dispatch = job();
+    await publishJob('rt-slow', dispatch);
+    await waitFor('the slow link to have it', () => slowLink.submissions.length === 1 || other.link.submissions.length === 1);
+    const slowHasIt = slowLink.submissions.length === 1;
+    // JetStream redelivers it after the ack wait, several times meanwhile
+    await waitFor('a redelivery', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-slow');
+      return consumer.num_redelivered >= 1 || consumer.delivered.consumer_seq >= 2;
+    });
+    await sleep(1_500);
+    release();
+    await waitReceipt('rt-slow', dispatch.dispatch_id, 'accepted');
+    await waitFor('the job to be settled', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-slow');
+      return consumer.num_ack_pending + consumer.num_pending === 0;
+    });
+    expect(slowLink.submissions.length + other.link.submissions.length).to.equal(1);
+    if (!slowHasIt) expect(other.link.submissions).to.have.length(1);
+    expect(slow.runtime.stats().jobsTaken + other.runtime.stats().jobsTaken).to.equal(1);
+  });
+
+  it('on stop, finishes the submission in hand before stopping the link, and removes its presence entry', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const link = new FakeCarrierLink('stopping');
+    link.decide = async (dispatch) => {
+      await released;
+      return link.accept(dispatch.segments);
+    };
+    const started = await startConnector('rt-stop', { link });
+    const { runtime } = started;
+    const dispatch = job();
+    await publishJob('rt-stop', dispatch);
+    await waitFor('the submission in hand', () => link.submissions.length === 1);
+    let stopped = false;
+    const stopping = started.stop().then(() => {
+      stopped = true;
+    });
+    await sleep(300);
+    expect(stopped).to.equal(false);
+    expect(link.stopped).to.equal(false);
+    release();
+    await stopping;
+    expect(link.stopped).to.equal(true);
+    expect(await receiptOf('rt-stop', dispatch.dispatch_id, 'accepted')).to.not.equal(undefined);
+    const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-stop');
+    expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const entry = await kv.get(`rt-stop.${runtime.connectorId}`);
+    expect(entry === null || entry.operation !== 'PUT').to.equal(true);
+  });
+
+  it('hands a job back when the link cannot submit, and another connector takes it once the first is not live', async () => {
+    const firstLink = new FakeCarrierLink('down');
+    firstLink.decide = () => {
+      // the bind drops during the submission
+      firstLink.live = false;
+      return { kind: 'retry', delayMs: 200, reason: 'bind lost' };
+    };
+    const first = await startConnector('rt-retry', { name: 'primary', priority: 1, link: firstLink });
+    const second = await startConnector('rt-retry', { name: 'standby', priority: 2 });
+    await waitFor('the primary to be active alone', () => first.runtime.stats().active && !second.runtime.stats().active);
+    const dispatch = job();
+    await publishJob('rt-retry', dispatch);
+    const accepted = await waitReceipt('rt-retry', dispatch.dispatch_id, 'accepted');
+    expect(firstLink.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(second.link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(accepted.carrier_reference).to.match(/^standby-ref-/);
+    expect(first.runtime.stats().jobsRetried).to.equal(1);
+  });
+
+  it('gives the jobs to the live connector of the best priority, fails over when its link goes down, and keeps jobs while none is live', async () => {
+    const primary = await startConnector('rt-failover', { name: 'primary', priority: 1 });
+    const standby = await startConnector('rt-failover', { name: 'standby', priority: 2 });
+    await waitFor('presence to settle', () => primary.runtime.stats().active && !standby.runtime.stats().active);
+    const firstBatch = [job(), job(), job(), job()];
+    for (const dispatch of firstBatch) await publishJob('rt-failover', dispatch);
+    for (const dispatch of firstBatch) await waitReceipt('rt-failover', dispatch.dispatch_id, 'accepted');
+    expect(primary.link.submissions).to.have.length(4);
+    expect(standby.link.submissions).to.have.length(0);
+
+    primary.link.live = false;
+    await waitFor('the standby to take over', () => standby.runtime.stats().active && !primary.runtime.stats().active);
+    const secondBatch = [job(), job()];
+    for (const dispatch of secondBatch) await publishJob('rt-failover', dispatch);
+    for (const dispatch of secondBatch) await waitReceipt('rt-failover', dispatch.dispatch_id, 'accepted');
+    expect(standby.link.submissions.map((s) => s.dispatch_id)).to.have.members(secondBatch.map((d) => d.dispatch_id));
+
+    standby.link.live = false;
+    await waitFor('nobody to be active', () => !standby.runtime.stats().active && !primary.runtime.stats().active);
+    const waiting = job();
+    await publishJob('rt-failover', waiting);
+    await sleep(4 * HEARTBEAT_MS);
+    expect(await receiptOf('rt-failover', waiting.dispatch_id, 'accepted')).to.equal(undefined);
+    const stored = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.rt-failover' });
+    expect(stored.state.subjects?.['sms.dispatch.rt-failover']).to.equal(1);
+
+    primary.link.live = true;
+    await waitReceipt('rt-failover', waiting.dispatch_id, 'accepted');
+    expect(primary.link.submissionsOf(waiting.dispatch_id)).to.equal(1);
+    expect(standby.link.submissionsOf(waiting.dispatch_id)).to.equal(0);
+  });
+
+  it('rejects a report it cannot publish (the carrier sends it again), and publishes it when sent again', async () => {
+    const { link } = await startConnector('rt-outage');
+    const dispatch = job();
+    await publishJob('rt-outage', dispatch);
+    const accepted = await waitReceipt('rt-outage', dispatch.dispatch_id, 'accepted');
+    await nats.stopServer();
+    let failure: unknown = null;
+    try {
+      await link.report(accepted.carrier_reference ?? '', 'delivered');
+    } catch (error) {
+      failure = error;
+    } finally {
+      await nats.startServer();
+    }
+    expect(failure).to.be.instanceOf(Error);
+    await waitFor('the report to go through once NATS is back', async () => {
+      try {
+        await link.report(accepted.carrier_reference ?? '', 'delivered');
+        return true;
+      } catch {
+        return false;
+      }
+    }, 60_000);
+    expect(await receiptOf('rt-outage', dispatch.dispatch_id, 'delivered')).to.not.equal(undefined);
+  });
+
+  it('announces itself in the presence bucket and removes its entry on stop', async () => {
+    const one = await startConnector('rt-presence', { name: 'one', priority: 1 });
+    const two = await startConnector('rt-presence', { name: 'two', priority: 3 });
+    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const entries = async (): Promise<ConnectorPresence[]> => {
+      const found: ConnectorPresence[] = [];
+      for await (const key of await kv.keys('rt-presence.*')) {
+        const entry = await kv.get(key);
+        if (entry?.operation === 'PUT') found.push(entry.json<ConnectorPresence>());
+      }
+      return found;
+    };
+    const both = await waitFor('two presence entries', async () => {
+      const found = await entries();
+      return found.length === 2 && found.every((e) => e.live) ? found : null;
+    });
+    const byName = new Map(both.map((e) => [e.name, e]));
+    expect(byName.get('one')).to.include({ carrier: 'rt-presence', kind: 'fake', priority: 1, active: true, connector_id: one.runtime.connectorId });
+    expect(byName.get('two')).to.include({ priority: 3, active: false, connector_id: two.runtime.connectorId });
+    await one.stop();
+    await waitFor('the entry of the stopped connector to go', async () => {
+      const found = await entries();
+      return found.length === 1 && found[0]?.name === 'two' ? found : null;
+    });
+    await waitFor('the remaining connector to take the jobs', () => two.runtime.stats().active);
+  });
+});
