@@ -21,10 +21,12 @@ export type SubmitOutcome =
       readonly acceptedReferences: readonly string[];
     }
   /**
-   * Nothing was handed over, or what was is safe to hand over again later (no live bind, throttled, queue full,
-   * no response in time): the job goes back to the stream after `delayMs`, for this connector or another one.
+   * Not handed over now (no live bind, throttled, queue full, no response in time): the job goes back to the stream
+   * after `delayMs`, for this connector or another one. `uncertain`: the carrier may have taken (part of) it already
+   * (a submission left unanswered, or earlier parts accepted), so sending it again can deliver it twice; the
+   * runtime then follows its uncertain-submission setting (resend, or hold and wait for the carrier's report).
    */
-  | { readonly kind: 'retry'; readonly delayMs: number; readonly reason: string };
+  | { readonly kind: 'retry'; readonly delayMs: number; readonly reason: string; readonly uncertain?: boolean };
 
 /** A carrier's state for one submitted part, read from its delivery report. */
 export type PartState = 'accepted' | 'enroute' | 'delivered' | 'undelivered' | 'expired' | 'rejected' | 'deleted' | 'unknown';

@@ -26,10 +26,11 @@ export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
   { name: 'CONNECTOR_CONCURRENCY', required: false, default: 'window size × weight', meaning: 'Jobs handled at once by this instance.' },
   { name: 'CONNECTOR_RECORD_TTL_MS', required: false, default: String(DEFAULT_RECORD_TTL_MS), meaning: 'How long dispatch records, correlations and early reports are kept.' },
   {
-    name: 'CONNECTOR_STALE_SUBMISSION',
+    name: 'CONNECTOR_UNCERTAIN_SUBMISSION',
     required: false,
-    default: 'hold',
-    meaning: 'A job whose instance died while submitting it: hold (acknowledge, never send twice) or resend (a duplicate SMS is possible).',
+    default: 'resend',
+    meaning:
+      'A submission whose outcome is unknown (its instance died mid-submit, or the carrier left it unanswered): resend (at-least-once, a duplicate SMS is possible) or hold (at-most-once: acknowledge, never send twice; the receipt timeout ends the recipient if no report comes).',
   },
   { name: 'CONNECTOR_RECEIPT_BATCH_MAX', required: false, default: '100', meaning: 'Most receipts in one NATS message: receipts ready together leave as one receipt batch; 1 publishes each on its own.' },
   { name: 'LOG_LEVEL', required: false, default: 'info', meaning: 'pino log level.' },
@@ -43,7 +44,7 @@ export interface ConnectorEnvironment {
   readonly weight: number;
   readonly concurrency: number | undefined;
   readonly recordTtlMs: number;
-  readonly staleSubmission: 'hold' | 'resend';
+  readonly uncertainSubmission: 'hold' | 'resend';
   readonly receiptBatchMax: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -65,7 +66,7 @@ const environmentSchema = Joi.object({
     .min(25 * 3_600_000)
     .default(DEFAULT_RECORD_TTL_MS)
     .messages({ '*': 'CONNECTOR_RECORD_TTL_MS must be an integer of at least 90000000 (25 h: longer than the 24-hour rule)' }),
-  CONNECTOR_STALE_SUBMISSION: Joi.string().valid('hold', 'resend').default('hold').messages({ '*': 'CONNECTOR_STALE_SUBMISSION must be hold or resend' }),
+  CONNECTOR_UNCERTAIN_SUBMISSION: Joi.string().valid('hold', 'resend').default('resend').messages({ '*': 'CONNECTOR_UNCERTAIN_SUBMISSION must be hold or resend' }),
   CONNECTOR_RECEIPT_BATCH_MAX: Joi.number()
     .integer()
     .min(1)
@@ -90,7 +91,7 @@ interface ValidatedEnvironment {
   CONNECTOR_WEIGHT: number;
   CONNECTOR_CONCURRENCY?: number;
   CONNECTOR_RECORD_TTL_MS: number;
-  CONNECTOR_STALE_SUBMISSION: 'hold' | 'resend';
+  CONNECTOR_UNCERTAIN_SUBMISSION: 'hold' | 'resend';
   CONNECTOR_RECEIPT_BATCH_MAX: number;
   LOG_LEVEL: ConnectorEnvironment['logLevel'];
 }
@@ -109,7 +110,7 @@ export function readConnectorEnvironment(env: NodeJS.ProcessEnv, kind: string): 
     weight: valid.CONNECTOR_WEIGHT,
     concurrency: valid.CONNECTOR_CONCURRENCY,
     recordTtlMs: valid.CONNECTOR_RECORD_TTL_MS,
-    staleSubmission: valid.CONNECTOR_STALE_SUBMISSION,
+    uncertainSubmission: valid.CONNECTOR_UNCERTAIN_SUBMISSION,
     receiptBatchMax: valid.CONNECTOR_RECEIPT_BATCH_MAX,
     logLevel: valid.LOG_LEVEL,
   };
@@ -177,7 +178,7 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
       ...(settings.concurrency === undefined ? {} : { concurrency: settings.concurrency }),
       recordTtlMs: settings.recordTtlMs,
       ackWaitMs: CONNECTOR_ACK_WAIT_MS,
-      staleSubmission: settings.staleSubmission,
+      uncertainSubmission: settings.uncertainSubmission,
       receiptBatchMax: settings.receiptBatchMax,
     },
   });

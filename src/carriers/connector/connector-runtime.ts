@@ -44,9 +44,12 @@ import {
  * - `submitted` or `rejected`: the carrier had it already: acknowledge, never send again;
  * - `submitting`, renewed within the ack wait: an instance is submitting it right now: retry after the ack wait;
  * - `submitting`, not renewed for longer than the ack wait: its instance died during the hand-off, and whether the
- *   carrier took the message is unknown. With `staleSubmission: 'hold'` (the default, rule 2 of section 4) the job
- *   is acknowledged without sending: the carrier's report, if any, or the 24-hour rule ends the recipient. With
- *   `'resend'` this instance takes the record over and submits again (a duplicate SMS is possible).
+ *   carrier took the message is unknown. With `uncertainSubmission: 'resend'` (the default: at-least-once) this
+ *   instance takes the record over and submits again (a duplicate SMS is possible). With `'hold'` (at-most-once,
+ *   rule 2 of docs/carrier-protocol.md section 4) the job is acknowledged without sending: the carrier's report, if
+ *   any, or the receipt timeout ends the recipient.
+ * A link's `retry` marked `uncertain` (the carrier may have the message) follows the same setting; any other `retry`
+ * deletes the record and hands the job back.
  * The instance submitting renews its record every third of the ack wait, so a slow hand-off is never taken for a
  * dead one.
  */
@@ -58,8 +61,12 @@ export interface ConnectorSettings {
   readonly recordTtlMs?: number;
   readonly ackWaitMs?: number;
   readonly presenceIntervalMs?: number;
-  /** A `submitting` record whose instance stopped renewing it: `hold` (acknowledge, do not send) or `resend`. */
-  readonly staleSubmission?: 'hold' | 'resend';
+  /**
+   * A submission whose outcome is unknown (its instance stopped renewing the record, or the link's `retry` says
+   * `uncertain`): `resend` (default; at-least-once, a duplicate SMS is possible) or `hold` (acknowledge, never send
+   * twice).
+   */
+  readonly uncertainSubmission?: 'hold' | 'resend';
   /** Most receipts in one NATS message (a receipt batch); 1 publishes each on its own. Default 100. */
   readonly receiptBatchMax?: number;
   /** Attempts to publish a receipt that is not answered by a report's promise (accepted, rejected, orphans). */
@@ -189,7 +196,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   const ackWaitMs = settings.ackWaitMs ?? CONNECTOR_ACK_WAIT_MS;
   const recordTtlMs = settings.recordTtlMs ?? DEFAULT_RECORD_TTL_MS;
   const presenceIntervalMs = settings.presenceIntervalMs ?? PRESENCE_INTERVAL_MS;
-  const staleSubmission = settings.staleSubmission ?? 'hold';
+  const uncertainSubmission = settings.uncertainSubmission ?? 'resend';
   const publishAttempts = settings.publishAttempts ?? DEFAULT_PUBLISH_ATTEMPTS;
   const receiptBatchMax = settings.receiptBatchMax ?? DEFAULT_RECEIPT_BATCH_MAX;
   if (!Number.isInteger(receiptBatchMax) || receiptBatchMax < 1 || receiptBatchMax > RECEIPT_BATCH_MAX) {
@@ -347,7 +354,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       if (record.state === 'rejected') return { kind: 'done', why: 'already refused by the carrier' };
       const silentFor = now - record.renewed_at;
       if (silentFor <= ackWaitMs) return { kind: 'busy', retryInMs: Math.max(1_000, ackWaitMs - silentFor + 1_000) };
-      if (staleSubmission === 'hold') {
+      if (uncertainSubmission === 'hold') {
         return { kind: 'done', why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`, unknownOutcome: true };
       }
       try {
@@ -436,6 +443,12 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         await onRejected(job, key, outcome.carrierStatus, outcome.message, outcome.acceptedReferences);
         return ACK;
       case 'retry':
+        if (outcome.uncertain === true && uncertainSubmission === 'hold') {
+          // the carrier may have it: never sent twice; its report, or the receipt timeout, ends the recipient
+          counters.jobsSkipped++;
+          log.warn({ dispatch_id: job.dispatch_id, reason: outcome.reason }, 'submission outcome unknown: held, not sent again');
+          return ACK;
+        }
         counters.jobsRetried++;
         await releaseRecord(key);
         log.info({ dispatch_id: job.dispatch_id, reason: outcome.reason, delay_ms: outcome.delayMs }, 'dispatch job handed back for later');

@@ -27,8 +27,8 @@ import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInboun
  *   on a live bind, up to SMPP_SUBMIT_ATTEMPTS submissions, then `retry`. The centre may have taken the first copy:
  *   the handset can receive a part twice. SMPP gives no way to tell.
  * No live bind when a job arrives: `retry` at once. A job handed back with `retry` after some of its parts were
- * accepted would be submitted whole again (the outcome carries no partial references). Both cases are marked: the
- * reason of such a `retry` starts with UNCERTAIN_RETRY_PREFIX (`isUncertainRetry`).
+ * accepted would be submitted whole again (the outcome carries no partial references). Both cases are marked
+ * `uncertain` (`isUncertainRetry`).
  *
  * Receiving: a deliver_sm / data_sm with the receipt bit goes to `onReport`; its deliver_sm_resp is sent only once
  * that promise resolves, and with ESME_RX_T_APPN (temporary application error: the centre sends it again) when it
@@ -38,14 +38,11 @@ import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInboun
 captureRawPdus();
 
 /**
- * A `retry` whose reason starts with this may follow a hand-over the centre took: a submit_sm unanswered (timeout,
- * bind lost) or earlier parts of the message accepted. Sending the job again can deliver (part of) it twice; under
- * the carrier protocol's at-most-once rule the runtime keeps its dispatch record for such a job instead.
+ * A `retry` marked uncertain may follow a hand-over the centre took: a submit_sm unanswered (timeout, bind lost) or
+ * earlier parts of the message accepted. Sending the job again can deliver (part of) it twice.
  */
-export const UNCERTAIN_RETRY_PREFIX = 'uncertain: ';
-
 export function isUncertainRetry(outcome: SubmitOutcome): boolean {
-  return outcome.kind === 'retry' && outcome.reason.startsWith(UNCERTAIN_RETRY_PREFIX);
+  return outcome.kind === 'retry' && outcome.uncertain === true;
 }
 
 export interface SmppLinkClock {
@@ -488,7 +485,7 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
   }
 
   function retry(reason: string, uncertain = false): Extract<SubmitOutcome, { kind: 'retry' }> {
-    return { kind: 'retry', delayMs: account.retryDelayMs, reason: uncertain ? `${UNCERTAIN_RETRY_PREFIX}${reason}` : reason };
+    return { kind: 'retry', delayMs: account.retryDelayMs, reason, ...(uncertain ? { uncertain: true } : {}) };
   }
 
   async function submit(job: DispatchJob): Promise<SubmitOutcome> {

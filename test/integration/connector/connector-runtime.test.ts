@@ -7,6 +7,7 @@ import { connectNatsTransport } from '../../../src/libraries/transport/nats-tran
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { dispatchSubject, readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import type { SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
 import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
 import { CONNECTOR_PRESENCE_BUCKET, type ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
 import { dispatchBucket, encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
@@ -278,7 +279,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   });
 
   it('does not send again a job whose instance died while submitting it (hold), unless told to resend', async () => {
-    const held = await startConnector('rt-stale', { name: 'held' });
+    const held = await startConnector('rt-stale', { name: 'held', settings: { uncertainSubmission: 'hold' } });
     const dispatch = job();
     const longAgo = Date.now() - 120_000;
     await writeRecord('rt-stale', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-1', claimed_at: longAgo, renewed_at: longAgo });
@@ -287,7 +288,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(held.link.submissions).to.have.length(0);
     await held.stop();
 
-    const resending = await startConnector('rt-stale', { name: 'resending', settings: { staleSubmission: 'resend' } });
+    const resending = await startConnector('rt-stale', { name: 'resending', settings: { uncertainSubmission: 'resend' } });
     const another = job();
     await writeRecord('rt-stale', another.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-2', claimed_at: longAgo, renewed_at: longAgo });
     await publishJob('rt-stale', another);
@@ -317,8 +318,8 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       await released;
       return slowLink.accept(dispatch.segments);
     };
-    const slow = await startConnector('rt-slow', { name: 'slow', link: slowLink, settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
-    const other = await startConnector('rt-slow', { name: 'other', settings: { ackWaitMs: 1_000, staleSubmission: 'resend' } });
+    const slow = await startConnector('rt-slow', { name: 'slow', link: slowLink, settings: { ackWaitMs: 1_000, uncertainSubmission: 'resend' } });
+    const other = await startConnector('rt-slow', { name: 'other', settings: { ackWaitMs: 1_000, uncertainSubmission: 'resend' } });
     const dispatch = job();
     await publishJob('rt-slow', dispatch);
     await waitFor('the slow link to have it', () => slowLink.submissions.length === 1 || other.link.submissions.length === 1);
@@ -390,6 +391,36 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(second.link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
     expect(accepted.carrier_reference).to.match(/^standby-ref-/);
     expect(first.runtime.stats().jobsRetried).to.equal(1);
+  });
+
+  it('sends again a job whose submission the carrier left unanswered (resend, the default), and holds it with hold', async () => {
+    let firstAttempt = true;
+    const unanswered = (link: FakeCarrierLink) => (dispatch: DispatchJob): SubmitOutcome => {
+      if (firstAttempt) {
+        firstAttempt = false;
+        return { kind: 'retry', delayMs: 200, reason: 'submit_sm unanswered', uncertain: true };
+      }
+      return link.accept(dispatch.segments);
+    };
+    const resendLink = new FakeCarrierLink('resend');
+    resendLink.decide = unanswered(resendLink);
+    const resending = await startConnector('rt-uncertain', { name: 'resending', link: resendLink });
+    const dispatch = job();
+    await publishJob('rt-uncertain', dispatch);
+    await waitReceipt('rt-uncertain', dispatch.dispatch_id, 'accepted');
+    expect(resendLink.submissionsOf(dispatch.dispatch_id)).to.equal(2);
+    await resending.stop();
+
+    firstAttempt = true;
+    const holdLink = new FakeCarrierLink('hold');
+    holdLink.decide = unanswered(holdLink);
+    const holding = await startConnector('rt-uncertain', { name: 'holding', link: holdLink, settings: { uncertainSubmission: 'hold' } });
+    const another = job();
+    await publishJob('rt-uncertain', another);
+    await waitFor('the job to be held', () => holding.runtime.stats().jobsSkipped === 1);
+    await sleep(1_000);
+    expect(holdLink.submissionsOf(another.dispatch_id)).to.equal(1);
+    expect(holding.runtime.stats().jobsRetried).to.equal(0);
   });
 
   it('gives the jobs to the live connector of the best priority, fails over when its link goes down, and keeps jobs while none is live', async () => {

@@ -21,7 +21,7 @@ describe('connector process settings', () => {
       weight: 1,
       concurrency: undefined,
       recordTtlMs: 3 * 24 * 3_600_000,
-      staleSubmission: 'hold',
+      uncertainSubmission: 'resend',
       receiptBatchMax: 100,
       logLevel: 'info',
     });
@@ -36,12 +36,12 @@ describe('connector process settings', () => {
         CONNECTOR_PRIORITY: '2',
         CONNECTOR_WEIGHT: '0.5',
         CONNECTOR_CONCURRENCY: '16',
-        CONNECTOR_STALE_SUBMISSION: 'resend',
+        CONNECTOR_UNCERTAIN_SUBMISSION: 'hold',
         LOG_LEVEL: 'warn',
       },
       'smpp',
     );
-    expect(settings).to.include({ name: 'smpp-backup', priority: 2, weight: 0.5, concurrency: 16, staleSubmission: 'resend', logLevel: 'warn' });
+    expect(settings).to.include({ name: 'smpp-backup', priority: 2, weight: 0.5, concurrency: 16, uncertainSubmission: 'hold', logLevel: 'warn' });
   });
 
   it('names every missing or invalid variable', () => {
@@ -49,9 +49,9 @@ describe('connector process settings', () => {
       'NATS_URL is required (nats://host:port, comma-separated for several servers)',
       'CONNECTOR_CARRIER is required: the carrier slug the gateway routes to',
     ]);
-    const problems = problemsOf({ NATS_URL: 'nats://x', CONNECTOR_CARRIER: 'Bad.Slug', CONNECTOR_PRIORITY: 'first', CONNECTOR_WEIGHT: '0', CONNECTOR_NAME: 'a b', CONNECTOR_STALE_SUBMISSION: 'maybe' });
+    const problems = problemsOf({ NATS_URL: 'nats://x', CONNECTOR_CARRIER: 'Bad.Slug', CONNECTOR_PRIORITY: 'first', CONNECTOR_WEIGHT: '0', CONNECTOR_NAME: 'a b', CONNECTOR_UNCERTAIN_SUBMISSION: 'maybe' });
     expect(problems).to.have.length(5);
-    for (const variable of ['CONNECTOR_CARRIER', 'CONNECTOR_PRIORITY', 'CONNECTOR_WEIGHT', 'CONNECTOR_NAME', 'CONNECTOR_STALE_SUBMISSION']) {
+    for (const variable of ['CONNECTOR_CARRIER', 'CONNECTOR_PRIORITY', 'CONNECTOR_WEIGHT', 'CONNECTOR_NAME', 'CONNECTOR_UNCERTAIN_SUBMISSION']) {
       expect(problems.some((p) => p.startsWith(variable)), variable).to.equal(true);
     }
   });
