@@ -42,6 +42,18 @@ async function main(): Promise<void> {
       logger.warn({ err: error, context }, 'nats');
     },
   });
+  // presence (docs/carriers.md): the gateway's /health counts the simulator as the live connector of its carrier
+  const { connectNats } = await import('../../libraries/transport/nats-connect.js');
+  const { announcePresence } = await import('../connector/presence-announcer.js');
+  const presenceConnection = await connectNats({
+    servers: servers.split(',').map((server) => server.trim()),
+    name: 'connector-simulator-presence',
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
+  const closePresenceConnection = async (): Promise<void> => {
+    if (!presenceConnection.isClosed()) await presenceConnection.drain().catch(() => presenceConnection.close());
+  };
   const deliveryLog = process.env.SIMULATOR_DELIVERY_LOG ?? '';
   const processLabel = process.env.SIMULATOR_PROCESS ?? '1';
   const connector = createSimulatorConnector({
@@ -69,16 +81,21 @@ async function main(): Promise<void> {
   };
   const reporting = reportFile === '' ? null : setInterval(writeReport, 200);
 
+  let presence: { stop(): Promise<void> } | null = null;
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: no new jobs, publishing the receipts already planned');
     if (reporting) clearInterval(reporting);
-    connector
-      .stop()
-      .then(() => {
+    Promise.resolve(presence?.stop())
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, 'presence entry not removed');
+      })
+      .then(() => connector.stop())
+      .then(async () => {
         writeReport();
+        await closePresenceConnection();
         return transport.close();
       })
       .then(
@@ -104,7 +121,17 @@ async function main(): Promise<void> {
 
   try {
     await connector.start();
+    presence = await announcePresence({
+      nc: presenceConnection,
+      carrier: 'simulator',
+      name: 'simulator',
+      kind: 'simulator',
+      onError: (error) => {
+        logger.warn({ err: error }, 'presence not written');
+      },
+    });
   } catch (error) {
+    await closePresenceConnection();
     await transport.close().catch(() => undefined);
     throw error;
   }
