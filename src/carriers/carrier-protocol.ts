@@ -39,6 +39,8 @@ export interface Receipt {
   readonly error_message?: string | null;
   readonly occurred_at: string;
   readonly carrier_reference?: string | null;
+  /** The carrier's own words for the outcome (`smpp:UNDELIV err:001`), kept as the recipient's `carrier_status`. */
+  readonly carrier_status?: string | null;
 }
 
 /** Several receipts in one NATS message (docs/carrier-protocol.md section 5, "Batches"). */

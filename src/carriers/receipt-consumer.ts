@@ -74,6 +74,7 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
         at: Date.parse(receipt.occurred_at),
         errorCode: receipt.error_code ?? null,
         errorMessage: receipt.error_message ?? null,
+        ...(receipt.carrier_status == null || receipt.carrier_status === '' ? {} : { carrierStatus: receipt.carrier_status }),
       };
       const group = byMessage.get(dispatch.messageId);
       if (group) group.push({ receipt, carrierReceipt });

@@ -83,6 +83,8 @@ export interface CarrierReceipt {
   readonly at: number;
   readonly errorCode?: string | null;
   readonly errorMessage?: string | null;
+  /** The carrier's own words for the outcome (`smpp:UNDELIV err:001`); absent: the status is the recipient's carrier_status. */
+  readonly carrierStatus?: string;
 }
 
 export type MessageCommand =
@@ -499,6 +501,7 @@ function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: Beh
     at: receipt.at,
     errorCode: receipt.errorCode ?? null,
     errorMessage: receipt.errorMessage ?? null,
+    ...(receipt.carrierStatus === undefined ? {} : { carrierStatus: receipt.carrierStatus }),
   };
   const transition = applySignal(current, signal);
   if (!transition.changed) return { outcome: { ok: true, changed: false, events: [] }, event: null, next: null, effects: [] };

@@ -10,7 +10,8 @@ import { ERROR_CATALOGUE } from '../libraries/errors/error-catalogue.js';
 
 export interface RecipientState {
   readonly status: RecipientStatus;
-  readonly carrierStatus: CarrierStatus | null;
+  /** The last applied report's carrier status, or the carrier's own words for it when the connector gave them. */
+  readonly carrierStatus: string | null;
   /** Rank of the furthest carrier report applied; reports at or below it are duplicates or stale. */
   readonly carrierRank: number;
   readonly errorCode: string | null;
@@ -29,6 +30,8 @@ export type RecipientSignal =
       readonly at: number;
       readonly errorCode?: string | null;
       readonly errorMessage?: string | null;
+      /** The carrier's own words (`smpp:UNDELIV err:001`), kept as the recipient's carrier status. */
+      readonly carrierStatus?: string;
     }
   | { readonly type: 'receipt_timeout'; readonly at: number }
   | { readonly type: 'gateway_failure'; readonly at: number; readonly errorCode: string; readonly errorMessage: string };
@@ -84,7 +87,7 @@ export function applySignal(state: RecipientState, signal: RecipientSignal): Rec
   const code = failureCode(signal.status, signal.errorCode);
   const failure = code === null ? null : { errorCode: code, errorMessage: failureMessage(code, signal.errorMessage) };
   const next = moveTo(state, [...outcome.implies, outcome.status], signal.at, failure);
-  const merged: RecipientState = { ...next.state, carrierStatus: signal.status, carrierRank: outcome.rank, updatedAt: signal.at };
+  const merged: RecipientState = { ...next.state, carrierStatus: signal.carrierStatus ?? signal.status, carrierRank: outcome.rank, updatedAt: signal.at };
   return { state: merged, events: next.events, changed: true };
 }
 

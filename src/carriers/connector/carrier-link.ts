@@ -11,8 +11,9 @@ export type SubmitOutcome =
   /** The carrier took every part; `references` are its message ids, one per part in part order. */
   | { readonly kind: 'accepted'; readonly references: readonly string[] }
   /**
-   * The carrier refused the message for good (e.g. an SMPP permanent error status). `carrierStatus` names the
-   * carrier's status (e.g. `ESME_RINVDSTADR`); parts accepted before the refusal are in `acceptedReferences`.
+   * The carrier refused the message for good (e.g. an SMPP permanent error status). `carrierStatus` is the carrier's
+   * own words for it (e.g. `smpp:0x0000000b ESME_RINVDSTADR`), kept as the recipient's `carrier_status`; parts
+   * accepted before the refusal are in `acceptedReferences`.
    */
   | {
       readonly kind: 'rejected';
@@ -42,6 +43,8 @@ export interface CarrierReport {
   readonly carrierError: string | null;
   /** When it happened at the carrier (epoch ms); the connector's clock when the report does not say. */
   readonly occurredAt: number;
+  /** The carrier's own words for it (`smpp:UNDELIV err:001`), kept as the recipient's `carrier_status`. */
+  readonly carrierStatus?: string;
 }
 
 /** Live figures a link reports for presence (`carriers status`, metrics, routing). */

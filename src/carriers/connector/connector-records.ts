@@ -57,6 +57,8 @@ export function decodeKey(key: string): string {
 export interface PartRecord {
   readonly state: PartState | null;
   readonly carrier_error: string | null;
+  /** The carrier's own words for the part's state (`smpp:UNDELIV err:001`), when it gave them. */
+  readonly carrier_status?: string | null;
   /** Epoch ms at the carrier, of the report that set `state`. */
   readonly occurred_at: number | null;
 }
@@ -104,6 +106,7 @@ export interface OrphanReport {
   readonly reference: string;
   readonly state: PartState;
   readonly carrier_error: string | null;
+  readonly carrier_status?: string | null;
   readonly occurred_at: number;
 }
 
@@ -147,6 +150,8 @@ export interface ReceiptVerdict {
   readonly status: CarrierStatus;
   readonly errorMessage: string | null;
   readonly final: boolean;
+  /** The carrier's words to keep as the recipient's carrier_status: the deciding part's (the first failure's). */
+  readonly carrierStatus?: string | null;
 }
 
 /** A single-part dispatch: the report's state is the dispatch's. */
@@ -165,11 +170,13 @@ export function multiPartVerdict(parts: readonly PartRecord[]): ReceiptVerdict {
   const firstFailure = parts.find((part) => part.state !== 'delivered');
   if (firstFailure?.state == null) throw new Error('unreachable: a final part without a state');
   const failureText = partErrorMessage(firstFailure.state, firstFailure.carrier_error);
-  if (delivered === 0) return { status: STATUS_OF_PART_STATE[firstFailure.state], errorMessage: failureText, final: true };
+  const words = firstFailure.carrier_status == null ? {} : { carrierStatus: firstFailure.carrier_status };
+  if (delivered === 0) return { status: STATUS_OF_PART_STATE[firstFailure.state], errorMessage: failureText, final: true, ...words };
   return {
     status: 'partially_delivered',
     errorMessage: `${delivered} of ${parts.length} parts delivered; ${failureText ?? 'a part failed'}`,
     final: true,
+    ...words,
   };
 }
 

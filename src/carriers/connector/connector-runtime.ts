@@ -531,6 +531,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       error_message: `Carrier refused the message (${carrierStatus})`.slice(0, 500),
       occurred_at: toIsoUtc(clock.now()),
       carrier_reference: null,
+      carrier_status: carrierStatus.slice(0, 100),
     });
   }
 
@@ -539,6 +540,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   async function readCorrelation(reference: string): Promise<Correlation | null> {
     return fromEntry<Correlation>(await bucket(references).get(encodeKey(reference)));
   }
+
+  /** The carrier's words as a receipt field (at most 100 characters), or nothing. */
+  const wordsOf = (words: string | null | undefined): { carrier_status?: string } => (words == null || words === '' ? {} : { carrier_status: words.slice(0, 100) });
 
   /** The receipt a correlated report calls for; null when it changes nothing. */
   async function receiptFor(report: OrphanReport, correlation: Correlation): Promise<Receipt | null> {
@@ -553,9 +557,15 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         ...(verdict.errorMessage === null ? {} : { error_message: verdict.errorMessage.slice(0, 500) }),
         occurred_at: occurredAt,
         carrier_reference: report.reference,
+        ...wordsOf(report.carrier_status),
       };
     }
-    const partReport: PartRecord = { state: report.state, carrier_error: report.carrier_error, occurred_at: report.occurred_at };
+    const partReport: PartRecord = {
+      state: report.state,
+      carrier_error: report.carrier_error,
+      occurred_at: report.occurred_at,
+      ...(report.carrier_status == null ? {} : { carrier_status: report.carrier_status }),
+    };
     const key = encodeKey(correlation.dispatch_id);
     const { record } = await changeRecord(key, (current) => {
       const existing = current === null || current.state === 'rejected' ? undefined : current.parts;
@@ -580,6 +590,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         ...(verdict.errorMessage === null ? {} : { error_message: verdict.errorMessage.slice(0, 500) }),
         occurred_at: toIsoUtc(latest > 0 ? latest : report.occurred_at),
         carrier_reference: record.state === 'submitted' ? (record.references[0] ?? report.reference) : report.reference,
+        ...wordsOf(verdict.status === 'delivered' ? report.carrier_status : verdict.carrierStatus),
       };
     }
     return {
@@ -589,6 +600,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       status: 'enroute',
       occurred_at: occurredAt,
       carrier_reference: report.reference,
+      ...wordsOf(report.carrier_status),
     };
   }
 
@@ -611,7 +623,13 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   async function onReport(report: CarrierReport): Promise<void> {
     counters.reportsReceived++;
-    const kept: OrphanReport = { reference: report.reference, state: report.state, carrier_error: report.carrierError, occurred_at: report.occurredAt };
+    const kept: OrphanReport = {
+      reference: report.reference,
+      state: report.state,
+      carrier_error: report.carrierError,
+      occurred_at: report.occurredAt,
+      ...(report.carrierStatus === undefined ? {} : { carrier_status: report.carrierStatus }),
+    };
     let correlation = await readCorrelation(report.reference);
     if (correlation === null) {
       // the carrier can report before it answers the submission: keep the report until the correlation is written

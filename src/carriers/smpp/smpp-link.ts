@@ -557,7 +557,7 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
         if (status === 'ok') return { kind: 'accepted', reference: result.messageId, bind };
         const name = commandStatusName(result.status);
         if (status === 'permanent') {
-          return { kind: 'rejected', carrierStatus: name, message: `submit_sm of part ${index + 1} refused: ${name}`, acceptedReferences: [...accepted] };
+          return { kind: 'rejected', carrierStatus: `smpp:0x${result.status.toString(16).padStart(8, '0')} ${name}`, message: `submit_sm of part ${index + 1} refused: ${name}`, acceptedReferences: [...accepted] };
         }
         if (status === 'retry') return retry(`submit_sm of part ${index + 1} answered ${name}`, uncertain);
         // throttled: wait, then again (the attempt does not count as a lost submission)

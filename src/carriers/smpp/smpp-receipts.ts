@@ -15,7 +15,10 @@ import { TLV, tlvNumber, tlvString, type MessageBody } from './smpp-pdu.js';
  *
  * `ACCEPTD` (message_state 6) is not final: it says the message centre accepted the message on someone's behalf
  * (e.g. an operator's manual intervention), not that the handset got it, and a final report normally follows. It
- * maps to `accepted`, which the gateway does not treat as an outcome.
+ * maps to `enroute`, like ENROUTE: the recipient stays `sent`.
+ *
+ * Every report carries the centre's own words as `carrierStatus`: `smpp:<stat>` and ` err:<err>` when the error is
+ * not all zeros (`smpp:UNDELIV err:001`), the stat being the text's or, from the TLV, message_state's name.
  */
 
 const STAT_TO_STATE: Readonly<Record<string, PartState>> = {
@@ -28,10 +31,24 @@ const STAT_TO_STATE: Readonly<Record<string, PartState>> = {
   REJECTED: 'rejected',
   UNKNOWN: 'unknown',
   DELETED: 'deleted',
-  ACCEPTD: 'accepted',
-  ACCEPTED: 'accepted',
+  ACCEPTD: 'enroute',
+  ACCEPTED: 'enroute',
   ENROUTE: 'enroute',
   SCHEDULED: 'enroute',
+};
+
+/** The names of message_state values, as receipt texts write them. */
+const MESSAGE_STATE_NAMES: Readonly<Record<number, string>> = {
+  0: 'SCHEDULED',
+  1: 'ENROUTE',
+  2: 'DELIVRD',
+  3: 'EXPIRED',
+  4: 'DELETED',
+  5: 'UNDELIV',
+  6: 'ACCEPTD',
+  7: 'UNKNOWN',
+  8: 'REJECTD',
+  9: 'SKIPPED',
 };
 
 /** SMPP message_state values (3.4 section 5.2.28; 9 SKIPPED is SMPP 5.0). */
@@ -42,7 +59,7 @@ const MESSAGE_STATE_TO_STATE: Readonly<Record<number, PartState>> = {
   3: 'expired',
   4: 'deleted',
   5: 'undelivered',
-  6: 'accepted',
+  6: 'enroute', // ACCEPTD
   7: 'unknown',
   8: 'rejected',
   9: 'undelivered', // SKIPPED
@@ -132,7 +149,9 @@ export function readInbound(body: MessageBody, addresses: { readonly from: strin
     if (code !== 0) carrierError = `${network[0] ?? 0}:${code}`;
   }
   const done = parsed?.doneDate == null ? null : parseReceiptDate(parsed.doneDate);
-  return { kind: 'receipt', report: { reference, state, carrierError, occurredAt: done ?? now } };
+  const stat = tlvState !== null && stateFromMessageState(tlvState) !== null ? (MESSAGE_STATE_NAMES[tlvState] ?? String(tlvState)) : (parsed?.stat ?? '').toUpperCase();
+  const carrierStatus = `smpp:${stat}${carrierError === null ? '' : ` err:${carrierError}`}`.slice(0, 100);
+  return { kind: 'receipt', report: { reference, state, carrierError, occurredAt: done ?? now, carrierStatus } };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

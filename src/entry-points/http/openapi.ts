@@ -1,4 +1,4 @@
-import { CARRIER_STATUSES, RECIPIENT_STATUSES } from '../../carriers/carrier-outcomes.js';
+import { RECIPIENT_STATUSES } from '../../carriers/carrier-outcomes.js';
 import { CARRIER_CODE_RANGE, ERROR_CATALOGUE, type ErrorName, type ServiceErrorName } from '../../libraries/errors/error-catalogue.js';
 import type { FieldIssue } from '../../libraries/errors/app-error.js';
 import type { SendReceipt } from '../../messaging/message-behaviour.js';
@@ -337,8 +337,10 @@ function schemas(): Record<SchemaName, JsonSchema> {
       ),
       carrier_status: {
         type: ['string', 'null'],
-        enum: [...CARRIER_STATUSES, null],
-        description: "The carrier's precise outcome (`accepted`, `enroute`, `undelivered`, `expired`, …); `null` before the first receipt.",
+        maxLength: 100,
+        description:
+          "The carrier's precise outcome (`accepted`, `enroute`, `undelivered`, `expired`, …), or the message centre's own words for it when " +
+          'its connector gives them (`smpp:UNDELIV err:001`, `smpp:0x0000000b ESME_RINVDSTADR`, `kannel:2`); `null` before the first receipt.',
       },
       segments: integer('Segments of the message.', { minimum: 1 }),
       carrier: text('Internal connector slug; informational, not stable.'),

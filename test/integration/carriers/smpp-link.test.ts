@@ -166,7 +166,7 @@ describe('SMPP link with the test SMSC', function () {
     ['REJECTD', 'rejected'],
     ['UNKNOWN', 'unknown'],
     ['DELETED', 'deleted'],
-    ['ACCEPTD', 'accepted'],
+    ['ACCEPTD', 'enroute'],
     ['ENROUTE', 'enroute'],
   ];
   for (const style of ['tlv+text', 'text-only', 'tlv-only'] as const) {
@@ -185,6 +185,7 @@ describe('SMPP link with the test SMSC', function () {
         expect(stat, report.reference).to.not.equal(undefined);
         expect(report.state).to.equal(STATS.find(([s]) => s === stat)![1]);
         expect(report.carrierError).to.equal(style !== 'tlv-only' && stat === 'UNDELIV' ? '012' : null);
+        expect(report.carrierStatus).to.equal(`smpp:${stat ?? ''}${report.carrierError === null ? '' : ` err:${report.carrierError}`}`);
       }
       await until(() => smsc.answeredReceipts() === STATS.length, 'receipts answered');
     });
@@ -380,7 +381,7 @@ describe('SMPP link with the test SMSC', function () {
   it('rejects on a permanent status and names it', async () => {
     const { link } = await open({ outcomeFor: (destination) => (destination.endsWith('99') ? { submitStatus: 0x0b } : { stat: 'DELIVRD' }) });
     const outcome = await link.submit(job('+243810000999', 'bad number'));
-    expect(outcome).to.deep.include({ kind: 'rejected', carrierStatus: 'ESME_RINVDSTADR', acceptedReferences: [] });
+    expect(outcome).to.deep.include({ kind: 'rejected', carrierStatus: 'smpp:0x0000000b ESME_RINVDSTADR', acceptedReferences: [] });
   });
 
   it('submits again on a live bind when no answer comes in time, then gives the job back', async () => {

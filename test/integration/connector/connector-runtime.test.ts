@@ -147,9 +147,11 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     const failing = job();
     await publishJob('rt-basic', failing);
     const acceptedToo = await waitReceipt('rt-basic', failing.dispatch_id, 'accepted');
-    await link.report(acceptedToo.carrier_reference ?? '', 'undelivered', '001');
+    await link.report(acceptedToo.carrier_reference ?? '', 'undelivered', '001', Date.now(), 'smpp:UNDELIV err:001');
     const undelivered = await receiptOf('rt-basic', failing.dispatch_id, 'undelivered');
     expect(undelivered?.error_message).to.equal('Undelivered (carrier error 001)');
+    // the carrier's own words travel with the receipt, for the recipient's carrier_status
+    expect(undelivered?.carrier_status).to.equal('smpp:UNDELIV err:001');
   });
 
   it('publishes the receipts of reports arriving together as receipt batches, each report resolving once its receipt is stored', async () => {
@@ -173,13 +175,14 @@ describe('connector runtime on NATS (fake carrier link)', function () {
 
   it('publishes rejected with the carrier status when the carrier refuses the message for good', async () => {
     const link = new FakeCarrierLink('rej', {
-      decide: () => ({ kind: 'rejected', carrierStatus: 'ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),
+      decide: () => ({ kind: 'rejected', carrierStatus: 'smpp:0x0000000b ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),
     });
     await startConnector('rt-reject', { link });
     const dispatch = job();
     await publishJob('rt-reject', dispatch);
     const rejected = await waitReceipt('rt-reject', dispatch.dispatch_id, 'rejected');
-    expect(rejected.error_message).to.equal('Carrier refused the message (ESME_RINVDSTADR)');
+    expect(rejected.error_message).to.equal('Carrier refused the message (smpp:0x0000000b ESME_RINVDSTADR)');
+    expect(rejected.carrier_status).to.equal('smpp:0x0000000b ESME_RINVDSTADR');
     expect(rejected.carrier_reference).to.equal(null);
   });
 

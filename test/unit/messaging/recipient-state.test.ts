@@ -91,6 +91,14 @@ describe('recipient state', () => {
       expect(result.events).to.deep.equal(['sms.delivered']);
     });
 
+    it("keeps the message centre's own words as the carrier status when the connector gives them", () => {
+      const result = applySignal(recipientAt('sent'), { type: 'carrier_report', status: 'undelivered', at: T0 + 5 * MINUTE, carrierStatus: 'smpp:UNDELIV err:001' });
+
+      expect(result.state.status).to.equal('failed');
+      expect(result.state.carrierStatus).to.equal('smpp:UNDELIV err:001');
+      expect(result.state.errorCode).to.equal('1502');
+    });
+
     it('when a negative acknowledgement arrives, then sent → failed with sms.failed and the carrier code', () => {
       const result = applySignal(recipientAt('sent'), report('undelivered', T0 + 5 * MINUTE, null, 'Absent subscriber'));
 

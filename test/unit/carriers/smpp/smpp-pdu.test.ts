@@ -33,7 +33,7 @@ describe('SMPP raw PDU bytes', () => {
     expect(tlvNumber(body, TLV.message_state)).to.equal(5);
     expect(readInbound(body, { from: '', to: '' }, 42)).to.deep.equal({
       kind: 'receipt',
-      report: { reference: 'ABC123', state: 'undelivered', carrierError: '1:9', occurredAt: 42 },
+      report: { reference: 'ABC123', state: 'undelivered', carrierError: '1:9', occurredAt: 42, carrierStatus: 'smpp:UNDELIV err:1:9' },
     });
   });
 

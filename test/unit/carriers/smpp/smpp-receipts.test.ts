@@ -31,7 +31,7 @@ describe('SMPP receipts', () => {
     ['REJECTD', 8, 'rejected'],
     ['UNKNOWN', 7, 'unknown'],
     ['DELETED', 4, 'deleted'],
-    ['ACCEPTD', 6, 'accepted'],
+    ['ACCEPTD', 6, 'enroute'],
     ['ENROUTE', 1, 'enroute'],
   ];
 
@@ -40,7 +40,7 @@ describe('SMPP receipts', () => {
       expect(stateFromStat(stat)).to.equal(state);
       expect(stateFromMessageState(messageState)).to.equal(state);
       const fromText = readInbound(body(0x04, receiptText('abc_1@', stat)), ADDRESSES, NOW);
-      expect(fromText).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: Date.UTC(2026, 0, 2, 3, 4) } });
+      expect(fromText).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: Date.UTC(2026, 0, 2, 3, 4), carrierStatus: `smpp:${stat}` } });
       const fromTlv = readInbound(
         body(0x04, '', [
           [TLV.receipted_message_id, Buffer.from('abc_1@\0')],
@@ -49,11 +49,12 @@ describe('SMPP receipts', () => {
         ADDRESSES,
         NOW,
       );
-      expect(fromTlv).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW } });
+      expect(fromTlv).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` } });
     });
   }
 
-  it('treats ACCEPTD and ENROUTE as not final', () => {
+  it('treats ACCEPTD and ENROUTE as not final (both enroute: the recipient stays sent)', () => {
+    expect(stateFromStat('ACCEPTD')).to.equal('enroute');
     expect(FINAL_PART_STATES.has('accepted')).to.be.false;
     expect(FINAL_PART_STATES.has('enroute')).to.be.false;
   });
@@ -67,7 +68,7 @@ describe('SMPP receipts', () => {
       ADDRESSES,
       NOW,
     );
-    expect(inbound).to.deep.equal({ kind: 'receipt', report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: Date.UTC(2026, 0, 2, 3, 4) } });
+    expect(inbound).to.deep.equal({ kind: 'receipt', report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: Date.UTC(2026, 0, 2, 3, 4), carrierStatus: 'smpp:UNDELIV err:012' } });
   });
 
   it('takes the error from network_error_code when the text has none', () => {
