@@ -339,7 +339,8 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
       return {
         bindsUp: live ? settings.maxConcurrentRequests : 0,
         bindsTotal: settings.maxConcurrentRequests,
-        windowInUse: inFlight,
+        // requests beyond the pool's connections wait in the pool, not at smsbox
+        windowInUse: Math.min(inFlight, settings.maxConcurrentRequests),
         windowSize: settings.maxConcurrentRequests,
         submitsPerSecond: answeredAt.filter((at) => at > now - 1_000).length,
       };
