@@ -31,7 +31,10 @@ export interface TestKannelOptions {
   readonly smscId?: string;
   readonly username?: string;
   readonly password?: string;
-  /** smsbox `http-request-retry` (dlr-url calls that failed are made again). Default 5. */
+  /**
+   * smsbox `http-request-retry`: dlr-url calls that failed (connection refused, no answer, 5xx) are made again, at
+   * most this many times. Kannel's own default is 0: a report the listener could not take is then lost.
+   */
   readonly httpRequestRetry?: number;
   /** smsbox `http-queue-delay`, seconds between such retries. Default 1. */
   readonly httpQueueDelaySeconds?: number;
