@@ -61,7 +61,16 @@ export function stateOfDlrType(type: number): PartState | null {
 }
 
 export type ParsedDlr =
-  | { readonly ok: true; readonly reference: string; readonly state: PartState; readonly carrierError: string | null; readonly occurredAt: number | null; readonly foreignId: string | null }
+  | {
+      readonly ok: true;
+      readonly reference: string;
+      readonly state: PartState;
+      readonly carrierError: string | null;
+      readonly occurredAt: number | null;
+      readonly foreignId: string | null;
+      /** Kannel's words for it, kept as the recipient's carrier_status: `kannel:<type>` and the SMSC's error. */
+      readonly carrierStatus: string;
+    }
   | { readonly ok: false; readonly reason: string };
 
 const RECEIPT_ERR = /(?:^|\s)err:([A-Za-z0-9]+)/i;
@@ -79,7 +88,9 @@ export function parseDlrQuery(query: URLSearchParams): ParsedDlr {
   const ts = query.get('ts') ?? '';
   const occurredAt = /^\d{9,11}$/.test(ts) ? Number(ts) * 1000 : null;
   const foreign = (query.get('fid') ?? '').trim();
-  return { ok: true, reference, state, carrierError: carrierErrorOf(state, answer), occurredAt, foreignId: foreign === '' ? null : foreign };
+  const carrierError = carrierErrorOf(state, answer);
+  const carrierStatus = `kannel:${type}${carrierError === null ? '' : ` ${carrierError}`}`.slice(0, 100);
+  return { ok: true, reference, state, carrierError, occurredAt, foreignId: foreign === '' ? null : foreign, carrierStatus };
 }
 
 /**
@@ -266,7 +277,13 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
       answer(res, 503, 'not ready');
       return;
     }
-    const report: CarrierReport = { reference: parsed.reference, state: parsed.state, carrierError: parsed.carrierError, occurredAt: parsed.occurredAt ?? clock.now() };
+    const report: CarrierReport = {
+      reference: parsed.reference,
+      state: parsed.state,
+      carrierError: parsed.carrierError,
+      occurredAt: parsed.occurredAt ?? clock.now(),
+      carrierStatus: parsed.carrierStatus,
+    };
     const task = handler(report);
     reportsInHand.add(task);
     try {

@@ -62,9 +62,13 @@ const kannelSchema = Joi.object({
   smsc: setting(Joi.string().pattern(/^[A-Za-z0-9_.-]{1,64}$/).allow('').default(''), 'KANNEL_SMSC', 'smsc-id every submission is forced to (empty: Kannel\u2019s routing chooses).'),
   defaultSender: setting(Joi.string().max(20).allow('').default(''), 'KANNEL_DEFAULT_SENDER', 'Sender for jobs without sender_id (empty: the sendsms-user\u2019s default, Kannel\u2019s global-sender).'),
   dlrMask: setting(
-    Joi.number().integer().min(1).max(31).default(DLR_TYPE.delivered | DLR_TYPE.failed | DLR_TYPE.smscReject),
+    Joi.number()
+      .integer()
+      .min(1)
+      .max(31)
+      .default(DLR_TYPE.delivered | DLR_TYPE.failed | DLR_TYPE.buffered | DLR_TYPE.smscSubmit | DLR_TYPE.smscReject),
     'KANNEL_DLR_MASK',
-    'dlr-mask of every submission: 1 delivered, 2 failed, 4 buffered, 8 smsc submit, 16 smsc reject (bits; default 19 = final reports and rejection by the SMSC). Must include 1 and 2.',
+    'dlr-mask of every submission: 1 delivered, 2 failed, 4 buffered, 8 smsc submit, 16 smsc reject (bits; default 31: every report). Must include 1 and 2.',
   ),
   dlrHost: setting(Joi.string().hostname().default('0.0.0.0'), 'KANNEL_DLR_HOST', 'Address the delivery-report listener binds.'),
   dlrPort: setting(Joi.number().port().default(13080), 'KANNEL_DLR_PORT', 'Port of the delivery-report listener (0: any free port).'),

@@ -128,12 +128,12 @@ describe('Kannel link', () => {
 
     it('reads a delivered receipt (no error, time from %T)', () => {
       const url = new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '1', T: '1767225600', F: 'M01', A: 'id:M01 sub:001 dlvrd:001 submit date:2601010000 done date:2601010000 stat:DELIVRD err:000 text:hi' }));
-      expect(parseDlrQuery(url.searchParams)).to.deep.equal({ ok: true, reference: 'tok', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000, foreignId: 'M01' });
+      expect(parseDlrQuery(url.searchParams)).to.deep.equal({ ok: true, reference: 'tok', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000, foreignId: 'M01', carrierStatus: 'kannel:1' });
     });
 
     it('reads a failed receipt with its error code, and an SMSC rejection with its answer', () => {
       const failed = parseDlrQuery(new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '2', T: '1767225600', F: 'M02', A: 'id:M02 sub:001 dlvrd:000 stat:UNDELIV err:034 text:' })).searchParams);
-      expect(failed).to.deep.include({ ok: true, state: 'undelivered', carrierError: 'UNDELIV err:034' });
+      expect(failed).to.deep.include({ ok: true, state: 'undelivered', carrierError: 'UNDELIV err:034', carrierStatus: 'kannel:2 UNDELIV err:034' });
       const rejected = parseDlrQuery(new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '16', T: '1767225600', F: '', A: 'NACK/0x0000000b/Invalid Destination Address' })).searchParams);
       expect(rejected).to.deep.include({ ok: true, state: 'rejected', carrierError: 'NACK/0x0000000b/Invalid Destination Address', foreignId: null });
     });
@@ -167,7 +167,7 @@ describe('Kannel link', () => {
         charset: 'UTF-8',
         coding: '0',
         smsc: 'op-a',
-        'dlr-mask': '19',
+        'dlr-mask': '31',
         'dlr-url': 'http://c/kannel/dlr?ref=t&type=%d',
       });
       const ucs2 = new URLSearchParams(sendsmsQuery(settings, job({ encoding: 'UCS-2', text: 'Привет 🙂', sender_id: null }), 'u'));
@@ -279,7 +279,7 @@ describe('Kannel link', () => {
       (settle as unknown as (ok: boolean) => void)(true);
       await first;
       expect(answered).to.deep.include({ status: 200 });
-      expect(reports[0]).to.deep.equal({ reference: 'tok7', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000 });
+      expect(reports[0]).to.deep.equal({ reference: 'tok7', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000, carrierStatus: 'kannel:1' });
 
       settle = null;
       const second = callListener(dlr);

@@ -17,7 +17,7 @@ describe('Kannel settings', () => {
   it('takes defaults for everything but the smsbox host, username and password', () => {
     const settings = loadKannelSettings(BASE);
     expect(settings.sendsms).to.deep.equal({ host: 'kannel.internal', port: 13013, path: '/cgi-bin/sendsms', username: 'gateway', password: 'pw' });
-    expect(settings).to.deep.include({ smsc: null, defaultSender: null, dlrMask: 19, requestTimeoutMs: 10_000, maxConcurrentRequests: 2, maxSubmitsPerSecond: 50 });
+    expect(settings).to.deep.include({ smsc: null, defaultSender: null, dlrMask: 31, requestTimeoutMs: 10_000, maxConcurrentRequests: 2, maxSubmitsPerSecond: 50 });
     expect(settings.dlrListener).to.deep.equal({ host: '0.0.0.0', port: 13080, publicUrl: 'http://127.0.0.1:13080' });
   });
 
