@@ -116,13 +116,15 @@ export type SendsmsAnswer =
 
 /**
  * smsbox's answer to sendsms: 202 `0: Accepted for delivery` or `3: Queued for later delivery` (any 2xx) → taken;
- * 4xx (bad number, authorisation, missing text, sender refused) → refused for good, `KANNEL_HTTP_<status>`;
+ * 4xx (bad number, authorisation, missing text, sender refused) → refused for good, `kannel:HTTP <status> <smsbox's text>`;
  * 5xx (bearerbox unreachable, queue full, `Sending failed`) → not taken, try again later.
  */
 export function classifySendsmsAnswer(status: number, body: string): SendsmsAnswer {
   const text = body.trim().slice(0, 300);
   if (status >= 200 && status < 300) return { kind: 'accepted' };
-  if (status >= 400 && status < 500) return { kind: 'rejected', carrierStatus: `KANNEL_HTTP_${status}`, message: text === '' ? `smsbox answered ${status}` : text };
+  if (status >= 400 && status < 500) {
+    return { kind: 'rejected', carrierStatus: `kannel:HTTP ${status}${text === '' ? '' : ` ${text}`}`.slice(0, 100), message: text === '' ? `smsbox answered ${status}` : text };
+  }
   return { kind: 'retry', reason: `smsbox answered ${status}${text === '' ? '' : `: ${text}`}` };
 }
 

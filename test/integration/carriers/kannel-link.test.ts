@@ -175,12 +175,12 @@ describe('Kannel link through Kannel to the test SMSC', function () {
     expect(refused).to.equal(1);
   });
 
-  it('smsbox refusing the sendsms user gives rejected KANNEL_HTTP_403', async () => {
+  it('smsbox refusing the sendsms user gives rejected kannel:HTTP 403', async () => {
     const kannelLink = await setUp({}, { password: 'wrong' });
     const outcome = await kannelLink.submit(job('+4915100000005', 'not allowed'));
     expect(outcome.kind).to.equal('rejected');
     if (outcome.kind !== 'rejected') return;
-    expect(outcome.carrierStatus).to.equal('KANNEL_HTTP_403');
+    expect(outcome.carrierStatus).to.equal('kannel:HTTP 403 Authorization failed for sendsms');
     expect(outcome.message).to.match(/authorization/i);
     expect(smsc?.submits).to.have.length(0);
   });

@@ -150,8 +150,8 @@ describe('Kannel link', () => {
     it('maps smsbox answers', () => {
       expect(classifySendsmsAnswer(202, '0: Accepted for delivery')).to.deep.equal({ kind: 'accepted' });
       expect(classifySendsmsAnswer(202, '3: Queued for later delivery')).to.deep.equal({ kind: 'accepted' });
-      expect(classifySendsmsAnswer(403, 'Authorization failed for sendsms')).to.deep.equal({ kind: 'rejected', carrierStatus: 'KANNEL_HTTP_403', message: 'Authorization failed for sendsms' });
-      expect(classifySendsmsAnswer(400, '')).to.deep.equal({ kind: 'rejected', carrierStatus: 'KANNEL_HTTP_400', message: 'smsbox answered 400' });
+      expect(classifySendsmsAnswer(403, 'Authorization failed for sendsms')).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 403 Authorization failed for sendsms', message: 'Authorization failed for sendsms' });
+      expect(classifySendsmsAnswer(400, '')).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 400', message: 'smsbox answered 400' });
       expect(classifySendsmsAnswer(503, 'Temporal failure, try again later.')).to.deep.equal({ kind: 'retry', reason: 'smsbox answered 503: Temporal failure, try again later.' });
     });
 
@@ -223,10 +223,10 @@ describe('Kannel link', () => {
       expect(kannel.stats()).to.deep.include({ bindsUp: 2, bindsTotal: 2, windowInUse: 0, windowSize: 2, submitsPerSecond: 1 });
     });
 
-    it('4xx is rejected with KANNEL_HTTP_<status>, 5xx is retried', async () => {
+    it('4xx is rejected with kannel:HTTP <status> and the text of smsbox, 5xx is retried', async () => {
       const kannel = await started();
       fake.answer = () => ({ status: 400, body: 'Receiver number not accepted' });
-      expect(await kannel.submit(job())).to.deep.equal({ kind: 'rejected', carrierStatus: 'KANNEL_HTTP_400', message: 'Receiver number not accepted', acceptedReferences: [] });
+      expect(await kannel.submit(job())).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 400 Receiver number not accepted', message: 'Receiver number not accepted', acceptedReferences: [] });
       fake.answer = () => ({ status: 503, body: 'Temporal failure, try again later.' });
       expect(await kannel.submit(job())).to.deep.equal({ kind: 'retry', delayMs: 250, reason: 'smsbox answered 503: Temporal failure, try again later.' });
     });
