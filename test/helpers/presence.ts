@@ -1,3 +1,4 @@
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { presenceKey, type ConnectorPresence } from '../../src/carriers/connector/connector-presence.js';
 import { openPresenceBucket } from '../../src/carriers/connector/presence-reader.js';
@@ -24,14 +25,25 @@ export function presenceEntry(carrier: string, name: string, overrides: Partial<
   };
 }
 
+const buckets = new WeakMap<NatsConnection, Promise<KV>>();
+/** The presence bucket, opened once per connection (created if missing). */
+function bucket(nats: NatsConnection): Promise<KV> {
+  let opened = buckets.get(nats);
+  if (!opened) {
+    opened = openPresenceBucket(nats);
+    buckets.set(nats, opened);
+  }
+  return opened;
+}
+
 /** Writes entries into the presence bucket with the KV API, as connectors do (the bucket is created if missing). */
 export async function writePresence(nats: NatsConnection, entry: ConnectorPresence): Promise<void> {
-  const kv = await openPresenceBucket(nats);
+  const kv = await bucket(nats);
   await kv.put(presenceKey(entry.carrier, entry.connector_id), JSON.stringify(entry));
 }
 
 /** Deletes an entry, as a stopping connector does. */
 export async function deletePresence(nats: NatsConnection, entry: ConnectorPresence): Promise<void> {
-  const kv = await openPresenceBucket(nats);
+  const kv = await bucket(nats);
   await kv.delete(presenceKey(entry.carrier, entry.connector_id));
 }

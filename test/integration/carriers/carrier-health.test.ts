@@ -9,7 +9,8 @@ import { runCommand } from '../../helpers/command-process.js';
 import { createGateway } from '../../../src/gateway.js';
 import { openPostgresPersistence } from '../../../src/libraries/persistence/persistence.js';
 import { seedMerchant, testConfig } from '../../helpers/gateway-fixture.js';
-import { API_ROOT, call } from '../../helpers/http-fixture.js';
+import { createMetrics } from '../../../src/libraries/observability/metrics.js';
+import { API_ROOT, call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { startMain, TEST_SECRETS_KEY, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
@@ -36,7 +37,9 @@ interface HealthData {
 /** A fake connector's heartbeat: writes its entry now and every 1 s (the TTL is 6 s) until stopped. */
 function heartbeat(nats: NatsConnection, entry: () => ConnectorPresence): { stop(): void } {
   const write = (): void => {
-    void writePresence(nats, { ...entry(), updated_at: new Date().toISOString() }).catch(() => undefined);
+    writePresence(nats, { ...entry(), updated_at: new Date().toISOString() }).catch((error: unknown) => {
+      process.stderr.write(`presence heartbeat failed: ${String(error)}\n`);
+    });
   };
   write();
   const timer = setInterval(write, 1_000);
@@ -219,5 +222,28 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
     const ok = await cli(['carriers', 'status']);
     expect(ok.code, ok.stderr + ok.stdout).to.equal(0);
     expect(ok.stdout).to.match(/No live connector:\s+none/);
+  });
+});
+
+describe('carrier health: a node running the sandbox simulator in its own process', function () {
+  this.timeout(60_000);
+  let fixture: ApiFixture | null = null;
+
+  after(async () => {
+    await fixture?.stop();
+  });
+
+  it('reports the simulator live in GET /health and in the connectors gauge, with no backlog series (no NATS)', async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    fixture = await startApi(await (await testPostgres()).createDatabase('carrier_health_embedded'), { inProcessSimulator: true, metrics });
+    const answer = await call(`${fixture.api}/health`);
+    expect(answer.status).to.equal(200);
+    expect((answer.body as { data: HealthData }).data).to.deep.include({
+      status: 'ok',
+      checks: { database: 'ok', transport: 'ok', carriers: { simulator: { status: 'ok', connectors: 1 } } },
+    });
+    const { body } = await metrics.scrape();
+    expect(gaugeValue(body, 'sms_gateway_carrier_connectors_live', 'simulator')).to.equal(1);
+    expect(body).to.not.include('sms_gateway_carrier_dispatch_backlog{');
   });
 });
