@@ -13,7 +13,8 @@ import { createMetrics } from '../../../src/libraries/observability/metrics.js';
 import { API_ROOT, call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { startMain, TEST_SECRETS_KEY, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
-import { testPostgres } from '../../helpers/postgres.js';
+import { testPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { presenceEntry, writePresence } from '../../helpers/presence.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
 
@@ -245,5 +246,44 @@ describe('carrier health: a node running the sandbox simulator in its own proces
     const { body } = await metrics.scrape();
     expect(gaugeValue(body, 'sms_gateway_carrier_connectors_live', 'simulator')).to.equal(1);
     expect(body).to.not.include('sms_gateway_carrier_dispatch_backlog{');
+  });
+});
+
+describe('carrier health: a sandbox cluster node and the simulator connector as its own process', function () {
+  this.timeout(240_000);
+  let postgres: TestPostgres;
+  let cluster: TestCluster | null = null;
+
+  before(async function () {
+    this.timeout(180_000);
+    postgres = await testPostgres();
+    cluster = await startCluster({ nodes: 1, postgres });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  const healthOf = async (): Promise<{ status: number; data: HealthData }> => {
+    const answer = await call(`${cluster!.node('node-1').api}/health`);
+    return { status: answer.status, data: (answer.body as { data: HealthData }).data };
+  };
+
+  it('is ok while the simulator process announces itself, degraded (still 200) once it stopped, ok again when it is back', async () => {
+    const up = await eventually(async () => {
+      const answer = await healthOf();
+      return answer.data.status === 'ok' ? answer : null;
+    }, 30_000, 'health ok with the simulator announced');
+    expect(up.data.checks.carriers).to.deep.equal({ simulator: { status: 'ok', connectors: 1 } });
+
+    await cluster!.stopSimulator('SIGTERM');
+    const down = await eventually(async () => {
+      const answer = await healthOf();
+      return answer.data.status === 'degraded' ? answer : null;
+    }, 30_000, 'health degraded without the simulator');
+    expect(down.status).to.equal(200);
+    expect(down.data.checks).to.deep.equal({ database: 'ok', transport: 'ok', carriers: { simulator: { status: 'down', connectors: 0 } } });
+
+    await cluster!.startSimulator();
+    await eventually(async () => (await healthOf()).data.status === 'ok', 30_000, 'health ok with the simulator back');
   });
 });
