@@ -60,6 +60,22 @@ describe('presence reader and dispatch backlog on a private nats-server', functi
     expect(current.entries().map((e) => e.carrier)).to.not.include('junk');
   });
 
+  it('keeps following the bucket across a restart of the nats-server', async () => {
+    const current = reader!;
+    await nats.restart();
+    const after = presenceEntry('acme', 'after-restart');
+    // the client reconnects on its own; a write may fail until it has
+    await eventually(
+      async () => {
+        await writePresence(client, { ...after, updated_at: new Date().toISOString() });
+        return current.entries().some((e) => e.name === 'after-restart');
+      },
+      30_000,
+      'an entry written after the restart seen',
+      500,
+    );
+  });
+
   it('counts the backlog from the stream before a connector durable exists, and from the durable after', async () => {
     const transport = await connectNatsTransport({ servers: nats.url });
     try {
