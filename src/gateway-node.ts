@@ -186,7 +186,6 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   // server mode: a connection of its own reads the connectors' presence and the dispatch backlog
   const monitorNats = config.mode === 'server' && config.nats.url ? await connectMonitorNats(config.nats.url, config.cluster.nodeId) : null;
   const carriers = createCarrierMonitor({
-    environment: config.environment,
     routed: async () =>
       routedCarriers(
         config.environment,

@@ -3,8 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { STREAMS } from '../libraries/transport/transport-port.js';
 import { dispatchSubject } from './carrier-protocol.js';
-import type { ConnectorPresence } from './connector/connector-presence.js';
-import { createPresenceReader, groupByCarrier, liveCountByCarrier } from './connector/presence-reader.js';
+import { createPresenceReader, liveCountByCarrier } from './connector/presence-reader.js';
 
 /**
  * Whether each carrier the gateway routes to has a connector taking its jobs (docs/carrier-protocol.md,
@@ -100,7 +99,7 @@ function isNotFound(error: unknown): boolean {
   return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
-/** One carrier's figures for the metrics. */
+/** One carrier's figures for the metrics (the backlog is the last value read: it stays while NATS is away). */
 export interface CarrierGaugeSample {
   readonly carrier: string;
   readonly connectorsLive: number;
@@ -109,7 +108,6 @@ export interface CarrierGaugeSample {
 }
 
 export interface CarrierMonitorOptions {
-  readonly environment: 'sandbox' | 'production';
   /** The carriers the gateway routes to (see `routedCarriers`); read at start and every `routedRefreshMs`. */
   readonly routed: () => Promise<readonly string[]>;
   /** Server mode: a NATS connection to read presence and the dispatch backlog; null in embedded mode. */
@@ -128,8 +126,6 @@ export interface CarrierMonitor {
   check(): CarriersCheck;
   /** From memory: the metrics' figures, one per carrier of `check()` and any carrier with jobs waiting. */
   samples(): CarrierGaugeSample[];
-  /** Fresh presence entries by carrier. */
-  connectorsByCarrier(): Map<string, ConnectorPresence[]>;
   stop(): Promise<void>;
 }
 
@@ -143,7 +139,7 @@ export function createCarrierMonitor(options: CarrierMonitorOptions): CarrierMon
   const timers: NodeJS.Timeout[] = [];
   let jsm: JetStreamManager | null = null;
   const reader = nats ? createPresenceReader({ nats, onError }) : null;
-  let running: Promise<unknown>[] = [];
+  const running = new Set<Promise<void>>();
 
   const refreshRouted = async (): Promise<void> => {
     try {
@@ -161,13 +157,17 @@ export function createCarrierMonitor(options: CarrierMonitorOptions): CarrierMon
       onError(error, 'dispatch backlog');
     }
   };
+  /** Runs `work` every `ms`, skipping a beat while the previous round is still out (NATS or the database slow or away). */
   const every = (ms: number, work: () => Promise<void>): void => {
+    let current: Promise<void> | null = null;
     const timer = setInterval(() => {
-      const round = work();
-      running.push(round);
-      void round.finally(() => {
-        running = running.filter((r) => r !== round);
+      if (current) return;
+      const round = work().finally(() => {
+        current = null;
+        running.delete(round);
       });
+      current = round;
+      running.add(round);
     }, ms);
     timer.unref();
     timers.push(timer);
@@ -201,11 +201,10 @@ export function createCarrierMonitor(options: CarrierMonitorOptions): CarrierMon
         dispatchBacklog: nats ? (backlog.get(carrier) ?? null) : null,
       }));
     },
-    connectorsByCarrier: () => (reader ? groupByCarrier(reader.entries(), now()) : new Map()),
     async stop() {
       for (const timer of timers) clearInterval(timer);
       await reader?.stop();
-      await Promise.allSettled(running);
+      await Promise.allSettled([...running]);
     },
   };
 }

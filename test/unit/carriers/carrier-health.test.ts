@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { carriersCheck, carriersDown, pricingCarriers, routedCarriers } from '../../../src/carriers/carrier-health.js';
+import { carriersCheck, carriersDown, createCarrierMonitor, pricingCarriers, routedCarriers } from '../../../src/carriers/carrier-health.js';
 import { freshEntries, groupByCarrier, liveCountByCarrier, parsePresence } from '../../../src/carriers/connector/presence-reader.js';
 import { PRESENCE_TTL_MS, presenceKey } from '../../../src/carriers/connector/connector-presence.js';
 import { healthStatus } from '../../../src/entry-points/http/http-app.js';
@@ -35,6 +35,35 @@ describe('carrier health', () => {
       expect(check).to.deep.equal({ a: { status: 'ok', connectors: 2 }, b: { status: 'down', connectors: 0 }, other: { status: 'ok', connectors: 1 } });
       expect(Object.keys(check)).to.deep.equal(['a', 'b', 'other']);
       expect(carriersDown(check)).to.deep.equal(['b']);
+    });
+  });
+
+  describe('createCarrierMonitor without NATS', () => {
+    const monitor = (inProcess: readonly string[]) =>
+      createCarrierMonitor({ routed: () => Promise.resolve(['simulator', 'other']), nats: null, inProcess, now: () => NOW, onError: () => undefined });
+
+    it('counts the in-process simulator as one live connector, and knows no backlog', async () => {
+      const carriers = monitor(['simulator']);
+      await carriers.start();
+      try {
+        expect(carriers.check()).to.deep.equal({ other: { status: 'down', connectors: 0 }, simulator: { status: 'ok', connectors: 1 } });
+        expect(carriers.samples()).to.deep.equal([
+          { carrier: 'other', connectorsLive: 0, dispatchBacklog: null },
+          { carrier: 'simulator', connectorsLive: 1, dispatchBacklog: null },
+        ]);
+      } finally {
+        await carriers.stop();
+      }
+    });
+
+    it('reports no carrier when it can see no connector at all (no NATS, nothing in process)', async () => {
+      const carriers = monitor([]);
+      await carriers.start();
+      try {
+        expect(carriers.check()).to.deep.equal({});
+      } finally {
+        await carriers.stop();
+      }
     });
   });
 
