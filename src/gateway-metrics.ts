@@ -1,4 +1,6 @@
-import type { Metrics } from './libraries/observability/metrics.js';
+import { Gauge } from 'prom-client';
+import type { CarrierGaugeSample } from './carriers/carrier-health.js';
+import { METRIC_PREFIX, type Metrics } from './libraries/observability/metrics.js';
 import type { DeadLetters } from './libraries/persistence/dead-letters-port.js';
 import type { Journal, JournalAppend } from './libraries/persistence/journal-port.js';
 import { WEBHOOK_TOPIC, type MessageEvent, type WebhookOutboxPayload } from './messaging/message-behaviour.js';
@@ -68,5 +70,39 @@ export function meteredDeadLetters(deadLetters: DeadLetters, metrics: Metrics): 
     },
     list: (options) => deadLetters.list(options),
     take: (id) => deadLetters.take(id),
+  };
+}
+
+/**
+ * Per carrier: `carrier_connectors_live` (connectors announcing themselves live) and `carrier_dispatch_backlog`
+ * (jobs waiting in SMS_DISPATCH for the carrier; absent while unknown, and in embedded mode). Both read the carrier
+ * monitor's memory when Prometheus scrapes (it refreshes the backlog on its own timer). Returns the unregistration.
+ */
+export function registerCarrierGauges(metrics: Metrics, samples: () => readonly CarrierGaugeSample[]): () => void {
+  const registers = [metrics.registry];
+  const names = { live: `${METRIC_PREFIX}carrier_connectors_live`, backlog: `${METRIC_PREFIX}carrier_dispatch_backlog` };
+  new Gauge({
+    name: names.live,
+    help: 'Live connectors of each routed carrier (and of any carrier whose connector announces itself).',
+    labelNames: ['carrier'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const sample of samples()) this.set({ carrier: sample.carrier }, sample.connectorsLive);
+    },
+  });
+  new Gauge({
+    name: names.backlog,
+    help: 'Dispatch jobs waiting in SMS_DISPATCH for each carrier: not yet delivered to a connector, or delivered and not yet settled.',
+    labelNames: ['carrier'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const sample of samples()) if (sample.dispatchBacklog !== null) this.set({ carrier: sample.carrier }, sample.dispatchBacklog);
+    },
+  });
+  return () => {
+    metrics.registry.removeSingleMetric(names.live);
+    metrics.registry.removeSingleMetric(names.backlog);
   };
 }

@@ -1,3 +1,7 @@
+import { carriersDown, createCarrierMonitor, pricingCarriers, routedCarriers } from './carriers/carrier-health.js';
+import { PRESENCE_TTL_MS } from './carriers/connector/connector-presence.js';
+import { registerCarrierGauges } from './gateway-metrics.js';
+import { SANDBOX_CARRIER } from './messaging/send-message-use-case.js';
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
 import { createDocsRouter } from './entry-points/http/docs-routes.js';
 import { createHttpApp, type HealthReport } from './entry-points/http/http-app.js';
@@ -68,6 +72,23 @@ export async function openTransport(config: Config, persistence: Persistence, lo
       if (dependency) outages?.failed(dependency, error, context);
       else logger.warn({ err: error, context }, 'nats');
     },
+  });
+}
+
+/** Grace after start before a production node warns of carriers without a live connector: two presence beats. */
+export const START_WARNING_GRACE_MS = PRESENCE_TTL_MS;
+
+/** The start-up warning's message. */
+export const startWarning = (down: readonly string[]): string => `no live connector for carrier(s) ${down.join(', ')}: their SMS wait in SMS_DISPATCH`;
+
+async function connectMonitorNats(url: string, nodeId: string) {
+  const { connectNats } = await import('./libraries/transport/nats-connect.js');
+  return connectNats({
+    servers: url.split(',').map((server) => server.trim()),
+    name: `${nodeId || 'sms-gateway'}-carriers`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    reconnectJitter: 100,
   });
 }
 
@@ -162,13 +183,34 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   // health checks arriving while one is running share its answer: the endpoint is unauthenticated and unlimited,
   // so a flood of checks costs the database and NATS one ping at a time, not one per request
   let runningHealth: Promise<HealthReport> | null = null;
+  // server mode: a connection of its own reads the connectors' presence and the dispatch backlog
+  const monitorNats = config.mode === 'server' && config.nats.url ? await connectMonitorNats(config.nats.url, config.cluster.nodeId) : null;
+  const carriers = createCarrierMonitor({
+    routed: async () =>
+      routedCarriers(
+        config.environment,
+        config.environment === 'sandbox' ? [] : await pricingCarriers(persistence.directory),
+        config.carriers.defaultCarrier,
+        SANDBOX_CARRIER,
+      ),
+    nats: monitorNats,
+    inProcess: simulator ? [SANDBOX_CARRIER] : [],
+    now: () => gateway.clock.now(),
+    onError: (error, context) => {
+      const dependency = dependencyOf(error);
+      if (dependency) outages.failed(dependency, error, `carriers: ${context}`);
+      else logger.warn({ err: error, context }, 'carrier monitor');
+    },
+  });
+  let warnTimer: NodeJS.Timeout | null = null;
+  let unregisterCarrierGauges: (() => void) | null = null;
   const probes = {
     database: () => probe(1_000, () => persistence.ping()),
     transport: () => probe(1_000, () => transport.ping()),
   };
   async function checkHealth(): Promise<HealthReport> {
     const [database, transportState] = await Promise.all([probes.database(), probes.transport()]);
-    return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState } };
+    return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState, carriers: carriers.check() } };
   }
   let watch: DependencyWatch | null = null;
   function health(): Promise<HealthReport> {
@@ -226,6 +268,16 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
         if (demo) announce(`Sandbox API key: ${demo.apiKey}`);
       }
       await simulator?.start();
+      await carriers.start();
+      if (metrics) unregisterCarrierGauges = registerCarrierGauges(metrics, () => carriers.samples());
+      // production: say which routed carriers nobody serves, once connectors had time to announce themselves
+      if (config.mode === 'server' && config.environment === 'production') {
+        warnTimer = setTimeout(() => {
+          const down = carriersDown(carriers.check());
+          if (down.length > 0) logger.warn({ carriers: down }, startWarning(down));
+        }, START_WARNING_GRACE_MS);
+        warnTimer.unref();
+      }
       const metricsPort = (await operator?.start()) ?? null;
       const port = await http.start();
       logger.info({ port, metrics_port: metricsPort, mode: config.mode, node_id: gateway.nodeId }, 'listening');
@@ -241,6 +293,10 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
       logger.info('requests finished; draining');
       watch?.stop();
+      if (warnTimer) clearTimeout(warnTimer);
+      unregisterCarrierGauges?.();
+      await carriers.stop();
+      await monitorNats?.close();
       await simulator?.stop();
       await gateway.stop();
       await operator?.stop();

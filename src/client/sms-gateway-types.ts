@@ -192,7 +192,12 @@ export interface Health {
   readonly status: 'ok' | 'degraded';
   readonly version: string;
   readonly environment: 'sandbox' | 'production';
-  readonly checks: { readonly database: 'ok' | 'down'; readonly transport: 'ok' | 'down' };
+  readonly checks: {
+    readonly database: 'ok' | 'down';
+    readonly transport: 'ok' | 'down';
+    /** By carrier slug: whether a connector of the carrier is live, and how many are. */
+    readonly carriers: Readonly<Record<string, { readonly status: 'ok' | 'down'; readonly connectors: number }>>;
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

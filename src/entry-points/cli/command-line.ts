@@ -5,11 +5,12 @@ import { MERCHANT_COMMANDS } from './merchant-commands.js';
 import { PRICING_COMMANDS } from './pricing-commands.js';
 import { SCHEDULE_COMMANDS } from './schedule-commands.js';
 import { WALLET_COMMANDS } from './wallet-commands.js';
+import { CARRIER_COMMANDS } from './carrier-commands.js';
 import { CLUSTER_COMMANDS } from './cluster-commands.js';
 import { WEBHOOK_COMMANDS } from './webhook-commands.js';
 import { JOURNAL_COMMANDS } from './journal-commands.js';
 
-export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICING_COMMANDS, ...WALLET_COMMANDS, ...KEY_COMMANDS, ...SCHEDULE_COMMANDS, ...WEBHOOK_COMMANDS, ...CLUSTER_COMMANDS, ...JOURNAL_COMMANDS];
+export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICING_COMMANDS, ...WALLET_COMMANDS, ...KEY_COMMANDS, ...SCHEDULE_COMMANDS, ...WEBHOOK_COMMANDS, ...CLUSTER_COMMANDS, ...CARRIER_COMMANDS, ...JOURNAL_COMMANDS];
 
 export type ParsedCommandLine =
   | { readonly type: 'help'; readonly text: string }

@@ -8,10 +8,11 @@ export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'cat
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes
- * (e.g. "this key is not shown again"). A failed outcome is a usage or validation error: exit code 1.
+ * (e.g. "this key is not shown again"); `exitCode` (default 0) lets a status command say something needs attention.
+ * A failed outcome is a usage or validation error: exit code 1.
  */
 export type CommandOutcome =
-  | { readonly ok: true; readonly text: string; readonly json: unknown; readonly notices: readonly string[] }
+  | { readonly ok: true; readonly text: string; readonly json: unknown; readonly notices: readonly string[]; readonly exitCode?: number }
   | { readonly ok: false; readonly message: string; readonly details: readonly string[] };
 
 export const done = (text: string, json: unknown, notices: readonly string[] = []): CommandOutcome => ({ ok: true, text, json, notices });

@@ -10,7 +10,8 @@ import { openTransport } from '../../gateway-node.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
-export const EXIT = { ok: 0, usage: 1, failure: 2 } as const;
+/** `attention`: the command ran and reports something to act on (`carriers status`: a carrier has no live connector). */
+export const EXIT = { ok: 0, usage: 1, failure: 2, attention: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export interface CliIo {
@@ -99,7 +100,7 @@ function print(outcome: CommandOutcome, json: boolean, io: CliIo): ExitCode {
   }
   io.out(json ? `${JSON.stringify(outcome.json, null, 2)}\n` : `${outcome.text}\n`);
   for (const notice of outcome.notices) io.err(`warning: ${notice}\n`);
-  return EXIT.ok;
+  return outcome.exitCode === EXIT.attention ? EXIT.attention : EXIT.ok;
 }
 
 /**

@@ -15,10 +15,26 @@ import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js
 import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody } from './envelopes.js';
 import { allowedMethods, API_ROOT, ROUTES, type RouteName } from './routes.js';
 
-export interface HealthReport {
-  readonly healthy: boolean;
-  readonly checks: { readonly database: 'ok' | 'down'; readonly transport: 'ok' | 'down' };
+/** One routed carrier: `ok` when at least one of its connectors is live; `connectors` counts the live ones. */
+export interface CarrierHealth {
+  readonly status: 'ok' | 'down';
+  readonly connectors: number;
 }
+
+export interface HealthReport {
+  /** The database and the transport answer: HTTP 200 (otherwise 503). */
+  readonly healthy: boolean;
+  readonly checks: {
+    readonly database: 'ok' | 'down';
+    readonly transport: 'ok' | 'down';
+    /** By carrier slug; a carrier `down` makes the status `degraded` without making the node unhealthy. */
+    readonly carriers: Readonly<Record<string, CarrierHealth>>;
+  };
+}
+
+/** `ok` only when the node is healthy and every routed carrier has a live connector. */
+export const healthStatus = (report: HealthReport): 'ok' | 'degraded' =>
+  report.healthy && Object.values(report.checks.carriers).every((carrier) => carrier.status === 'ok') ? 'ok' : 'degraded';
 
 export interface HttpAppDependencies {
   readonly useCases: Gateway['useCases'];
@@ -292,7 +308,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     health: route('health', async (_req, res) => {
       const report = await deps.health();
       const status = report.healthy ? 200 : 503;
-      sendData(res, status, { status: report.healthy ? 'ok' : 'degraded', version: deps.version, environment: deps.environment, checks: report.checks });
+      sendData(res, status, { status: healthStatus(report), version: deps.version, environment: deps.environment, checks: report.checks });
     }),
     send: route('send', async (req, res, auth) => {
       const idempotencyKey = req.get('idempotency-key') ?? null;

@@ -17,7 +17,7 @@ import {
   type QueuedData,
   type SentData,
 } from '../../webhooks/event-envelope.js';
-import type { HealthReport } from './http-app.js';
+import type { CarrierHealth, HealthReport } from './http-app.js';
 import { IDEMPOTENCY_KEY, REQUEST_ID } from './http-app.js';
 import { joiToJsonSchema, type JsonSchema } from './joi-json-schema.js';
 import { API_ROOT, ROUTES, type RouteName } from './routes.js';
@@ -272,12 +272,25 @@ function schemas(): Record<SchemaName, JsonSchema> {
       detail: text('Human-readable text; may be localised and change.'),
     }),
     Health: objectOf<HealthData>('`GET /health` data.', {
-      status: oneOfValues(['ok', 'degraded'], '`ok` with HTTP 200; `degraded` with HTTP 503 when a dependency is down.'),
+      status: oneOfValues(
+        ['ok', 'degraded'],
+        '`ok` with HTTP 200; `degraded` with HTTP 503 when the database or the transport is down, or with HTTP 200 when only a carrier is `down`.',
+      ),
       version: text('Version of the gateway.'),
       environment: oneOfValues(['sandbox', 'production'], 'The environment this process serves.'),
       checks: objectOf<HealthReport['checks']>('Each dependency.', {
         database: oneOfValues(['ok', 'down'], 'The database.'),
         transport: oneOfValues(['ok', 'down'], 'The message transport to the carrier connectors.'),
+        carriers: {
+          type: 'object',
+          description:
+            'By carrier slug: every carrier this environment routes to (production: the carriers the pricing rows name and the default carrier; ' +
+            'sandbox: `simulator`), and any other carrier whose connector announces itself.',
+          additionalProperties: objectOf<CarrierHealth>('One carrier.', {
+            status: oneOfValues(['ok', 'down'], '`ok` when at least one of its connectors is live; `down` when none is (its SMS wait in the queue).'),
+            connectors: integer('Live connectors of the carrier.'),
+          }),
+        },
       }),
     }),
     SendResult: objectOf<SendReceipt>('`POST /send` data.', {
@@ -644,8 +657,10 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     operationId: 'getHealth',
     tag: 'Service',
     summary: 'Health of the service',
-    description: 'Unauthenticated and never rate-limited. 200 when every dependency answers, 503 (same body, `status: "degraded"`) when one is down.',
-    success: { status: 200, schema: 'Health', description: 'Healthy.' },
+    description:
+      'Unauthenticated and never rate-limited. 200 when the database and the transport answer, 503 (same body, `status: "degraded"`) when one is down. ' +
+      'A routed carrier with no live connector makes `status` `degraded` but keeps 200: the node serves, and that carrier\'s SMS wait for a connector.',
+    success: { status: 200, schema: 'Health', description: 'The node serves (`status` is `degraded` when a carrier has no live connector).' },
     responses: {
       '503': { description: 'A dependency is down.', headers: headers([]), content: json(successEnvelope(503, 'Health')) },
     },

@@ -348,7 +348,7 @@ describe('HTTP API: endpoints', function () {
 
   describe('GET /health, unknown routes and methods', () => {
     it('when /health is called without a key, then it is 200 with exactly the status, version, environment and checks', async () => {
-      const expected = { status_code: 200, data: { status: 'ok', version: gateway().config.version, environment: 'sandbox', checks: { database: 'ok', transport: 'ok' } } };
+      const expected = { status_code: 200, data: { status: 'ok', version: gateway().config.version, environment: 'sandbox', checks: { database: 'ok', transport: 'ok', carriers: {} } } };
       expect((await http.health()).body).to.deep.equal(expected);
       expect((await http.health('sk_test_garbage')).body, 'a key, even a bad one, changes nothing').to.deep.equal(expected);
     });
@@ -359,7 +359,7 @@ describe('HTTP API: endpoints', function () {
       expect(result.status).to.equal(503);
       expect(result.body).to.deep.equal({
         status_code: 503,
-        data: { status: 'degraded', version: gateway().config.version, environment: 'sandbox', checks: { database: 'down', transport: 'ok' } },
+        data: { status: 'degraded', version: gateway().config.version, environment: 'sandbox', checks: { database: 'down', transport: 'ok', carriers: {} } },
       });
     });
 

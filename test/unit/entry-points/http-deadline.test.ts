@@ -43,7 +43,7 @@ describe('HTTP request deadlines', () => {
       environment: 'sandbox',
       version: 'test',
       bodyLimitBytes: 10_000,
-      health: () => Promise.resolve({ healthy: true, checks: { database: 'ok', transport: 'ok' } }),
+      health: () => Promise.resolve({ healthy: true, checks: { database: 'ok', transport: 'ok', carriers: {} } }),
       logger: silentLogger,
       deadline: { clock, budgetMs: BUDGET_MS },
     });
