@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { configurationTable } from '../../../src/libraries/config/config-table.js';
 import { describeSettings } from '../../../src/libraries/config/config.js';
+import { CONNECTOR_SETTINGS } from '../../../src/carriers/connector/connector-main.js';
+import { describeKannelSettings } from '../../../src/carriers/kannel/kannel-settings.js';
+import { describeSmppSettings } from '../../../src/carriers/smpp/smpp-account.js';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
 
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
@@ -50,8 +53,18 @@ describe('README', () => {
   });
 
   it('names only environment variables the configuration reads', () => {
-    const known = new Set([...describeSettings().map((setting) => setting.env), ...OTHER_VARIABLES]);
-    const inline = [...README.matchAll(/`[^`\n]*`/g)].flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? []);
+    // the gateway's settings, the carrier connectors' (their own processes), and the few others
+    const known = new Set([
+      ...describeSettings().map((setting) => setting.env),
+      ...CONNECTOR_SETTINGS.map((setting) => setting.name),
+      ...describeSmppSettings().map((setting) => setting.env),
+      ...describeKannelSettings().map((setting) => setting.env),
+      ...OTHER_VARIABLES,
+    ]);
+    const inline = [...README.matchAll(/`[^`\n]*`/g)]
+      .flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? [])
+      // SMPP command status names (ESME_RTHROTTLED, …) look like variables and are not
+      .filter((name) => !name.startsWith('ESME_'));
     // assignments in the shell blocks (`export GATEWAY_MODE=server DATABASE_URL=…`, `NODE_ID=node-1 … npm start`)
     const shellBlocks = [...README.matchAll(/^```sh[^\n]*\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
     const assigned = shellBlocks.flatMap((block) => [...block.matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)=/g)].map((match) => String(match[1])));
