@@ -89,6 +89,11 @@ export interface Evidence {
   readonly journalGaps: number;
   /** For accepted messages with no dispatch: what the database still holds for them (outbox, Agenda). */
   readonly undispatchedDetail?: ReadonlyMap<string, string>;
+  /**
+   * For recipients with no terminal webhook (`<message>:<recipient>`): what the journal, the outbox, the dead
+   * letters and the receiver know of that message, read before the cluster stopped.
+   */
+  readonly missingWebhookDetail?: ReadonlyMap<string, string>;
 }
 
 export interface Verification {
@@ -328,15 +333,31 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
 
 const TERMINAL = new Set(['sms.delivered', 'sms.failed']);
 
-/** Every recipient of every dispatched occurrence got one terminal webhook of the expected type; duplicates counted. */
-export function verifyWebhooks(evidence: Evidence): { verification: Verification; figures: WebhookFigures } {
-  const failures: string[] = [];
+/** `<message>:<recipient>` → the terminal event type expected for every recipient of every dispatched message. */
+function expectedTerminalEvents(evidence: Pick<Evidence, 'records' | 'journalDispatches'>): Map<string, string> {
   const expected = new Map<string, string>();
   for (const record of evidence.records) {
     const id = record.accepted?.messageId;
     if (!id || (evidence.journalDispatches.get(`${id}:0`) ?? 0) === 0) continue;
     record.recipients.forEach((phone, r) => expected.set(`${id}:${r}`, terminalTypeOf(phone)));
   }
+  return expected;
+}
+
+/** The recipients (`<message>:<recipient>`) no terminal webhook reached so far. */
+export function missingTerminalEvents(evidence: Pick<Evidence, 'records' | 'journalDispatches' | 'webhooks'>): { messageId: string; recipient: number; type: string }[] {
+  const received = new Set(evidence.webhooks.filter((w) => TERMINAL.has(w.type)).map((w) => `${w.messageId}:${String(w.recipientIndex)}`));
+  return [...expectedTerminalEvents(evidence)].flatMap(([key, type]) => {
+    if (received.has(key)) return [];
+    const at = key.lastIndexOf(':');
+    return [{ messageId: key.slice(0, at), recipient: Number(key.slice(at + 1)), type }];
+  });
+}
+
+/** Every recipient of every dispatched occurrence got one terminal webhook of the expected type; duplicates counted. */
+export function verifyWebhooks(evidence: Evidence): { verification: Verification; figures: WebhookFigures } {
+  const failures: string[] = [];
+  const expected = expectedTerminalEvents(evidence);
   const seen = new Set<string>();
   const terminalIds = new Map<string, Set<string>>();
   const terminalTypes = new Map<string, string>();
@@ -352,7 +373,8 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
     const ids = terminalIds.get(key);
     if (!ids) {
       missing++;
-      failures.push(`${key}: no terminal webhook (expected ${type})`);
+      const detail = evidence.missingWebhookDetail?.get(key);
+      failures.push(`${key}: no terminal webhook (expected ${type})${detail ? `\n${detail}` : ''}`);
     } else if (ids.size > 1) failures.push(`${key}: ${ids.size} distinct terminal events (${[...ids].join(', ')})`);
     else if (terminalTypes.get(key) !== type) failures.push(`${key}: ${String(terminalTypes.get(key))}, expected ${type}`);
   }
