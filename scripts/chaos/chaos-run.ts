@@ -72,6 +72,7 @@ function nodeEnv(profile: ChaosProfile): Record<string, string> {
     SUSPEND_AFTER_REJECTIONS: '10000000',
     CLUSTER_LEASE_TTL_MS: String(profile.leaseTtlMs),
     CLUSTER_FAILOVER_DEADLINE_MS: String(profile.failoverDeadlineMs),
+    RECEIPT_TIMEOUT_MS: String(profile.receiptTimeoutMs),
   };
 }
 
@@ -397,6 +398,7 @@ async function collectEvidence(
     type: e.event_type,
     messageId: e.message_id,
     recipientIndex: typeof e.data.recipient_index === 'number' ? e.data.recipient_index : null,
+    errorCode: typeof e.data.error_code === 'string' ? e.data.error_code : null,
   }));
   const balances = new Map<string, number | null>();
   const statuses = new Map<string, StatusView>();
@@ -443,7 +445,7 @@ async function collectEvidence(
   }
   const missingWebhookDetail = new Map<string, string>();
   if (api) {
-    const missing = missingTerminalEvents({ records, journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])), webhooks });
+    const missing = missingTerminalEvents({ records, journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])), webhooks, deliveries: cluster.simulatorDeliveries(), killedSimulators });
     for (const { messageId, recipient } of missing.slice(0, 20)) {
       missingWebhookDetail.set(`${messageId}:${recipient}`, await whatIsKnownOf(cluster, receiver, messageId, recipient));
     }

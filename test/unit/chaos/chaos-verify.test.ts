@@ -248,6 +248,20 @@ describe('chaos verifications', () => {
     expect(result.figures.missing).to.equal(1);
   });
 
+  it('when a recipient\'s final receipt died with a SIGKILLed simulator, then the receipt timeout\'s sms.failed 1503 ends it; from a simulator not killed, it fails', () => {
+    const webhooks = [
+      { eventId: 'e1', type: 'sms.sent', messageId: 'msg_0', recipientIndex: 0 },
+      { eventId: 'e2', type: 'sms.failed', messageId: 'msg_0', recipientIndex: 0, errorCode: '1503' },
+    ];
+    const orphaned = verifyWebhooks(consistent({ webhooks, killedSimulators: new Set([1]) }));
+    expect(orphaned.verification.ok).to.equal(true);
+    expect(orphaned.verification.summary).to.include('1 ended by the receipt timeout');
+    expect(verifyWebhooks(consistent({ webhooks })).verification.ok).to.equal(false);
+    // the timeout has not ended it yet: still missing
+    const missing = verifyWebhooks(consistent({ webhooks: webhooks.slice(0, 1), killedSimulators: new Set([1]) }));
+    expect(missing.figures.missing).to.equal(1);
+  });
+
   it('when an event is delivered twice, then the duplicate rate counts it (the same event id is no failure)', () => {
     const webhooks = [...consistent().webhooks, { eventId: 'e2', type: 'sms.delivered', messageId: 'msg_0', recipientIndex: 0 }];
     const result = verifyWebhooks(consistent({ webhooks }));
