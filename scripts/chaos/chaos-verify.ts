@@ -427,10 +427,13 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
 
 /**
  * A node that died or froze holding a command leaves its outcome unknown: other nodes answer 500/1401, or the key
- * check's 500 `{detail}` (docs/cluster.md). Only then is a 500 an answer of the fault.
+ * check's 500 `{detail}` (docs/cluster.md). Only then is a 500 an answer of the fault: one the attempt started in,
+ * or one that began while it was under way (a request sent just before a node froze waits on it, and is answered
+ * during the freeze).
  */
-function unknownOutcomeOfNodeFault(attempt: Attempt, during: string): boolean {
-  if (!/ node-(kill|freeze)#/.test(` ${during}`)) return false;
+function unknownOutcomeOfNodeFault(attempt: Attempt, faults: readonly FaultRecord[]): boolean {
+  const nodeFault = (label: string): boolean => / node-(kill|freeze)#/.test(` ${label}`);
+  if (!nodeFault(faultAt(faults, attempt.startedAt)) && !nodeFault(faultAt(faults, attempt.endedAt))) return false;
   return attempt.outcome === 500 && (attempt.errorCode === '1401' || (attempt.detail ?? '').includes('Could not verify the API key'));
 }
 
@@ -443,7 +446,7 @@ export function verifyNoOther5xx(evidence: Evidence): Verification {
   for (const record of evidence.records) {
     for (const attempt of [...record.attempts, ...(record.cancel?.attempts ?? [])]) {
       if (typeof attempt.outcome !== 'number' || attempt.outcome < 500 || attempt.outcome === 503) continue;
-      if (unknownOutcomeOfNodeFault(attempt, faultAt(evidence.faults, attempt.startedAt))) {
+      if (unknownOutcomeOfNodeFault(attempt, evidence.faults)) {
         unknown++;
         continue;
       }

@@ -177,6 +177,14 @@ describe('chaos verifications', () => {
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(false);
   });
 
+  it('when a request sent just before a node froze is answered 500 of unknown outcome during the freeze, then it is that fault\'s answer', () => {
+    const fault = (name: string): FaultRecord => ({ name, round: 1, target: '', startedAt: 1_005, endedAt: 2_000, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
+    // started at 1 000 (before the fault), answered at 1 010 (during it)
+    const records = [send(0, [at(500, { errorCode: '1401' }), at(201)], { key: true })];
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('postgres-outage')] })).ok).to.equal(false);
+  });
+
   it('when the balance misses a charge the answers do not account for, then "wallets exact" fails and names it', () => {
     const records = [send(0, [at(201)]), send(1, [at(503)])];
     const evidence = consistent({
