@@ -478,7 +478,7 @@ const isoOf = (ms: unknown): string => (typeof ms === 'number' || typeof ms === 
  * (each record, with the recipient's signals), the outbox (entries still pending), the webhook dead letters, and
  * the receiver (each event it got for the message).
  */
-async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookReceiver, messageId: string, recipient: number): Promise<string> {
+export async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookReceiver, messageId: string, recipient: number): Promise<string> {
   const lines: string[] = [];
   const describe = (event: Record<string, unknown>): string => {
     if (event.type === 'recipient_signal') {
@@ -520,7 +520,7 @@ async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookReceiver, me
   }
   const received = receiver.events().filter((e) => e.message_id === messageId);
   lines.push(
-    `receiver: ${received.map((e) => `${e.event_type} r${String(e.data.recipient_index)} ${e.event_id} (${e.timestamp})`).join('; ') || 'nothing for this message'}`,
+    `receiver: ${received.map((e) => `${e.event_type}${typeof e.data.recipient_index === 'number' ? ` r${e.data.recipient_index}` : ''} ${e.event_id} (${e.timestamp})`).join('; ') || 'nothing for this message'}`,
   );
   return lines.map((line) => `          ${line}`).join('\n');
 }
