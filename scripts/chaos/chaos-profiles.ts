@@ -42,6 +42,13 @@ export interface ChaosProfile {
   readonly recoveryWindowMs: number;
   /** After the load: how long to wait at most for every dispatch and webhook. */
   readonly settleMs: number;
+  /**
+   * The nodes' RECEIPT_TIMEOUT_MS (the 24-hour rule, docs/carrier-protocol.md §7), short enough to fall inside the
+   * run: a simulator SIGKILLed while it held a dispatch's planned receipts never sends the final one, and the
+   * gateway ends that recipient with sms.failed 1503 once this has passed. Long enough that no receipt merely slowed
+   * by a fault comes after it.
+   */
+  readonly receiptTimeoutMs: number;
   readonly leaseTtlMs: number;
   readonly failoverDeadlineMs: number;
 }
@@ -65,6 +72,7 @@ export const PROFILES: Readonly<Record<ProfileName, ChaosProfile>> = {
     requestTimeoutMs: 30_000,
     recoveryWindowMs: 60_000,
     settleMs: 90_000,
+    receiptTimeoutMs: 45_000,
     leaseTtlMs: LEASE_TTL_MS,
     failoverDeadlineMs: 15_000,
   },
@@ -84,6 +92,7 @@ export const PROFILES: Readonly<Record<ProfileName, ChaosProfile>> = {
     requestTimeoutMs: 45_000,
     recoveryWindowMs: 90_000,
     settleMs: 180_000,
+    receiptTimeoutMs: 120_000,
     leaseTtlMs: LEASE_TTL_MS,
     failoverDeadlineMs: 15_000,
   },

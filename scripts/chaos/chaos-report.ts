@@ -65,5 +65,6 @@ export function formatReport(result: ChaosResult, command: string): string {
   const failed = result.verifications.filter((v) => !v.ok).length;
   lines.push('');
   lines.push(failed === 0 ? 'All verifications passed.' : `${failed} verification(s) failed.`);
+  if (result.logDir !== null) lines.push(`Logs of every process (nodes, simulator, nats-server, PostgreSQL): ${result.logDir}`);
   return lines.join('\n');
 }

@@ -6,6 +6,9 @@
  * the verifications of chaos-verify.ts over the journal, the API, the connector's log and the webhooks.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { startCluster, type ClusterNode, type TestCluster } from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
@@ -13,6 +16,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/w
 import { cyclic, startLoad, type Load, type LoadMerchant, type LoadTarget } from './chaos-load.js';
 import type { ChaosProfile, FaultName } from './chaos-profiles.js';
 import {
+  missingTerminalEvents,
   verifyAll,
   type Evidence,
   type FaultRecord,
@@ -29,6 +33,12 @@ export interface ChaosOptions {
   readonly profile: ChaosProfile;
   /** Progress lines (stderr in the script, nothing in the test). */
   readonly log?: (line: string) => void;
+  /**
+   * Where the run keeps its evidence: the whole log of every process (each node, the simulator, nats-server,
+   * PostgreSQL), kept whatever the outcome. Without it, a new directory under the OS temp dir, removed when every
+   * verification held and kept when one failed.
+   */
+  readonly keepDir?: string;
 }
 
 export interface ChaosResult extends VerificationResult {
@@ -39,6 +49,8 @@ export interface ChaosResult extends VerificationResult {
   readonly faults: readonly FaultRecord[];
   readonly deaths: readonly NodeDeath[];
   readonly evidence: Evidence;
+  /** The run's logs, or null when they were removed (every verification held and no directory was asked for). */
+  readonly logDir: string | null;
 }
 
 const FUNDING = '1000';
@@ -60,6 +72,7 @@ function nodeEnv(profile: ChaosProfile): Record<string, string> {
     SUSPEND_AFTER_REJECTIONS: '10000000',
     CLUSTER_LEASE_TTL_MS: String(profile.leaseTtlMs),
     CLUSTER_FAILOVER_DEADLINE_MS: String(profile.failoverDeadlineMs),
+    RECEIPT_TIMEOUT_MS: String(profile.receiptTimeoutMs),
   };
 }
 
@@ -97,15 +110,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = options.log ?? (() => undefined);
   const runId = randomUUID().slice(0, 8);
   const startedAt = Date.now();
+  const logDir = options.keepDir === undefined ? mkdtempSync(path.join(tmpdir(), `gw-chaos-${runId}-`)) : path.resolve(options.keepDir, `chaos-${runId}`);
+  mkdirSync(logDir, { recursive: true });
+  let passed = false;
   let postgres: TestPostgres | null = null;
   let cluster: TestCluster | null = null;
   let receiver: WebhookReceiver | null = null;
   let load: Load | null = null;
   try {
     log(`chaos ${runId}: profile ${profile.name}; faults ${profile.faults.join(', ')} × ${profile.rounds}`);
-    postgres = await startTestPostgres();
+    log(`logs of every process: ${logDir}`);
+    postgres = await startTestPostgres({ logFile: path.join(logDir, 'postgres.log') });
     const pg = postgres;
-    cluster = await startCluster({ nodes: profile.nodes, postgres: pg, leaseTtlMs: profile.leaseTtlMs, failoverDeadlineMs: profile.failoverDeadlineMs, env: nodeEnv(profile) });
+    cluster = await startCluster({ nodes: profile.nodes, postgres: pg, leaseTtlMs: profile.leaseTtlMs, failoverDeadlineMs: profile.failoverDeadlineMs, env: nodeEnv(profile), logDir });
     const c = cluster;
     log(`cluster up: ${c.nodes.map((n) => `${n.id} ${n.baseUrl}`).join(', ')}; postgres :${pg.port}, nats :${c.nats.port}`);
     receiver = await startWebhookReceiver();
@@ -330,7 +347,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await watcher;
     evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, true);
     result = verifyAll(evidence);
-    return { ...result, profile, runId, startedAt, endedAt: Date.now(), faults, deaths, evidence };
+    passed = result.verifications.every((v) => v.ok);
+    const kept = !passed || options.keepDir !== undefined;
+    return { ...result, profile, runId, startedAt, endedAt: Date.now(), faults, deaths, evidence, logDir: kept ? logDir : null };
   } finally {
     await load?.stop().catch(() => undefined);
     await receiver?.close().catch(() => undefined);
@@ -340,6 +359,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await postgres?.stop().catch((error: unknown) => {
       log(`postgres stop: ${String(error)}`);
     });
+    if (passed && options.keepDir === undefined) rmSync(logDir, { recursive: true, force: true });
+    else log(`logs kept in ${logDir}`);
   }
 }
 
@@ -377,6 +398,7 @@ async function collectEvidence(
     type: e.event_type,
     messageId: e.message_id,
     recipientIndex: typeof e.data.recipient_index === 'number' ? e.data.recipient_index : null,
+    errorCode: typeof e.data.error_code === 'string' ? e.data.error_code : null,
   }));
   const balances = new Map<string, number | null>();
   const statuses = new Map<string, StatusView>();
@@ -421,7 +443,15 @@ async function collectEvidence(
       );
     }
   }
+  const missingWebhookDetail = new Map<string, string>();
+  if (api) {
+    const missing = missingTerminalEvents({ records, journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])), webhooks, deliveries: cluster.simulatorDeliveries(), killedSimulators });
+    for (const { messageId, recipient } of missing.slice(0, 20)) {
+      missingWebhookDetail.set(`${messageId}:${recipient}`, await whatIsKnownOf(cluster, receiver, messageId, recipient));
+    }
+  }
   return {
+    missingWebhookDetail,
     records,
     funding,
     journalMessages,
@@ -439,6 +469,60 @@ async function collectEvidence(
     journalGaps,
     undispatchedDetail,
   };
+}
+
+const isoOf = (ms: unknown): string => (typeof ms === 'number' || typeof ms === 'string' ? new Date(Number(ms)).toISOString().slice(11, 23) : '?');
+
+/**
+ * What the cluster knows of one message whose recipient got no terminal webhook, one line per source: the journal
+ * (each record, with the recipient's signals), the outbox (entries still pending), the webhook dead letters, and
+ * the receiver (each event it got for the message).
+ */
+export async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookReceiver, messageId: string, recipient: number): Promise<string> {
+  const lines: string[] = [];
+  const describe = (event: Record<string, unknown>): string => {
+    if (event.type === 'recipient_signal') {
+      const signal = event.signal as { type?: string; status?: string } | undefined;
+      return `recipient_signal(o${String(event.occurrence)} r${String(event.recipient)} ${signal?.type ?? '?'}${signal?.status ? ` ${signal.status}` : ''})`;
+    }
+    return String(event.type);
+  };
+  try {
+    const records = await cluster.sql<{ seq: number; at: number; events: Record<string, unknown>[] }>(
+      'SELECT seq::int AS seq, at::float8 AS at, events FROM journal WHERE key = $1 ORDER BY seq',
+      [`message:${messageId}`],
+    );
+    lines.push(`journal: ${records.map((r) => `#${r.seq} ${isoOf(r.at)} ${r.events.map(describe).join(' + ')}`).join('; ') || 'nothing'}`);
+    const mine = records.flatMap((r) => r.events).filter((e) => e.type === 'recipient_signal' && e.recipient === recipient);
+    lines.push(`recipient ${recipient}'s signals: ${mine.map((e) => JSON.stringify(e.signal)).join(', ') || 'none'}`);
+  } catch (error) {
+    lines.push(`journal: unreadable (${String(error).slice(0, 200)})`);
+  }
+  try {
+    const outbox = await cluster.sql<{ id: string; topic: string; seq: number; created_at: number; type: string | null }>(
+      "SELECT id, topic, seq::int AS seq, created_at::float8 AS created_at, payload->'event'->>'event_type' AS type FROM outbox WHERE key = $1 ORDER BY created_at",
+      [`message:${messageId}`],
+    );
+    lines.push(`outbox (pending): ${outbox.map((o) => `${o.topic}${o.type ? ` ${o.type}` : ''} ${o.id} (record #${o.seq}, ${isoOf(o.created_at)})`).join('; ') || 'nothing'}`);
+  } catch (error) {
+    lines.push(`outbox: unreadable (${String(error).slice(0, 200)})`);
+  }
+  try {
+    const letters = await cluster.sql<{ id: string; reason: string; attempts: number; last_status: number | null; last_error: string | null; type: string | null }>(
+      "SELECT id, reason, attempts, last_status, last_error, event->>'event_type' AS type FROM webhook_dead_letters WHERE event->>'message_id' = $1",
+      [messageId],
+    );
+    lines.push(
+      `dead letters: ${letters.map((l) => `${String(l.type)} ${l.id}: ${l.reason} after ${l.attempts} attempt(s), last ${String(l.last_status ?? l.last_error)}`).join('; ') || 'none'}`,
+    );
+  } catch (error) {
+    lines.push(`dead letters: unreadable (${String(error).slice(0, 200)})`);
+  }
+  const received = receiver.events().filter((e) => e.message_id === messageId);
+  lines.push(
+    `receiver: ${received.map((e) => `${e.event_type}${typeof e.data.recipient_index === 'number' ? ` r${e.data.recipient_index}` : ''} ${e.event_id} (${e.timestamp})`).join('; ') || 'nothing for this message'}`,
+  );
+  return lines.map((line) => `          ${line}`).join('\n');
 }
 
 /** GET through `nodes[turn]`, then the next ones when a node does not answer or answers 5xx (three tries). */

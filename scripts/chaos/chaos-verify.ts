@@ -38,6 +38,8 @@ export interface ReceivedWebhook {
   readonly type: string;
   readonly messageId: string;
   readonly recipientIndex: number | null;
+  /** `data.error_code` of an sms.failed event. */
+  readonly errorCode?: string | null;
 }
 
 export interface StatusView {
@@ -89,6 +91,11 @@ export interface Evidence {
   readonly journalGaps: number;
   /** For accepted messages with no dispatch: what the database still holds for them (outbox, Agenda). */
   readonly undispatchedDetail?: ReadonlyMap<string, string>;
+  /**
+   * For recipients with no terminal webhook (`<message>:<recipient>`): what the journal, the outbox, the dead
+   * letters and the receiver know of that message, read before the cluster stopped.
+   */
+  readonly missingWebhookDetail?: ReadonlyMap<string, string>;
 }
 
 export interface Verification {
@@ -328,31 +335,72 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
 
 const TERMINAL = new Set(['sms.delivered', 'sms.failed']);
 
-/** Every recipient of every dispatched occurrence got one terminal webhook of the expected type; duplicates counted. */
-export function verifyWebhooks(evidence: Evidence): { verification: Verification; figures: WebhookFigures } {
-  const failures: string[] = [];
-  const expected = new Map<string, string>();
+/** The error code of the gateway's own failure of a recipient with no final receipt (docs/carrier-protocol.md §7). */
+const RECEIPT_TIMEOUT_CODE = '1503';
+
+/**
+ * `<message>:<recipient>` → the terminal event type expected for every recipient of every dispatched message: the
+ * number's outcome, or, for a recipient whose dispatch was last taken by a simulator process that was SIGKILLed
+ * (its planned receipts died with it), either that or the receipt timeout's sms.failed 1503.
+ */
+function expectedTerminalEvents(evidence: Pick<Evidence, 'records' | 'journalDispatches' | 'deliveries' | 'killedSimulators'>): Map<string, { type: string; orphaned: boolean }> {
+  const lastTaker = new Map<string, number>();
+  for (const delivery of evidence.deliveries) if (delivery.taken) lastTaker.set(delivery.dispatchId, Math.max(lastTaker.get(delivery.dispatchId) ?? 0, delivery.process));
+  const expected = new Map<string, { type: string; orphaned: boolean }>();
   for (const record of evidence.records) {
     const id = record.accepted?.messageId;
     if (!id || (evidence.journalDispatches.get(`${id}:0`) ?? 0) === 0) continue;
-    record.recipients.forEach((phone, r) => expected.set(`${id}:${r}`, terminalTypeOf(phone)));
+    record.recipients.forEach((phone, r) => {
+      const taker = lastTaker.get(`${id}:0:${r}`);
+      expected.set(`${id}:${r}`, { type: terminalTypeOf(phone), orphaned: taker !== undefined && evidence.killedSimulators.has(taker) });
+    });
   }
+  return expected;
+}
+
+/** The recipients (`<message>:<recipient>`) no terminal webhook reached so far. */
+export function missingTerminalEvents(
+  evidence: Pick<Evidence, 'records' | 'journalDispatches' | 'webhooks' | 'deliveries' | 'killedSimulators'>,
+): { messageId: string; recipient: number; type: string }[] {
+  const received = new Set(evidence.webhooks.filter((w) => TERMINAL.has(w.type)).map((w) => `${w.messageId}:${String(w.recipientIndex)}`));
+  return [...expectedTerminalEvents(evidence)].flatMap(([key, { type }]) => {
+    if (received.has(key)) return [];
+    const at = key.lastIndexOf(':');
+    return [{ messageId: key.slice(0, at), recipient: Number(key.slice(at + 1)), type }];
+  });
+}
+
+/** Every recipient of every dispatched occurrence got one terminal webhook of the expected type; duplicates counted. */
+export function verifyWebhooks(evidence: Evidence): { verification: Verification; figures: WebhookFigures } {
+  const failures: string[] = [];
+  const expected = expectedTerminalEvents(evidence);
   const seen = new Set<string>();
   const terminalIds = new Map<string, Set<string>>();
   const terminalTypes = new Map<string, string>();
+  const timedOut = new Set<string>();
   for (const webhook of evidence.webhooks) {
     seen.add(webhook.eventId);
     if (!TERMINAL.has(webhook.type)) continue;
     const key = `${webhook.messageId}:${String(webhook.recipientIndex)}`;
     terminalIds.set(key, (terminalIds.get(key) ?? new Set()).add(webhook.eventId));
     terminalTypes.set(key, webhook.type);
+    if (webhook.type === 'sms.failed' && webhook.errorCode === RECEIPT_TIMEOUT_CODE) timedOut.add(key);
   }
   let missing = 0;
-  for (const [key, type] of expected) {
+  let endedByTimeout = 0;
+  for (const [key, { type, orphaned }] of expected) {
     const ids = terminalIds.get(key);
+    // a final receipt lost with its killed connector: the 24-hour rule (shortened for the run) ends the recipient;
+    // a recipient ended by it whose connector was not killed lost a receipt on the way
+    if (ids?.size === 1 && timedOut.has(key)) {
+      if (orphaned) endedByTimeout++;
+      else failures.push(`${key}: sms.failed ${RECEIPT_TIMEOUT_CODE} (no final receipt in time), expected ${type}; the connector that took it was not killed`);
+      continue;
+    }
     if (!ids) {
       missing++;
-      failures.push(`${key}: no terminal webhook (expected ${type})`);
+      const detail = evidence.missingWebhookDetail?.get(key);
+      failures.push(`${key}: no terminal webhook (expected ${type})${detail ? `\n${detail}` : ''}`);
     } else if (ids.size > 1) failures.push(`${key}: ${ids.size} distinct terminal events (${[...ids].join(', ')})`);
     else if (terminalTypes.get(key) !== type) failures.push(`${key}: ${String(terminalTypes.get(key))}, expected ${type}`);
   }
@@ -368,7 +416,9 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
     verification: {
       name: 'webhooks: none missing, one terminal event per recipient',
       ok: failures.length === 0,
-      summary: `${expected.size} terminal events expected, ${missing} missing; ${deliveries} deliveries of ${seen.size} events, duplicate rate ${(figures.duplicateRate * 100).toFixed(2)} %`,
+      summary:
+        `${expected.size} terminal events expected, ${missing} missing; ${deliveries} deliveries of ${seen.size} events, duplicate rate ${(figures.duplicateRate * 100).toFixed(2)} %; ` +
+        `${endedByTimeout} ended by the receipt timeout (their final receipt died with a SIGKILLed simulator)`,
       failures,
     },
     figures,
@@ -377,10 +427,13 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
 
 /**
  * A node that died or froze holding a command leaves its outcome unknown: other nodes answer 500/1401, or the key
- * check's 500 `{detail}` (docs/cluster.md). Only then is a 500 an answer of the fault.
+ * check's 500 `{detail}` (docs/cluster.md). Only then is a 500 an answer of the fault: one the attempt started in,
+ * or one that began while it was under way (a request sent just before a node froze waits on it, and is answered
+ * during the freeze).
  */
-function unknownOutcomeOfNodeFault(attempt: Attempt, during: string): boolean {
-  if (!/ node-(kill|freeze)#/.test(` ${during}`)) return false;
+function unknownOutcomeOfNodeFault(attempt: Attempt, faults: readonly FaultRecord[]): boolean {
+  const nodeFault = (label: string): boolean => / node-(kill|freeze)#/.test(` ${label}`);
+  if (!nodeFault(faultAt(faults, attempt.startedAt)) && !nodeFault(faultAt(faults, attempt.endedAt))) return false;
   return attempt.outcome === 500 && (attempt.errorCode === '1401' || (attempt.detail ?? '').includes('Could not verify the API key'));
 }
 
@@ -393,7 +446,7 @@ export function verifyNoOther5xx(evidence: Evidence): Verification {
   for (const record of evidence.records) {
     for (const attempt of [...record.attempts, ...(record.cancel?.attempts ?? [])]) {
       if (typeof attempt.outcome !== 'number' || attempt.outcome < 500 || attempt.outcome === 503) continue;
-      if (unknownOutcomeOfNodeFault(attempt, faultAt(evidence.faults, attempt.startedAt))) {
+      if (unknownOutcomeOfNodeFault(attempt, evidence.faults)) {
         unknown++;
         continue;
       }

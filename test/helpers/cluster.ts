@@ -15,6 +15,7 @@ import { API_ROOT, call, type CallResult } from './http-fixture.js';
 import { testConfig } from './gateway-fixture.js';
 import { startTestNats, type TestNats } from './nats.js';
 import { freePort } from './ports.js';
+import { appendOutput } from './process-log.js';
 import { testPostgres, type TestPostgres } from './postgres.js';
 
 /**
@@ -62,7 +63,7 @@ interface Spawned {
   output(): string;
 }
 
-function spawnTs(entry: string, env: Record<string, string>, tailChars = 40_000): Spawned {
+function spawnTs(entry: string, env: Record<string, string>, tailChars = 40_000, logFile?: string): Spawned {
   const child = spawn(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, entry)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
@@ -70,8 +71,10 @@ function spawnTs(entry: string, env: Record<string, string>, tailChars = 40_000)
   });
   children.add(child);
   let output = '';
+  const append = appendOutput(logFile, `${entry} started (pid ${String(child.pid)})`);
   const keep = (chunk: Buffer): void => {
     output = (output + chunk.toString()).slice(-tailChars);
+    append?.(chunk);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
@@ -137,6 +140,11 @@ export interface ClusterOptions {
   readonly outputTailChars?: number;
   /** The PostgreSQL server to use (a private one for tests that stop it); the shared test server by default. */
   readonly postgres?: TestPostgres;
+  /**
+   * A directory that receives the whole output of every process started here, one file each, appended across
+   * restarts: `<node id>.log`, `simulator.log`, `nats-server.log` (kept by the caller; nothing when unset).
+   */
+  readonly logDir?: string;
 }
 
 /** A journal record written by a node that did not hold the current lease of its shard at that moment. */
@@ -267,7 +275,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   let operator: Gateway | null = null;
 
   const databaseUrl = await (options.postgres ?? (await testPostgres())).createDatabase('cluster');
-  const nats = await startTestNats();
+  const logFile = (name: string): string | undefined => (options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`));
+  const nats = await startTestNats({ logFile: logFile('nats-server') });
 
   async function stop(): Promise<void> {
     const all = [...nodes.map((node) => spawnedOf.get(node)), simulator].filter((s): s is Spawned => s !== undefined && s !== null);
@@ -315,7 +324,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         WEBHOOK_RETRY_DELAYS_MS: '30,120,600,3600',
         ...options.env,
         ...env,
-      }, options.outputTailChars);
+      }, options.outputTailChars, logFile(id));
       const baseUrl = `http://127.0.0.1:${port}`;
       const node: ClusterNode = {
         id,
@@ -353,7 +362,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         SIMULATOR_REPORT_FILE: reportFile,
         SIMULATOR_DELIVERY_LOG: deliveryLog,
         SIMULATOR_PROCESS: String(simulatorProcesses),
-      });
+      }, undefined, logFile('simulator'));
       await cluster.simulatorReport(60_000);
     }
 

@@ -4,6 +4,7 @@ import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.js';
+import { appendOutput } from './process-log.js';
 
 /** A private nats-server with JetStream for the tests: its own store dir and free port; stopped after. */
 export interface TestNats {
@@ -36,7 +37,12 @@ export async function stopSharedNats(): Promise<void> {
   await server?.stop();
 }
 
-export async function startTestNats(): Promise<TestNats> {
+export interface TestNatsOptions {
+  /** Appends the server's whole log to this file, across restarts. */
+  readonly logFile?: string;
+}
+
+export async function startTestNats(options: TestNatsOptions = {}): Promise<TestNats> {
   const storeDir = mkdtempSync(path.join(tmpdir(), 'gw-nats-'));
   const port = await freePort();
   let server: ChildProcess | null = null;
@@ -47,8 +53,10 @@ export async function startTestNats(): Promise<TestNats> {
     const proc = spawn('nats-server', ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
     server = proc;
     // keep the tail of the log for the error message if it never comes up
+    const append = appendOutput(options.logFile, `nats-server started (pid ${String(proc.pid)})`);
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString()).slice(-4_000);
+      append?.(chunk);
     };
     proc.stdout.on('data', keep);
     proc.stderr.on('data', keep);

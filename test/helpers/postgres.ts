@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './ports.js';
+import { appendOutput } from './process-log.js';
 
 const run = promisify(execFile);
 
@@ -73,6 +74,8 @@ export interface TestPostgresOptions {
    * that never crash the server.
    */
   readonly durableCommits?: boolean;
+  /** Appends the server's whole log to this file, across restarts. */
+  readonly logFile?: string;
 }
 
 export async function startTestPostgres(options: TestPostgresOptions = {}): Promise<TestPostgres> {
@@ -95,7 +98,13 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     ];
     const command = asRoot ? 'su' : exe('postgres');
     const commandArgs = asRoot ? ['postgres', '-s', '/bin/sh', '-c', `exec '${exe('postgres')}' ${args.map((a) => `'${a}'`).join(' ')}`] : args;
-    server = spawn(command, commandArgs, { stdio: 'ignore' });
+    const proc = spawn(command, commandArgs, { stdio: ['ignore', options.logFile === undefined ? 'ignore' : 'pipe', options.logFile === undefined ? 'ignore' : 'pipe'] });
+    server = proc;
+    const append = appendOutput(options.logFile, `postgres started (pid ${String(proc.pid)})`);
+    if (append) {
+      proc.stdout?.on('data', append);
+      proc.stderr?.on('data', append);
+    }
     await waitUntilReady(adminUrl);
   }
 

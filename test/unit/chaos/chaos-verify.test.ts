@@ -177,6 +177,14 @@ describe('chaos verifications', () => {
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(false);
   });
 
+  it('when a request sent just before a node froze is answered 500 of unknown outcome during the freeze, then it is that fault\'s answer', () => {
+    const fault = (name: string): FaultRecord => ({ name, round: 1, target: '', startedAt: 1_005, endedAt: 2_000, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
+    // started at 1 000 (before the fault), answered at 1 010 (during it)
+    const records = [send(0, [at(500, { errorCode: '1401' }), at(201)], { key: true })];
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('postgres-outage')] })).ok).to.equal(false);
+  });
+
   it('when the balance misses a charge the answers do not account for, then "wallets exact" fails and names it', () => {
     const records = [send(0, [at(201)]), send(1, [at(503)])];
     const evidence = consistent({
@@ -246,6 +254,20 @@ describe('chaos verifications', () => {
     const result = verifyWebhooks(consistent({ webhooks: [{ eventId: 'e1', type: 'sms.sent', messageId: 'msg_0', recipientIndex: 0 }] }));
     expect(result.verification.ok).to.equal(false);
     expect(result.figures.missing).to.equal(1);
+  });
+
+  it('when a recipient\'s final receipt died with a SIGKILLed simulator, then the receipt timeout\'s sms.failed 1503 ends it; from a simulator not killed, it fails', () => {
+    const webhooks = [
+      { eventId: 'e1', type: 'sms.sent', messageId: 'msg_0', recipientIndex: 0 },
+      { eventId: 'e2', type: 'sms.failed', messageId: 'msg_0', recipientIndex: 0, errorCode: '1503' },
+    ];
+    const orphaned = verifyWebhooks(consistent({ webhooks, killedSimulators: new Set([1]) }));
+    expect(orphaned.verification.ok).to.equal(true);
+    expect(orphaned.verification.summary).to.include('1 ended by the receipt timeout');
+    expect(verifyWebhooks(consistent({ webhooks })).verification.ok).to.equal(false);
+    // the timeout has not ended it yet: still missing
+    const missing = verifyWebhooks(consistent({ webhooks: webhooks.slice(0, 1), killedSimulators: new Set([1]) }));
+    expect(missing.figures.missing).to.equal(1);
   });
 
   it('when an event is delivered twice, then the duplicate rate counts it (the same event id is no failure)', () => {
