@@ -52,6 +52,30 @@ export interface ReceiptBatch {
 
 export const RECEIPT_BATCH_MAX = 500;
 
+/** The fields of a version 1 job; the type checks that the list is complete and exact. */
+const DISPATCH_FIELDS: Readonly<Record<keyof DispatchJob, true>> = {
+  version: true,
+  dispatch_id: true,
+  message_id: true,
+  occurrence_index: true,
+  recipient_index: true,
+  to: true,
+  sender_id: true,
+  text: true,
+  encoding: true,
+  segments: true,
+  submitted_at: true,
+};
+
+/**
+ * Tolerant reader for connectors (docs/carrier-protocol.md "Versioning"): a field added to version 1 later is left
+ * out before validation, not a reason to drop the job, so the gateway can add one before every connector knows it.
+ */
+export function knownDispatchFields(payload: unknown): unknown {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([key]) => Object.hasOwn(DISPATCH_FIELDS, key)));
+}
+
 export function dispatchId(messageId: string, occurrence: number, recipient: number): string {
   return `${messageId}:${occurrence}:${recipient}`;
 }

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
-import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, dispatchSubject, receiptSubject, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
+import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, knownDispatchFields, dispatchSubject, receiptSubject, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, SubmitOutcome } from './carrier-link.js';
 import {
   CONNECTOR_PRESENCE_BUCKET,
@@ -140,27 +140,6 @@ const fromEntry = <T>(entry: KvEntry | null): T | null => {
   if (entry === null || entry.operation !== 'PUT' || entry.value.length === 0) return null;
   return JSON.parse(decoder.decode(entry.value)) as T;
 };
-
-/** The fields of a version 1 job; the type checks that the list is complete and exact. */
-const DISPATCH_FIELDS: Readonly<Record<keyof DispatchJob, true>> = {
-  version: true,
-  dispatch_id: true,
-  message_id: true,
-  occurrence_index: true,
-  recipient_index: true,
-  to: true,
-  sender_id: true,
-  text: true,
-  encoding: true,
-  segments: true,
-  submitted_at: true,
-};
-
-/** Tolerant reader (docs/carrier-protocol.md "Versioning"): fields added to version 1 later are ignored. */
-function knownFields(payload: unknown): unknown {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
-  return Object.fromEntries(Object.entries(payload).filter(([key]) => Object.hasOwn(DISPATCH_FIELDS, key)));
-}
 
 const sleep = (ms: number): Promise<void> =>
   new Promise((resolve) => {
@@ -404,7 +383,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       void refreshPresence();
       return retryAfter(LINK_DOWN_RETRY_MS);
     }
-    const checked = checkDispatchJob(knownFields(delivery.payload));
+    const checked = checkDispatchJob(knownDispatchFields(delivery.payload));
     if (!checked.ok) {
       counters.jobsInvalid++;
       log.warn({ job_id: delivery.id, subject: delivery.subject, errors: checked.errors }, 'invalid dispatch job dropped');

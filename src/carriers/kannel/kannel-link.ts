@@ -6,6 +6,7 @@ import type { Logger } from '../../libraries/logger/logger.js';
 import type { DispatchJob } from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, LinkStats, PartState, ReportHandler, SubmitOutcome } from '../connector/carrier-link.js';
 import { DLR_TYPE, type KannelSettings } from './kannel-settings.js';
+import { createSubmitPacer } from '../connector/submit-pacing.js';
 
 /**
  * A carrier link through Kannel: each dispatch job is one `sendsms` request to smsbox (Kannel splits long text into
@@ -144,26 +145,6 @@ export function sendsmsQuery(settings: KannelSettings, job: DispatchJob, dlrUrl:
   return params.map(([key, value]) => `${key}=${encodeURIComponent(value)}`).join('&');
 }
 
-const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms);
-  });
-
-/** Real elapsed time for spacing and deadlines (the injected clock dates reports and counts submits per second). */
-const monotonic = (): number => performance.now();
-
-/** Requests spaced 1/perSecond apart, in order of reservation. */
-function createRateLimiter(perSecond: number): () => Promise<void> {
-  const interval = 1_000 / perSecond;
-  let nextFree = 0;
-  return async () => {
-    const now = monotonic();
-    const at = Math.max(now, nextFree);
-    nextFree = at + interval;
-    if (at > now) await sleep(at - now);
-  };
-}
-
 /** Connection errors raised before the request left: smsbox cannot have taken the message. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -191,7 +172,7 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
     bodyTimeout: settings.requestTimeoutMs,
     connectTimeout: Math.min(settings.requestTimeoutMs, 5_000),
   });
-  const waitForRate = createRateLimiter(settings.maxSubmitsPerSecond);
+  const waitForRate = createSubmitPacer(settings.maxSubmitsPerSecond);
 
   let onReport: ReportHandler | null = null;
   let server: Server | null = null;

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { describeFlatSettings, readFlatSettings, validateFlatSettings, type FlatSettingDescription, type RawSettings } from '../../libraries/config/flat-settings.js';
 
 /**
  * The configuration of one Kannel connector process, from `KANNEL_*` environment variables: where Kannel's smsbox
@@ -99,42 +100,17 @@ export class KannelSettingsError extends Error {
   }
 }
 
-export interface KannelSettingDescription {
-  readonly key: string;
-  readonly env: string;
-  readonly description: string;
-  readonly default: unknown;
-  readonly required: boolean;
-}
-
-interface DescribedKey {
-  flags?: { description?: string; default?: unknown; presence?: string };
-  metas?: { env?: string }[];
-}
+export type KannelSettingDescription = FlatSettingDescription;
 
 export function describeKannelSettings(): KannelSettingDescription[] {
-  const described = kannelSchema.describe() as { keys: Record<string, DescribedKey> };
-  return Object.entries(described.keys).map(([key, node]) => ({
-    key,
-    env: node.metas?.find((m) => m.env !== undefined)?.env ?? '',
-    description: node.flags?.description ?? '',
-    default: node.flags?.default,
-    required: node.flags?.presence === 'required',
-  }));
+  return describeFlatSettings(kannelSchema);
 }
 
-type RawSettings = Partial<Record<string, unknown>>;
 
 /** Validates settings given by key (tests, or the env reader below). Throws KannelSettingsError naming the variable. */
 export function parseKannelSettings(settings: RawSettings): KannelSettings {
-  const env = new Map(describeKannelSettings().map((s) => [s.key, s.env]));
-  const result = kannelSchema.validate(settings, { abortEarly: true, convert: true, allowUnknown: false });
-  if (result.error) {
-    const detail = result.error.details[0];
-    const key = detail?.path.join('.') ?? '';
-    const variable = env.get(key) ?? (detail?.message.match(/KANNEL_[A-Z_]+/)?.[0] ?? 'KANNEL_*');
-    throw new KannelSettingsError(`Invalid Kannel settings: ${detail?.message ?? result.error.message} (environment variable ${variable})`, variable);
-  }
+  const result = validateFlatSettings(kannelSchema, settings, 'KANNEL_');
+  if (!result.ok) throw new KannelSettingsError(`Invalid Kannel settings: ${result.problem.message}`, result.problem.variable);
   const v = result.value as {
     sendsmsHost: string;
     sendsmsPort: number;
@@ -175,10 +151,5 @@ export function parseKannelSettings(settings: RawSettings): KannelSettings {
 
 /** The settings from `KANNEL_*` environment variables (unset variables take their defaults). */
 export function loadKannelSettings(env: Readonly<Record<string, string | undefined>> = process.env): KannelSettings {
-  const settings: RawSettings = {};
-  for (const setting of describeKannelSettings()) {
-    const raw = env[setting.env];
-    if (raw !== undefined) settings[setting.key] = raw;
-  }
-  return parseKannelSettings(settings);
+  return parseKannelSettings(readFlatSettings(kannelSchema, env));
 }

@@ -4,6 +4,7 @@ import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, 
 import {
   CARRIER_SLUG,
   checkDispatchJob,
+  knownDispatchFields,
   checkReceipt,
   dispatchSubject,
   RECEIPT_BATCH_MAX,
@@ -59,30 +60,6 @@ export const PUBLISH_RETRY_DELAY_MS = 200;
 export const DEFAULT_RECEIPT_BATCH_MAX = 100;
 
 type Timer = ReturnType<typeof setTimeout>;
-
-/** The fields of a version 1 job; the type checks that the list is complete and exact. */
-const DISPATCH_FIELDS: Readonly<Record<keyof DispatchJob, true>> = {
-  version: true,
-  dispatch_id: true,
-  message_id: true,
-  occurrence_index: true,
-  recipient_index: true,
-  to: true,
-  sender_id: true,
-  text: true,
-  encoding: true,
-  segments: true,
-  submitted_at: true,
-};
-
-/**
- * Tolerant reader (docs/carrier-protocol.md "Versioning"): a field added to version 1 later is ignored, not a
- * reason to drop the job, so the gateway can add one before every connector knows it.
- */
-function knownFields(payload: unknown): unknown {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return payload;
-  return Object.fromEntries(Object.entries(payload).filter(([key]) => Object.hasOwn(DISPATCH_FIELDS, key)));
-}
 
 const sleep = (ms: number): Promise<void> =>
   new Promise((resolve) => {
@@ -223,7 +200,7 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
   function handle(delivery: Delivery): Promise<Disposition> {
     // a transport that still hands over jobs while stopping gets them back for another instance
     if (state !== 'running') return Promise.resolve(retryAfter(0));
-    const checked = checkDispatchJob(knownFields(delivery.payload));
+    const checked = checkDispatchJob(knownDispatchFields(delivery.payload));
     if (!checked.ok) {
       onError(new Error(checked.errors.join('; ')), `invalid dispatch job ${delivery.id} on ${delivery.subject} dropped`);
       return Promise.resolve(DROP);

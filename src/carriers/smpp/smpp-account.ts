@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Joi from 'joi';
 import type { LongMessageMethod } from './smpp-encoding.js';
+import { describeFlatSettings, readFlatSettings, validateFlatSettings, type FlatSettingDescription, type RawSettings } from '../../libraries/config/flat-settings.js';
 
 /**
  * One SMPP account, the configuration of one SMPP connector process, from `SMPP_*` environment variables. Every
@@ -107,45 +108,20 @@ export class SmppAccountError extends Error {
   }
 }
 
-export interface SmppSettingDescription {
-  readonly key: string;
-  readonly env: string;
-  readonly description: string;
-  readonly default: unknown;
-  readonly required: boolean;
-}
-
-interface DescribedKey {
-  flags?: { description?: string; default?: unknown; presence?: string };
-  metas?: { env?: string }[];
-}
+export type SmppSettingDescription = FlatSettingDescription;
 
 export function describeSmppSettings(): SmppSettingDescription[] {
-  const described = smppSchema.describe() as { keys: Record<string, DescribedKey> };
-  return Object.entries(described.keys).map(([key, node]) => ({
-    key,
-    env: node.metas?.find((m) => m.env !== undefined)?.env ?? '',
-    description: node.flags?.description ?? '',
-    default: node.flags?.default,
-    required: node.flags?.presence === 'required',
-  }));
+  return describeFlatSettings(smppSchema);
 }
 
-type RawSettings = Partial<Record<string, unknown>>;
 
 /**
  * Validates settings given by key (tests, or the env reader below). `readFile` reads SMPP_TLS_CA_FILE.
  * Throws SmppAccountError naming the variable.
  */
 export function parseSmppAccount(settings: RawSettings, readFile: (file: string) => string = (file) => readFileSync(file, 'utf8')): SmppAccount {
-  const env = new Map(describeSmppSettings().map((s) => [s.key, s.env]));
-  const result = smppSchema.validate(settings, { abortEarly: true, convert: true, allowUnknown: false });
-  if (result.error) {
-    const detail = result.error.details[0];
-    const key = detail?.path.join('.') ?? '';
-    const variable = env.get(key) ?? (detail?.message.match(/SMPP_[A-Z_]+/)?.[0] ?? 'SMPP_*');
-    throw new SmppAccountError(`Invalid SMPP account: ${detail?.message ?? result.error.message} (environment variable ${variable})`, variable);
-  }
+  const result = validateFlatSettings(smppSchema, settings, 'SMPP_');
+  if (!result.ok) throw new SmppAccountError(`Invalid SMPP account: ${result.problem.message}`, result.problem.variable);
   const value = result.value as {
     host: string;
     port: number;
@@ -187,12 +163,7 @@ export function parseSmppAccount(settings: RawSettings, readFile: (file: string)
 
 /** The account from `SMPP_*` environment variables (unset variables take their defaults). */
 export function loadSmppAccount(env: Readonly<Record<string, string | undefined>> = process.env, readFile?: (file: string) => string): SmppAccount {
-  const settings: RawSettings = {};
-  for (const setting of describeSmppSettings()) {
-    const raw = env[setting.env];
-    if (raw !== undefined) settings[setting.key] = raw;
-  }
-  return parseSmppAccount(settings, readFile);
+  return parseSmppAccount(readFlatSettings(smppSchema, env), readFile);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

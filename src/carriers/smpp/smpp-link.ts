@@ -6,6 +6,7 @@ import { destinationAddressFor, sourceAddressFor, type SmppAccount } from './smp
 import { createReferenceCounter, encodeMessage, EncodingError, type EncodedPart } from './smpp-encoding.js';
 import { captureRawPdus, messageBodyOf } from './smpp-pdu.js';
 import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInbound } from './smpp-receipts.js';
+import { createSubmitPacer, monotonic, sleep } from '../connector/submit-pacing.js';
 
 /**
  * The SMPP 3.4 implementation of `CarrierLink`, on the `smpp` package.
@@ -82,29 +83,9 @@ interface PendingSubmit {
   readonly resolve: (result: SubmitResult) => void;
 }
 
-const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms);
-  });
-
 const THROTTLE_BACKOFF_INITIAL_MS = 100;
 const THROTTLE_BACKOFF_MAX_MS = 2_000;
 const UNBIND_TIMEOUT_MS = 1_000;
-
-/** Real elapsed time for waits and deadlines (the injected clock dates reports and counts submits per second). */
-const monotonic = (): number => performance.now();
-
-/** A token bucket of one token refilled `perSecond` times a second: reservations in order, none in a burst. */
-function createRateLimiter(perSecond: number): () => Promise<void> {
-  const interval = 1_000 / perSecond;
-  let nextFree = 0;
-  return async () => {
-    const now = monotonic();
-    const at = Math.max(now, nextFree);
-    nextFree = at + interval;
-    if (at > now) await sleep(at - now);
-  };
-}
 
 class SmppSession {
   session: Session | null = null;
@@ -380,7 +361,7 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
   const clock = options.clock ?? { now: () => Date.now() };
   const emit = options.onEvent ?? ((): void => undefined);
   const nextReference = createReferenceCounter(Math.floor(Math.random() * 256));
-  const takeToken = createRateLimiter(account.maxSubmitsPerSecond);
+  const takeToken = createSubmitPacer(account.maxSubmitsPerSecond);
   const answeredAt: number[] = [];
   let waiters: (() => void)[] = [];
   let onReport: ReportHandler | null = null;
