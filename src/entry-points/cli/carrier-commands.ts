@@ -23,20 +23,8 @@ export interface CarrierStatusView {
   readonly connectors: readonly ConnectorView[];
 }
 
-export interface ConnectorView {
-  readonly connector_id: string;
-  readonly name: string;
-  readonly kind: string;
-  readonly priority: number;
-  readonly weight: number;
-  readonly live: boolean;
-  readonly active: boolean;
-  readonly binds_up: number;
-  readonly binds_total: number;
-  readonly window_in_use: number;
-  readonly window_size: number;
-  readonly submits_per_second: number;
-  readonly updated_at: string;
+/** A connector's presence entry as the CLI shows it: without its carrier (the view's) and with its age. */
+export interface ConnectorView extends Omit<ConnectorPresence, 'version' | 'carrier'> {
   readonly age_ms: number;
 }
 
