@@ -45,6 +45,12 @@ export interface TestSmscOptions {
   readonly now?: () => number;
   /** TLS server (certificate and key, PEM). Default plain TCP. */
   readonly tls?: { readonly key: string | Buffer; readonly cert: string | Buffer };
+  /**
+   * First characters of the message ids the centre gives (`<prefix>` + 7 hex digits, counting from 1). Default `M`.
+   * Two centres with the same prefix give the same ids, as a real centre may after a restart: tests that run several
+   * centres against one connector's correlations give each its own prefix.
+   */
+  readonly messageIdPrefix?: string;
 }
 
 export type ConcatenationInfo =
@@ -298,6 +304,7 @@ export async function startTestSmsc(options: TestSmscOptions = {}): Promise<Test
   const outcomeFor = options.outcomeFor ?? ((): PartOutcome => ({ stat: 'DELIVRD', err: '000' }));
   const receiptStyle = options.receiptStyle ?? 'tlv+text';
   const now = options.now ?? Date.now;
+  const messageIdPrefix = options.messageIdPrefix ?? 'M';
 
   const submits: SubmittedPart[] = [];
   const sessions = new Set<SessionState>();
@@ -434,7 +441,7 @@ export async function startTestSmsc(options: TestSmscOptions = {}): Promise<Test
     const accepted = acceptedAt.get(state.systemId) ?? [];
     accepted.push(Date.now());
     acceptedAt.set(state.systemId, accepted);
-    const messageId = `M${(nextMessageId++).toString(16).toUpperCase().padStart(7, '0')}`;
+    const messageId = `${messageIdPrefix}${(nextMessageId++).toString(16).toUpperCase().padStart(7, '0')}`;
     const part: SubmittedPart = {
       sessionId: state.id,
       systemId: state.systemId,

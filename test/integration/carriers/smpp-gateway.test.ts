@@ -24,7 +24,9 @@ import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from '../cl
  *
  * Outcomes are chosen by destination at the centre (`OUTCOMES`), so one centre and one connector serve most cases;
  * throttling and the connector crash have their own centre (their own window, rate or receipt delay) and their own
- * connector process, started after the previous one stopped.
+ * connector process, started after the previous one stopped. Each centre gives message ids of its own prefix: the
+ * connector's correlations outlive a centre, and a second centre giving the same ids would have its early receipts
+ * read as reports on the first centre's messages.
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -133,7 +135,10 @@ describe('SMPP connector process between a gateway node and a message centre', f
         const recipients = (answer.body as { data: { recipients: RecipientView[] } }).data.recipients;
         if (recipients.every((r) => FINAL.has(r.status))) return [...recipients].sort((a, b) => a.recipient_index - b.recipient_index);
       }
-      if (Date.now() > deadline) throw new Error(`GET /status/${messageId}: not every recipient final within ${timeoutMs} ms: ${last.slice(0, 2_000)}`);
+      if (Date.now() > deadline) {
+        const open = answer.status === 200 ? (answer.body as { data: { recipients: RecipientView[] } }).data.recipients.filter((r) => !FINAL.has(r.status)) : [];
+        throw new Error(`GET /status/${messageId}: not every recipient final within ${timeoutMs} ms; not final: ${JSON.stringify(open)}; answer: ${last.slice(0, 1_000)}`);
+      }
       await sleep(250);
     }
   }
@@ -176,7 +181,7 @@ describe('SMPP connector process between a gateway node and a message centre', f
     let connector: MainProcess | null = null;
 
     before(async () => {
-      smsc = await startTestSmsc({ outcomeFor });
+      smsc = await startTestSmsc({ outcomeFor, messageIdPrefix: 'A' });
       connector = await startConnector(smsc, { SMPP_BINDS: '2', SMPP_WINDOW: '10', SMPP_DEFAULT_SENDER: 'InfoSMS' }, 2);
     });
 
@@ -302,7 +307,7 @@ describe('SMPP connector process between a gateway node and a message centre', f
     let connector: MainProcess | null = null;
 
     before(async () => {
-      smsc = await startTestSmsc({ window: 2, maxSubmitsPerSecond: 10 });
+      smsc = await startTestSmsc({ window: 2, maxSubmitsPerSecond: 10, messageIdPrefix: 'T' });
       connector = await startConnector(smsc, { SMPP_BINDS: '1', SMPP_WINDOW: '10' });
     });
 
@@ -326,7 +331,7 @@ describe('SMPP connector process between a gateway node and a message centre', f
 
     before(async () => {
       // receipts come 15 s after a submission: the first message's receipts are still to come when the connector dies
-      smsc = await startTestSmsc({ receiptDelayMs: 15_000, receiptRetryMs: 500 });
+      smsc = await startTestSmsc({ receiptDelayMs: 15_000, receiptRetryMs: 500, messageIdPrefix: 'K' });
       connector = await startConnector(smsc, { SMPP_BINDS: '1', SMPP_WINDOW: '10' });
     });
 
@@ -364,6 +369,19 @@ describe('SMPP connector process between a gateway node and a message centre', f
     });
   });
 
+  /** Runs `check`; a failure carries the connector's log lines (throttling lines left out) and the node's. */
+  async function explained(connector: MainProcess, check: () => Promise<void>): Promise<void> {
+    try {
+      await check();
+    } catch (error) {
+      if (error instanceof Error) {
+        const lines = connector.lines.filter((line) => !line.includes('smpp submit throttled')).slice(-200);
+        error.message = `${error.message}\nconnector log:\n${lines.join('\n')}\n${connector.stderr()}\nnode log:\n${cluster!.node('node-1').output().slice(-20_000)}`;
+      }
+      throw error;
+    }
+  }
+
   async function eventuallyStatus(messageId: string, done: (recipients: readonly RecipientView[]) => boolean, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -375,18 +393,6 @@ describe('SMPP connector process between a gateway node and a message centre', f
   }
 });
 
-/** Runs `check`; a failure carries the connector's log lines (throttling lines left out). */
-async function explained(connector: MainProcess, check: () => Promise<void>): Promise<void> {
-  try {
-    await check();
-  } catch (error) {
-    if (error instanceof Error) {
-      const lines = connector.lines.filter((line) => !line.includes('smpp submit throttled')).slice(-200);
-      error.message = `${error.message}\nconnector log:\n${lines.join('\n')}\n${connector.stderr()}`;
-    }
-    throw error;
-  }
-}
 
 async function connectorLog(connector: MainProcess, msg: string): Promise<void> {
   await connector.waitForLog((line) => line.msg === msg, 30_000);
