@@ -165,7 +165,7 @@ describe('SMPP connector process between a gateway node and a message centre', f
   async function expectAllDelivered(messageId: string, recipients: number, timeoutMs = 120_000): Promise<void> {
     const final = await finalRecipients(messageId, timeoutMs);
     expect(final).to.have.length(recipients);
-    const notDelivered = final.filter((r) => r.status !== 'delivered' || r.carrier_status !== 'delivered');
+    const notDelivered = final.filter((r) => r.status !== 'delivered' || r.carrier_status !== 'smpp:DELIVRD');
     expect(notDelivered, 'recipients not delivered').to.deep.equal([]);
     const events = await terminalEvents(messageId, recipients, timeoutMs);
     for (let index = 0; index < recipients; index++) {
@@ -232,15 +232,22 @@ describe('SMPP connector process between a gateway node and a message centre', f
       }
     });
 
-    it('maps every receipt stat and a permanent submit error to the documented recipient status, error code and carrier status', async () => {
+    it('maps every receipt stat and a permanent submit error to the documented recipient status and error code, with the centre\'s words as carrier status', async () => {
       const expected = [
-        { to: phone(3000), status: 'delivered', carrier: 'delivered', code: null, retryable: null, message: null },
-        { to: phone(3001), status: 'failed', carrier: 'undelivered', code: '1502', retryable: true, message: 'Undelivered (carrier error 001)' },
-        { to: phone(3002), status: 'failed', carrier: 'expired', code: '1505', retryable: true, message: 'Expired' },
-        { to: phone(3003), status: 'failed', carrier: 'rejected', code: '1504', retryable: false, message: 'Rejected by the carrier' },
-        { to: phone(3004), status: 'failed', carrier: 'delivery_unknown', code: '1506', retryable: true, message: 'Delivery unknown' },
-        { to: phone(3005), status: 'failed', carrier: 'failed', code: '1501', retryable: false, message: 'Deleted by the carrier' },
-        { to: phone(3006), status: 'failed', carrier: 'rejected', code: '1504', retryable: false, message: 'Carrier refused the message (ESME_RINVDSTADR)' },
+        { to: phone(3000), status: 'delivered', carrier: 'smpp:DELIVRD', code: null, retryable: null, message: null },
+        { to: phone(3001), status: 'failed', carrier: 'smpp:UNDELIV err:001', code: '1502', retryable: true, message: 'Undelivered (carrier error 001)' },
+        { to: phone(3002), status: 'failed', carrier: 'smpp:EXPIRED', code: '1505', retryable: true, message: 'Expired' },
+        { to: phone(3003), status: 'failed', carrier: 'smpp:REJECTD', code: '1504', retryable: false, message: 'Rejected by the carrier' },
+        { to: phone(3004), status: 'failed', carrier: 'smpp:UNKNOWN', code: '1506', retryable: true, message: 'Delivery unknown' },
+        { to: phone(3005), status: 'failed', carrier: 'smpp:DELETED', code: '1501', retryable: false, message: 'Deleted by the carrier' },
+        {
+          to: phone(3006),
+          status: 'failed',
+          carrier: 'smpp:0x0000000b ESME_RINVDSTADR',
+          code: '1504',
+          retryable: false,
+          message: 'Carrier refused the message (smpp:0x0000000b ESME_RINVDSTADR)',
+        },
       ];
       const messageId = await send({ to: expected.map((e) => e.to), message: 'Stat mapping' });
       const final = await finalRecipients(messageId);
@@ -265,7 +272,8 @@ describe('SMPP connector process between a gateway node and a message centre', f
       expect(analyseMessage(text).segments).to.equal(3);
       const messageId = await send({ to: [phone(7001)], message: text });
       const [recipient] = await finalRecipients(messageId);
-      expect(recipient).to.include({ status: 'failed', carrier_status: 'partially_delivered', error_code: '1507' });
+      // carrier_status: the centre's words for the part that failed
+      expect(recipient).to.include({ status: 'failed', carrier_status: 'smpp:UNDELIV', error_code: '1507' });
       expect(recipient!.error_message).to.equal('2 of 3 parts delivered; Undelivered');
       const events = await terminalEvents(messageId, 1);
       expect(events.get(0)!.map((e) => e.event_type)).to.deep.equal(['sms.failed']);
