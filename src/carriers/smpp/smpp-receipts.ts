@@ -116,6 +116,17 @@ export function parseReceiptDate(value: string): number | null {
 
 const isAllZeros = (value: string): boolean => /^0+$/.test(value);
 
+/**
+ * When the report's event happened: its `done date`, else `now`. A done date to the minute (YYMMDDhhmm) only says the
+ * event fell within that minute: it is taken at the latest moment of the minute that is not after `now`, so a
+ * delivery reported 20 s after its submission is not dated before it.
+ */
+function occurredAtOf(doneDate: string | null, now: number): number {
+  const done = doneDate === null ? null : parseReceiptDate(doneDate);
+  if (done === null || doneDate === null) return now;
+  return doneDate.length === 10 ? Math.max(done, Math.min(now, done + 59_999)) : done;
+}
+
 /** What a deliver_sm / data_sm carried. */
 export type InboundMessage =
   | { readonly kind: 'receipt'; readonly report: CarrierReport }
@@ -148,10 +159,9 @@ export function readInbound(body: MessageBody, addresses: { readonly from: strin
     const code = network.readUInt16BE(1);
     if (code !== 0) carrierError = `${network[0] ?? 0}:${code}`;
   }
-  const done = parsed?.doneDate == null ? null : parseReceiptDate(parsed.doneDate);
   const stat = tlvState !== null && stateFromMessageState(tlvState) !== null ? (MESSAGE_STATE_NAMES[tlvState] ?? String(tlvState)) : (parsed?.stat ?? '').toUpperCase();
   const carrierStatus = `smpp:${stat}${carrierError === null ? '' : ` err:${carrierError}`}`.slice(0, 100);
-  return { kind: 'receipt', report: { reference, state, carrierError, occurredAt: done ?? now, carrierStatus } };
+  return { kind: 'receipt', report: { reference, state, carrierError, occurredAt: occurredAtOf(parsed?.doneDate ?? null, now), carrierStatus } };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ describe('SMPP receipts', () => {
       expect(stateFromStat(stat)).to.equal(state);
       expect(stateFromMessageState(messageState)).to.equal(state);
       const fromText = readInbound(body(0x04, receiptText('abc_1@', stat)), ADDRESSES, NOW);
-      expect(fromText).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: Date.UTC(2026, 0, 2, 3, 4), carrierStatus: `smpp:${stat}` } });
+      expect(fromText).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` } });
       const fromTlv = readInbound(
         body(0x04, '', [
           [TLV.receipted_message_id, Buffer.from('abc_1@\0')],
@@ -52,6 +52,20 @@ describe('SMPP receipts', () => {
       expect(fromTlv).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` } });
     });
   }
+
+  it('dates a report by its done date: to the minute, at the latest moment of that minute not after now; to the second, as given', () => {
+    const text = (done: string): Buffer => Buffer.from(`id:X9 sub:001 dlvrd:001 submit date:2601020300 done date:${done} stat:DELIVRD err:000 text:`, 'latin1');
+    const at = (done: string, now: number): number | null => {
+      const inbound = readInbound(body(0x04, text(done).toString('latin1')), ADDRESSES, now);
+      return inbound.kind === 'receipt' ? inbound.report.occurredAt : null;
+    };
+    // reported within its minute: now (a delivery is never dated before the submission it follows)
+    expect(at('2601020304', NOW)).to.equal(NOW);
+    // reported minutes later: the end of the minute it names
+    expect(at('2601020304', NOW + 10 * 60_000)).to.equal(Date.UTC(2026, 0, 2, 3, 4, 59, 999));
+    // with seconds: exactly as given
+    expect(at('260102030402', NOW + 10 * 60_000)).to.equal(Date.UTC(2026, 0, 2, 3, 4, 2));
+  });
 
   it('treats ACCEPTD and ENROUTE as not final (both enroute: the recipient stays sent)', () => {
     expect(stateFromStat('ACCEPTD')).to.equal('enroute');
@@ -68,7 +82,7 @@ describe('SMPP receipts', () => {
       ADDRESSES,
       NOW,
     );
-    expect(inbound).to.deep.equal({ kind: 'receipt', report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: Date.UTC(2026, 0, 2, 3, 4), carrierStatus: 'smpp:UNDELIV err:012' } });
+    expect(inbound).to.deep.equal({ kind: 'receipt', report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: NOW, carrierStatus: 'smpp:UNDELIV err:012' } });
   });
 
   it('takes the error from network_error_code when the text has none', () => {
