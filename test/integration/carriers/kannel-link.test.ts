@@ -4,10 +4,10 @@ import type { CarrierReport, SubmitOutcome } from '../../../src/carriers/connect
 import { createKannelLink, type KannelLink } from '../../../src/carriers/kannel/kannel-link.js';
 import { parseKannelSettings } from '../../../src/carriers/kannel/kannel-settings.js';
 import { silentLogger } from '../../../src/libraries/logger/logger.js';
-import { analyseMessage } from '../../../src/messaging/segments.js';
 import { kannelInstalled, startTestKannel, type TestKannel } from '../../helpers/kannel.js';
 import { freePort } from '../../helpers/ports.js';
 import { startTestSmsc, type TestSmsc, type TestSmscOptions } from '../../helpers/test-smsc.js';
+import { dispatchJobFor } from '../../helpers/dispatch-job.js';
 
 /** The Kannel link → real smsbox → real bearerbox → SMPP → the test SMSC, and delivery reports back the same way. */
 
@@ -19,24 +19,7 @@ async function until(condition: () => boolean, what: string, describeState: () =
   }
 }
 
-let jobCounter = 0;
-function job(to: string, text: string, senderId: string | null = 'ACME'): DispatchJob {
-  const analysis = analyseMessage(text);
-  jobCounter++;
-  return {
-    version: 1,
-    dispatch_id: `msg_kannel${jobCounter}:0:0`,
-    message_id: `msg_kannel${jobCounter}`,
-    occurrence_index: 0,
-    recipient_index: 0,
-    to,
-    sender_id: senderId,
-    text,
-    encoding: analysis.encoding,
-    segments: analysis.segments,
-    submitted_at: new Date().toISOString(),
-  };
-}
+const job = (to: string, text: string, senderId: string | null = 'ACME'): DispatchJob => dispatchJobFor(to, text, senderId, 'kannel');
 
 describe('Kannel link through Kannel to the test SMSC', function () {
   this.timeout(90_000);

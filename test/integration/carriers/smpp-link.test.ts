@@ -10,6 +10,7 @@ import { encodeGsm7 } from '../../../src/carriers/smpp/smpp-encoding.js';
 import { createSmppLink, isUncertainRetry, type SmppLink, type SmppLinkEvent } from '../../../src/carriers/smpp/smpp-link.js';
 import { analyseMessage } from '../../../src/messaging/segments.js';
 import { startTestSmsc, type ReceiptStat, type TestSmsc, type TestSmscOptions } from '../../helpers/test-smsc.js';
+import { dispatchJobFor } from '../../helpers/dispatch-job.js';
 
 /** The SMPP link against the test message centre, over real TCP (no NATS). */
 
@@ -21,24 +22,7 @@ async function until(condition: () => boolean, what: string, timeoutMs = 15_000)
   }
 }
 
-let jobCounter = 0;
-function job(to: string, text: string, senderId: string | null = 'ACME'): DispatchJob {
-  const analysis = analyseMessage(text);
-  jobCounter++;
-  return {
-    version: 1,
-    dispatch_id: `msg_test${jobCounter}:0:0`,
-    message_id: `msg_test${jobCounter}`,
-    occurrence_index: 0,
-    recipient_index: 0,
-    to,
-    sender_id: senderId,
-    text,
-    encoding: analysis.encoding,
-    segments: analysis.segments,
-    submitted_at: new Date().toISOString(),
-  };
-}
+const job = (to: string, text: string, senderId: string | null = 'ACME'): DispatchJob => dispatchJobFor(to, text, senderId, 'test');
 
 /** Submits until the outcome is not `retry` (what the connector runtime does through the stream), bounded. */
 async function submitUntilSettled(link: SmppLink, dispatch: DispatchJob, maxRounds = 40): Promise<{ outcome: SubmitOutcome; rounds: number }> {
