@@ -18,7 +18,6 @@
  *   BENCH_SETTLE_MAX_S  longest wait for the pipeline to go quiet between runs (60)
  *   BENCH_ONLY          run only the endpoints whose name contains this text (e.g. "send, 1 recipient"); the floor always runs
  */
-import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,7 +36,7 @@ import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import type { FixedRateSpec, SecondOfRun } from './fixed-rate-load.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
-import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
+import { API_ROOT, commandLine, runChildOutput, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
@@ -112,20 +111,7 @@ const removeScratch = (): void => {
 
 /** Runs a load generator's command in a child process and reads the JSON summary it prints. */
 async function runChild(command: string, args: readonly string[]): Promise<LoadResult> {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    err = (err + chunk.toString()).slice(-4_000);
-  });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', resolve);
-  });
-  if (code !== 0) throw new Error(`${command} ${args[0] ?? ''} exited with ${code ?? 'a signal'}:\n${err}`);
+  const out = await runChildOutput(command, args);
   const json = out.slice(out.indexOf('{'));
   return toLoadResult(JSON.parse(json) as AutocannonSummary);
 }

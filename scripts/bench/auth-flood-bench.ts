@@ -13,7 +13,6 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_RATE measured requests/s (200), BENCH_FLOOD_CONNECTIONS (32).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createGatewayNode } from '../../src/gateway-node.js';
@@ -24,7 +23,7 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { sampleCpu, type CpuSample } from './process-cpu.js';
-import { API_ROOT, commandLine, countingLogger, envNumber, exitSoon, fmt, machineLine, startSimulatorProcess } from './bench-common.js';
+import { API_ROOT, commandLine, runChildOutput, countingLogger, envNumber, exitSoon, fmt, machineLine, startSimulatorProcess } from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
 const RATE = envNumber('BENCH_RATE', 200);
@@ -43,24 +42,7 @@ interface FloodResult {
   readonly requests: number;
 }
 
-function runChild(args: readonly string[]): Promise<string> {
-  const child = spawn(args[0] ?? 'npx', args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    err = (err + chunk.toString()).slice(-4_000);
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code === 0) resolve(out);
-      else reject(new Error(`${args.join(' ')} exited with ${code ?? 'a signal'}:\n${err}`));
-    });
-  });
-}
+const runChild = (args: readonly string[]): Promise<string> => runChildOutput(args[0] ?? 'npx', args.slice(1));
 
 async function measuredClient(url: string, key: string): Promise<Measured> {
   const connections = 16;

@@ -202,3 +202,22 @@ export async function startSimulatorProcess(natsUrl: string, env: Record<string,
     },
   };
 }
+
+/** Runs a command in a child process and resolves with what it printed on stdout; rejects with its stderr's tail when it fails. */
+export async function runChildOutput(command: string, args: readonly string[]): Promise<string> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    err = (err + chunk.toString()).slice(-4_000);
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`${command} ${args[0] ?? ''} exited with ${code ?? 'a signal'}:\n${err}`);
+  return out;
+}
