@@ -1,6 +1,8 @@
 # SMS gateway image: one image for the gateway node, the simulator connector and the operator CLI.
 #   docker build -t sms-gateway .
 #   docker run -p 3000:3000 sms-gateway                                  (embedded sandbox, data in /app/data)
+#   docker run -p 3000:3000 -e NODE_ENV=production -e DATABASE_URL=… -e NATS_URL=… -e SECRETS_KEY=… sms-gateway
+#                                                                        (a production node in server mode)
 #   docker compose up                                                    (PostgreSQL, NATS, two nodes, simulator)
 # test/integration/operations/production-commands.test.ts runs the same commands without Docker.
 
@@ -13,7 +15,7 @@ COPY src ./src
 RUN npm run build
 
 FROM node:22-bookworm-slim AS runtime
-ENV NODE_ENV=production
+# NODE_ENV is left unset so that the plain `docker run` is the embedded sandbox; production sets NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

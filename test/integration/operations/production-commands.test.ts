@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -144,6 +144,36 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     expect(installed('@electric-sql/pglite'), 'a runtime dependency').to.equal(true);
     for (const dev of ['typescript', 'tsx', 'mocha', 'eslint']) expect(installed(dev), dev).to.equal(false);
     expect(() => readFileSync(path.join(appDir, 'src/main.ts')), 'no TypeScript sources').to.throw();
+  });
+
+  it('when the image runs as its header documents (`docker run -p 3000:3000 sms-gateway`), then it is the embedded sandbox with its data in the image\'s data directory', async () => {
+    const header = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    expect(header).to.match(/^#\s+docker run -p 3000:3000 sms-gateway\s+\(embedded sandbox, data in \/app\/data\)$/m);
+    // the image's own environment (ENV lines of the runtime stage) and nothing else; only the ports are free ones
+    const imageEnv: Record<string, string> = {};
+    for (const line of runtime!.lines.filter((l) => l.startsWith('ENV '))) {
+      for (const pair of line.slice('ENV '.length).trim().split(/\s+/)) {
+        const [name, ...value] = pair.split('=');
+        imageEnv[name!] = value.join('=');
+      }
+    }
+    const argv = execForm(runtime!.lines.find((line) => line.startsWith('CMD'))!, 'CMD');
+    const port = await freePort();
+    const main = startMain({ ...imageEnv, PORT: String(port), METRICS_PORT: String(await freePort()) }, { argv: argv.slice(1), cwd: appDir });
+    started.push(main);
+    try {
+      const listening = await main.waitForLog((line) => line.msg === 'listening', 90_000);
+      expect(listening.mode).to.equal('embedded');
+      const keyLine = main.lines.find((line) => line.startsWith('Sandbox API key: '));
+      expect(keyLine, 'the sandbox prints the demo merchant key').to.not.equal(undefined);
+      const balance = await httpCall(`http://127.0.0.1:${port}${API}/balance`, { headers: { 'app-key': keyLine!.slice('Sandbox API key: '.length) } });
+      expect(balance.status, balance.body).to.equal(200);
+      expect(readdirSync(path.join(appDir, 'data')), 'the database lives in the image\'s data directory').to.not.deep.equal([]);
+    } finally {
+      await main.kill();
+      rmSync(path.join(appDir, 'data'), { recursive: true, force: true });
+      mkdirSync(path.join(appDir, 'data'));
+    }
   });
 
   it('when the two compose gateway nodes start with the image CMD and their compose environment, then both serve and the HEALTHCHECK passes', async () => {
