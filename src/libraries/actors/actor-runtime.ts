@@ -65,6 +65,17 @@ export interface ActorHostOptions {
   readonly fenceOf?: (shard: number) => Fence | undefined;
 }
 
+/**
+ * One record an actor journaled: its state before the record (what recovery would have folded) and the events the
+ * record holds, in order. Given to a host's `onRecorded` once the record is durable, on the node that wrote it:
+ * a failed or conflicting append, and recovery's replay, report nothing.
+ */
+export interface RecordedEvents<S, E> {
+  readonly key: string;
+  readonly before: S;
+  readonly events: readonly E[];
+}
+
 export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
   /** The actor of `id`, living in `shard` (outbox entries and fences are per shard). */
   ref(id: string, shard: number): ActorRef<C, RM>;
@@ -75,7 +86,12 @@ export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
 }
 
 export interface ActorRuntime {
-  host<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, options: ActorHostOptions): ActorHost<C, RM>;
+  /** `onRecorded`: told of each durable record with events (RecordedEvents); must not throw, nor take long. */
+  host<S, C extends Command, E, RM extends ReplyMap<C>>(
+    behaviour: Behaviour<S, C, E, RM>,
+    options: ActorHostOptions,
+    onRecorded?: (recorded: RecordedEvents<S, E>) => void,
+  ): ActorHost<C, RM>;
   stop(): void;
 }
 
@@ -191,7 +207,11 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   /** The hosts' settled-actor sweeps, cleared on stop. */
   const sweeps: NodeJS.Timeout[] = [];
 
-  function host<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, hostOptions: ActorHostOptions): ActorHost<C, RM> {
+  function host<S, C extends Command, E, RM extends ReplyMap<C>>(
+    behaviour: Behaviour<S, C, E, RM>,
+    hostOptions: ActorHostOptions,
+    onRecorded?: (recorded: RecordedEvents<S, E>) => void,
+  ): ActorHost<C, RM> {
     const live = new Map<string, Activation>();
     const maxBatch = hostOptions.maxBatch ?? DEFAULT_MAX_BATCH;
 
@@ -253,7 +273,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         self.settled = false;
         const context_ = { now, newId: options.newId, shard: self.shard };
         let working = state;
-        const events: unknown[] = [];
+        const events: E[] = [];
         let effects: Effect[] = [];
         const retire: string[] = [];
         const decided: { ask: PendingAsk; reply: unknown }[] = [];
@@ -305,6 +325,14 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             for (const ask of held) if (!retry.includes(ask)) ask.reject(new ActorFailureError(key, reason, describe(error)));
             // nact already counted the sequence number: stop, and recover the truth from the journal next time
             throw error;
+          }
+          if (onRecorded && events.length > 0) {
+            // an observer's failure is reported, never the actor's: the record is durable and the replies go out
+            try {
+              onRecorded({ key, before: state, events });
+            } catch (error) {
+              onIncident({ key, what: 'record_observer_failed', error });
+            }
           }
         }
         for (const { ask, reply } of decided) ask.resolve(reply);

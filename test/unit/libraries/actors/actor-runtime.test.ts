@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { createActorRuntime, ActorFailureError, type ActorHostOptions, type ActorRuntime } from '../../../../src/libraries/actors/actor-runtime.js';
+import { createActorRuntime, ActorFailureError, type ActorHostOptions, type ActorRuntime, type RecordedEvents } from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
 import { JournalConflictError, type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
 import { COMPACT_JOURNAL, type CompactJournalReply } from '../../../../src/libraries/actors/behaviour.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
-import { counterBehaviour, type CounterCommand } from './counter-behaviour.js';
+import { counterBehaviour, type CounterCommand, type CounterEvent, type CounterState } from './counter-behaviour.js';
 
 const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3 };
 
@@ -242,6 +242,71 @@ describe('actor runtime', () => {
     const pending = await journal.pending({ limit: 10 });
     expect(pending).to.have.length(1);
     expect(pending[0]).to.include({ id: reply.id, topic: 'test.topic', shard: 7, key: 'counter:fx', seq: 1 });
+  });
+
+  describe('onRecorded: each durable record, with the state before it', () => {
+    type Recorded = RecordedEvents<CounterState, CounterEvent>;
+
+    it('when commands are journaled, then each record is reported once, after its append, with the state before it and its events', async () => {
+      const reported: { recorded: Recorded; durable: number[] }[] = [];
+      const counters = runtime.host(counterBehaviour, HOST, (recorded) => {
+        reported.push({ recorded, durable: journal.records(recorded.key).map((r) => r.seq) });
+      });
+      const counter = counters.ref('observed', 7);
+
+      await Promise.all([counter.ask({ type: 'add', amount: 2 }), counter.ask({ type: 'add', amount: 3 })]);
+      await counter.ask({ type: 'add', amount: 4 });
+      await counter.ask({ type: 'read' });
+      await counter.ask({ type: 'announce', topic: 'test.topic' });
+
+      // the announce's record holds an outbox entry and no event: nothing to report
+      const records = journal.records('counter:observed').filter((r) => r.events.length > 0);
+      expect(records.length, 'the two first adds may share a record').to.be.oneOf([2, 3]);
+      expect(reported.map((r) => r.recorded.events)).to.deep.equal(records.map((r) => r.events));
+      expect(reported.map((r) => r.durable.at(-1)), 'reported once durable').to.deep.equal(records.map((r) => r.seq));
+      const totals = records.map((_, i) => records.slice(0, i).flatMap((r) => r.events as CounterEvent[]).reduce((sum, e) => sum + e.amount, 0));
+      expect(reported.map((r) => r.recorded.before.total)).to.deep.equal(totals);
+      expect(reported.every((r) => r.recorded.key === 'counter:observed')).to.equal(true);
+    });
+
+    it('when an actor recovers from its journal, then the replayed records are not reported again', async () => {
+      const reported: Recorded[] = [];
+      const counters = runtime.host(counterBehaviour, HOST, (recorded) => reported.push(recorded));
+      await counters.ref('replayed', 7).ask({ type: 'add', amount: 1 });
+      counters.passivate();
+
+      expect(await counters.ref('replayed', 7).ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
+      expect(reported).to.have.length(1);
+    });
+
+    it('when the append fails, then nothing is reported', async () => {
+      const reported: Recorded[] = [];
+      const counters = runtime.host(counterBehaviour, HOST, (recorded) => reported.push(recorded));
+      journal.failNextAppend(new Error('connection refused'));
+
+      await counters.ref('lost', 7).ask({ type: 'add', amount: 1 }).catch(() => undefined);
+      journal.failNextAppend(new JournalConflictError('counter:lost', 1, 'fenced'));
+      await counters.ref('lost', 7).ask({ type: 'add', amount: 1 }).catch(() => undefined);
+
+      expect(journal.records('counter:lost')).to.deep.equal([]);
+      expect(reported).to.deep.equal([]);
+    });
+
+    it('when the observer throws, then the command still succeeds and the failure is an incident', async () => {
+      const incidents: string[] = [];
+      const observed = createActorRuntime({ journal, clock, newId: createSequentialIds('id'), onIncident: (incident) => incidents.push(`${incident.what} ${incident.key}`) });
+      try {
+        const counters = observed.host(counterBehaviour, HOST, () => {
+          throw new Error('observer broke');
+        });
+
+        expect(await counters.ref('brittle', 7).ask({ type: 'add', amount: 5 })).to.deep.equal({ total: 5 });
+        expect(await counters.ref('brittle', 7).ask({ type: 'add', amount: 1 })).to.deep.equal({ total: 6 });
+        expect(incidents).to.deep.equal(['record_observer_failed counter:brittle', 'record_observer_failed counter:brittle']);
+      } finally {
+        observed.stop();
+      }
+    });
   });
 
   describe('retired outbox entries (Decision.retire)', () => {
