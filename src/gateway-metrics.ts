@@ -3,15 +3,16 @@ import type { CarrierGaugeSample } from './carriers/carrier-health.js';
 import { METRIC_PREFIX, type Metrics } from './libraries/observability/metrics.js';
 import type { DeadLetters } from './libraries/persistence/dead-letters-port.js';
 import type { Journal, JournalAppend } from './libraries/persistence/journal-port.js';
-import { WEBHOOK_TOPIC, type MessageEvent, type WebhookOutboxPayload } from './messaging/message-behaviour.js';
-import { add, toDecimalNumber } from './pricing/money.js';
+import type { MessageEvent } from './messaging/message-behaviour.js';
+import { add } from './pricing/money.js';
 import type { WalletEvent } from './wallets/wallet-behaviour.js';
 
 /**
  * Composition-root wiring of the business numbers that no single component sees whole: they are read from what
  * the journal durably recorded. Counting at the journal (after a successful append) counts each fact once, on the
  * node that wrote it: a replayed Idempotency-Key, a duplicate refund or a repeated create writes no event, and a
- * fenced or conflicting append counts nothing.
+ * fenced or conflicting append counts nothing. Recipient transitions need the message's state before the record as
+ * well: the message host counts them (DomainHostOptions.onRecipientTransition), just as durably.
  */
 
 function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): void {
@@ -21,19 +22,16 @@ function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merch
   if (kind === 'message') {
     for (const event of append.events as readonly MessageEvent[]) {
       if (event.type === 'message_created') metrics.messageCreated(event.spec.sendingType);
-    }
-    // every recipient status change records its webhook event in the same append (with or without a target)
-    for (const entry of append.outbox) {
-      if (entry.topic !== WEBHOOK_TOPIC) continue;
-      const type = (entry.payload as WebhookOutboxPayload).event.event_type;
-      if (type !== 'sms.queued') metrics.recipientTransition(type.slice('sms.'.length));
+      // journaled only when it fails the recipient: a recipient already final records nothing
+      else if (event.type === 'recipient_signal' && event.signal.type === 'receipt_timeout') metrics.receiptTimedOut();
     }
   } else if (kind === 'wallet') {
     const movements = (append.events as readonly WalletEvent[]).filter((event) => event.type === 'charged' || event.type === 'refunded');
     if (movements.length === 0) return;
     currencyOf(id).then((currency) => {
       for (const event of movements) {
-        const amount = toDecimalNumber(add(event.prepaid, event.postpaid));
+        // Money is already an integer of 1/10 000 of the currency: counted as it is, never through a decimal
+        const amount = add(event.prepaid, event.postpaid);
         if (event.type === 'charged') metrics.charged(currency, amount);
         else metrics.refunded(currency, amount);
       }

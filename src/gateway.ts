@@ -222,6 +222,13 @@ export async function createGateway(options: GatewayOptions) {
     },
     ratePolicy: ratePolicyOf(config),
     idempotencyTtlMs: config.idempotency.ttlMs,
+    ...(metrics
+      ? {
+          onRecipientTransition: (status: string) => {
+            metrics.recipientTransition(status);
+          },
+        }
+      : {}),
   });
   if (clusterTransport) {
     clusterRouter = createClusterRouter({
@@ -446,6 +453,8 @@ export async function createGateway(options: GatewayOptions) {
           actorsActive: () => ({ wallet: hosts.wallets.activeCount(), api_key: hosts.apiKeys.activeCount(), message: hosts.messages.activeCount() }),
           outboxBacklog: () => persistence.outbox.backlog(),
           ...(manager ? { shardsOwned: () => manager.ownedShards().length } : {}),
+          // a client node holds no shard but knows how many the cluster has
+          ...(clustered ? { shardsTotal: () => config.cluster.shards } : {}),
         }) ?? unbindMetrics;
       await manager?.start();
       // the consumers' durables exist before the relay publishes: their streams drop what no durable wants

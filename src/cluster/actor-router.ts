@@ -3,9 +3,10 @@ import type { ApiKeyCommand, ApiKeyReplies } from '../api-keys/api-key-behaviour
 import type { MessageCommand, MessageReplies } from '../messaging/message-behaviour.js';
 import type { WalletCommand, WalletReplies } from '../wallets/wallet-behaviour.js';
 import { createApiKeyBehaviour } from '../api-keys/api-key-behaviour.js';
-import { createMessageBehaviour } from '../messaging/message-behaviour.js';
+import { createMessageBehaviour, recipientTransitions } from '../messaging/message-behaviour.js';
 import { createWalletBehaviour } from '../wallets/wallet-behaviour.js';
 import type { RateLimitPolicy } from '../api-keys/rate-limiter.js';
+import type { RecipientStatus } from '../carriers/carrier-outcomes.js';
 import type { ActorHostOptions } from '../libraries/actors/actor-runtime.js';
 import { shardOf } from './shards.js';
 import { createWebhookPresence, withWebhookPresence, type WebhookPresence } from '../webhooks/webhook-presence.js';
@@ -37,14 +38,22 @@ export interface DomainHostOptions {
   readonly host: ActorHostOptions;
   readonly ratePolicy: RateLimitPolicy;
   readonly idempotencyTtlMs: number;
+  /** A recipient entered `status`: once per status, counted from each message record once it is durable (metrics). */
+  readonly onRecipientTransition?: (status: Exclude<RecipientStatus, 'pending'>) => void;
 }
 
 export function createDomainHosts(runtime: ActorRuntime, options: DomainHostOptions): DomainHosts {
   const keyWebhooks = createWebhookPresence();
+  const onTransition = options.onRecipientTransition;
+  const messageBehaviour = createMessageBehaviour(keyWebhooks);
   return {
     wallets: runtime.host(createWalletBehaviour({ idempotencyTtlMs: options.idempotencyTtlMs }), options.host),
     apiKeys: runtime.host(withWebhookPresence(createApiKeyBehaviour(options.ratePolicy), keyWebhooks), options.host),
-    messages: runtime.host(createMessageBehaviour(keyWebhooks), options.host),
+    messages: onTransition
+      ? runtime.host(messageBehaviour, options.host, ({ before, events }) => {
+          for (const status of recipientTransitions(before, events)) onTransition(status);
+        })
+      : runtime.host(messageBehaviour, options.host),
     keyWebhooks,
   };
 }

@@ -1,11 +1,11 @@
 import type { Behaviour, BehaviourContext, COMPACT_JOURNAL, CompactJournalReply, Effect } from '../libraries/actors/behaviour.js';
-import type { CarrierStatus } from '../carriers/carrier-outcomes.js';
+import type { CarrierStatus, RecipientStatus } from '../carriers/carrier-outcomes.js';
 import { add, multiply, toDecimalNumber, ZERO, type Money } from '../pricing/money.js';
 import type { RecurrenceRule } from '../scheduling/recurrence.js';
 import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../webhooks/event-envelope.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
 import { ALWAYS_RECORD, type WebhookPresence } from '../webhooks/webhook-presence.js';
-import { applySignal, INITIAL_RECIPIENT_STATE, isTerminal, type RecipientSignal, type RecipientState } from './recipient-state.js';
+import { applySignal, INITIAL_RECIPIENT_STATE, isTerminal, type RecipientEventType, type RecipientSignal, type RecipientState } from './recipient-state.js';
 import type { Encoding } from './segments.js';
 import type { SendingType } from './send-request.js';
 
@@ -303,6 +303,45 @@ function applyRecipientSignals(state: MessageState, signals: readonly Extract<Me
     return recipients ? { ...occurrence, recipients } : occurrence;
   });
   return { ...state, occurrences, updatedAt };
+}
+
+const STATUS_OF_EVENT: Readonly<Record<RecipientEventType, Exclude<RecipientStatus, 'pending'>>> = {
+  'sms.processing': 'processing',
+  'sms.sent': 'sent',
+  'sms.delivered': 'delivered',
+  'sms.failed': 'failed',
+};
+
+/**
+ * The statuses recipients entered through `events` (one journal record of the message), in order, from `state`
+ * (the message before the record): one per status a recipient moved into, the states a report skipped included
+ * (a delivered report on a pending recipient enters processing, sent and delivered), exactly the steps its webhook
+ * events name, whether or not those events were recorded for a webhook. A signal that moves no status (an enroute
+ * report after accepted) enters none.
+ */
+export function recipientTransitions(state: MessageState, events: readonly MessageEvent[]): Exclude<RecipientStatus, 'pending'>[] {
+  const entered: Exclude<RecipientStatus, 'pending'>[] = [];
+  let working = state;
+  // recipients as the signals so far left them, by `occurrence:recipient`; folded into `working` before any other event
+  const latest = new Map<string, RecipientState>();
+  let signals: MessageEvent[] = [];
+  for (const event of events) {
+    if (event.type !== 'recipient_signal') {
+      if (signals.length > 0) working = applyMessageEvents(working, signals);
+      signals = [];
+      latest.clear();
+      working = applyMessageEvent(working, event);
+      continue;
+    }
+    const key = `${event.occurrence}:${event.recipient}`;
+    const current = latest.get(key) ?? working.occurrences[event.occurrence]?.recipients?.[event.recipient];
+    if (!current) continue;
+    const transition = applySignal(current, event.signal);
+    latest.set(key, transition.state);
+    signals.push(event);
+    for (const type of transition.events) entered.push(STATUS_OF_EVENT[type]);
+  }
+  return entered;
 }
 
 function withOccurrences(state: MessageState, indexes: readonly number[], status: OccurrenceStatus): MessageState {

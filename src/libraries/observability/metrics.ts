@@ -16,6 +16,8 @@ export interface MetricSources {
   readonly outboxBacklog?: () => Promise<number>;
   /** Shards this node holds a lease on (absent outside a cluster). */
   readonly shardsOwned?: () => number;
+  /** Shards the cluster spreads its merchants over (absent outside a cluster). */
+  readonly shardsTotal?: () => number;
 }
 
 export interface RequestSample {
@@ -31,9 +33,14 @@ export interface Metrics {
   messageCreated(sendingType: string): void;
   /** A recipient moved to `status` (`processing`, `sent`, `delivered`, `failed`). */
   recipientTransition(status: string): void;
-  /** A wallet charge of `amount` currency units (prepaid and postpaid together). */
-  charged(currency: string, amount: number): void;
-  refunded(currency: string, amount: number): void;
+  /** A recipient failed because no final receipt came within the receipt timeout (1503). */
+  receiptTimedOut(): void;
+  /**
+   * A wallet charge of `tenThousandths` 1/10 000 of the currency (prepaid and postpaid together): an integer, the
+   * exact amount money.ts keeps, so the counter's sums stay exact (a RangeError otherwise).
+   */
+  charged(currency: string, tenThousandths: number): void;
+  refunded(currency: string, tenThousandths: number): void;
   webhookAttempt(verdict: string, seconds: number): void;
   webhookDropped(reason: string): void;
   receipt(sample: { readonly changed: boolean; readonly lagSeconds: number }): void;
@@ -52,6 +59,12 @@ export interface MetricsOptions {
 }
 
 const name = (suffix: string): string => `${METRIC_PREFIX}${suffix}`;
+
+/** An amount counted in 1/10 000 of the currency: a non-negative integer below 2^53, where a counter's sum is exact. */
+function wholeTenThousandths(amount: number): number {
+  if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`not a whole number of 1/10 000 of a currency: ${amount}`);
+  return amount;
+}
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -85,22 +98,27 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   });
   const recipientTransitions = new Counter({
     name: name('recipient_transitions_total'),
-    help: 'Recipient status changes (one per recipient webhook event recorded), by new status.',
+    help: 'Recipient status changes, by new status: one per status a recipient entered (with or without a webhook).',
     labelNames: ['status'] as const,
     registers,
   });
   const charges = new Counter({ name: name('charges_total'), help: 'Wallet charges journaled.', labelNames: ['currency'] as const, registers });
   const chargedAmount = new Counter({
-    name: name('charged_amount'),
-    help: 'Currency units charged to wallets (prepaid and postpaid).',
+    name: name('charged_amount_ten_thousandths_total'),
+    help: 'Money charged to wallets (prepaid and postpaid), in 1/10 000 of the currency: 1 USD is 10000.',
     labelNames: ['currency'] as const,
     registers,
   });
   const refunds = new Counter({ name: name('refunds_total'), help: 'Wallet refunds journaled.', labelNames: ['currency'] as const, registers });
   const refundedAmount = new Counter({
-    name: name('refunded_amount'),
-    help: 'Currency units refunded to wallets.',
+    name: name('refunded_amount_ten_thousandths_total'),
+    help: 'Money refunded to wallets, in 1/10 000 of the currency: 1 USD is 10000.',
     labelNames: ['currency'] as const,
+    registers,
+  });
+  const receiptTimeouts = new Counter({
+    name: name('receipt_timeouts_total'),
+    help: 'Recipients failed with 1503: no final carrier receipt within the receipt timeout (RECEIPT_TIMEOUT_MS).',
     registers,
   });
   const webhookAttempts = new Counter({
@@ -184,6 +202,14 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       this.set(sources.shardsOwned?.() ?? 0);
     },
   });
+  new Gauge({
+    name: name('cluster_shards'),
+    help: "Shards the cluster spreads its merchants over (CLUSTER_SHARDS); 0 outside a cluster. Every one needs an owner: sum(shard_owned) below it means some merchants' actors have no node.",
+    registers,
+    collect() {
+      this.set(sources.shardsTotal?.() ?? 0);
+    },
+  });
 
   return {
     registry,
@@ -197,11 +223,16 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     recipientTransition(status) {
       recipientTransitions.inc({ status });
     },
-    charged(currency, amount) {
+    receiptTimedOut() {
+      receiptTimeouts.inc();
+    },
+    charged(currency, tenThousandths) {
+      const amount = wholeTenThousandths(tenThousandths);
       charges.inc({ currency });
       chargedAmount.inc({ currency }, amount);
     },
-    refunded(currency, amount) {
+    refunded(currency, tenThousandths) {
+      const amount = wholeTenThousandths(tenThousandths);
       refunds.inc({ currency });
       refundedAmount.inc({ currency }, amount);
     },

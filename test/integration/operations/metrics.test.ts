@@ -7,54 +7,10 @@ import { dataOf, expectEnvelope, type SendData } from '../../helpers/api-helpers
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
+import { M, parseExposition, sampleOf, valueOf, type Exposition } from '../../helpers/prometheus-text.js';
 import { testPostgres } from '../../helpers/postgres.js';
+import { mustParseMoney } from '../../../src/pricing/money.js';
 import { always, eventually, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
-
-// ---------------------------------------------------------------------------------------------------------------
-// The Prometheus text format, read back
-
-interface Sample {
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly value: number;
-}
-
-interface Exposition {
-  readonly samples: readonly Sample[];
-  /** `# TYPE` of each metric family. */
-  readonly types: ReadonlyMap<string, string>;
-}
-
-const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$/;
-const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-
-function parseExposition(text: string): Exposition {
-  const samples: Sample[] = [];
-  const types = new Map<string, string>();
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (type) types.set(type[1]!, type[2]!);
-    if (line.startsWith('#')) continue;
-    const match = SAMPLE_LINE.exec(line);
-    if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const label of (match[2] ?? '').matchAll(LABEL)) labels[label[1]!] = label[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-    const raw = match[3]!;
-    samples.push({ name: match[1]!, labels, value: raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw) });
-  }
-  return { samples, types };
-}
-
-/** The value of the sample with exactly these labels; undefined when there is none. */
-function valueOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
-  const wanted = Object.entries(labels);
-  return exposition.samples.find(
-    (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
-  )?.value;
-}
-
-const M = (suffix: string): string => `sms_gateway_${suffix}`;
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -197,12 +153,12 @@ describe('metrics on the operator port', function () {
       expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'failed' })).to.equal(undefined);
     });
 
-    it('counts charges and refunds with their amounts in currency units', () => {
+    it('counts charges and refunds with their exact amounts in 1/10 000 of the currency', () => {
       expect(valueOf(exposition, M('charges_total'), { currency: 'USD' })).to.equal(3);
-      // 2 × 0.02, 1 × 0.02, 2 occurrences × 0.02
-      expect(valueOf(exposition, M('charged_amount'), { currency: 'USD' })).to.be.closeTo(0.1, 1e-9);
+      // 2 × 0.02, 1 × 0.02, 2 occurrences × 0.02 = 0.1 USD
+      expect(sampleOf(exposition, M('charged_amount_ten_thousandths_total'), { currency: 'USD' })?.raw).to.equal('1000');
       expect(valueOf(exposition, M('refunds_total'), { currency: 'USD' })).to.equal(1);
-      expect(valueOf(exposition, M('refunded_amount'), { currency: 'USD' })).to.be.closeTo(0.02, 1e-9);
+      expect(sampleOf(exposition, M('refunded_amount_ten_thousandths_total'), { currency: 'USD' })?.raw).to.equal('200');
     });
 
     it('counts webhook attempts by verdict, times them, and counts drops by reason', () => {
@@ -244,6 +200,7 @@ describe('metrics on the operator port', function () {
       expect(valueOf(parseExposition(await (await fetch(metricsUrl)).text()), M('outbox_backlog'))).to.equal(before + 1);
       await outbox.markDone(['timeout:metrics-probe:0']);
       expect(valueOf(exposition, M('shard_owned'))).to.equal(fixture.node.gateway.config.cluster.shards);
+      expect(valueOf(exposition, M('cluster_shards'))).to.equal(fixture.node.gateway.config.cluster.shards);
     });
 
     it('times journal appends, scheduler ticks; reports process metrics', () => {
@@ -260,6 +217,64 @@ describe('metrics on the operator port', function () {
       expectEnvelope(await call(`${fixture.api}/metrics`, { key: shop.apiKey }), 404, '1404');
       // and the operator port serves nothing else
       expect((await fetch(metricsUrl.replace('/metrics', '/health'))).status).to.equal(404);
+    });
+  });
+
+  describe('a merchant without any webhook: recipient transitions and receipt timeouts, exact money', () => {
+    /** Short, so the recipient the simulator never finishes fails with 1503 within the test. */
+    const RECEIPT_TIMEOUT_MS = 3_000;
+    /** The simulator's endings (docs/carrier-protocol.md): delivered, delivered with its receipts reversed, rejected, no final receipt. */
+    const OUT_OF_ORDER = '+243812345699';
+    const REJECTED = '+243812345691';
+    const NO_FINAL_RECEIPT = '+243812345697';
+    let fixture: ApiFixture;
+    let exposition: Exposition;
+
+    before(async () => {
+      // Arrange: a merchant whose key has no webhook, sending without callback_url, priced at 0.0235 per SMS
+      const metrics = createMetrics({ defaultMetrics: false });
+      fixture = await startApi(await (await testPostgres()).createDatabase('metrics_no_webhook'), {
+        metrics,
+        inProcessSimulator: true,
+        config: { rateLimits: GENEROUS, scheduling: { receiptTimeoutMs: RECEIPT_TIMEOUT_MS } },
+      });
+      const gateway = fixture.node.gateway;
+      const shop = await seedMerchant(gateway, { name: 'Polling shop', prepaid: '10', pricing: false });
+      await gateway.useCases.merchants.setPricing(shop.merchantId, [{ countryCallingCode: '243', networkPrefix: '81', price: mustParseMoney('0.0235'), carrier: 'vodacom-cd' }]);
+      const pendingOf = async (id: string) => (await call(`${fixture.api}/status/${id}`, { key: shop.apiKey })).body as { data: { pending: number; failed: number } };
+
+      // Act: three recipients the simulator finishes; once they are final, one it never finishes (its own message,
+      // so only its receipt deadline is left to expire)
+      const finished = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [DELIVERED, OUT_OF_ORDER, REJECTED], message: 'no hooks' } }), 201);
+      await eventually(async () => (await pendingOf(finished.message_id)).data.pending === 0, 20_000, 'the three recipients final');
+      const unfinished = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [NO_FINAL_RECEIPT], message: 'no hooks' } }), 201);
+      await eventually(async () => (await pendingOf(unfinished.message_id)).data.failed === 1, 30_000, 'the unfinished recipient failed by the receipt timeout');
+
+      const response = await fetch(`http://127.0.0.1:${String(fixture.node.operator?.port)}/metrics`);
+      exposition = parseExposition(await response.text());
+    });
+
+    after(async () => {
+      await fixture.stop();
+    });
+
+    it('counts every status each recipient entered, though no webhook event was recorded', () => {
+      // delivered and out of order: processing, sent, delivered; rejected: processing, failed; no final receipt:
+      // processing, sent (accepted), then failed by the timeout
+      expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'processing' })).to.equal(4);
+      expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'sent' })).to.equal(3);
+      expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'delivered' })).to.equal(2);
+      expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'failed' })).to.equal(2);
+      expect(valueOf(exposition, M('webhook_attempts_total'), { verdict: 'acknowledged' }), 'nothing went to a webhook').to.equal(undefined);
+    });
+
+    it('counts the recipient failed by the receipt timeout', () => {
+      expect(valueOf(exposition, M('receipt_timeouts_total'))).to.equal(1);
+    });
+
+    it('counts the money charged exactly: 4 × 0.0235 is 940 ten-thousandths', () => {
+      expect(valueOf(exposition, M('charges_total'), { currency: 'USD' })).to.equal(2);
+      expect(sampleOf(exposition, M('charged_amount_ten_thousandths_total'), { currency: 'USD' })?.raw).to.equal('940');
     });
   });
 
@@ -301,6 +316,7 @@ describe('metrics on the operator port', function () {
 
       second = await node();
       await eventually(async () => valueOf(await scrape(), M('shard_owned')) === shards / 2, 30_000, 'half the shards handed over');
+      expect(valueOf(await scrape(), M('cluster_shards')), 'every node reports the whole').to.equal(shards);
       // a merchant living on the other node's shards
       const gateway = first.node.gateway;
       let remote: SeededMerchant | null = null;
