@@ -34,7 +34,7 @@ import { createReceiptConsumer } from './carriers/receipt-consumer.js';
 import { createWebhookRelay } from './webhooks/webhook-jobs.js';
 import { createWebhookSender, type WebhookSender } from './webhooks/webhook-sender.js';
 import { createWebhookWorker, replayDeadLetter } from './webhooks/webhook-worker.js';
-import { resolvesToPublicAddresses, type WebhookUrlPolicy } from './webhooks/url-guard.js';
+import type { WebhookUrlPolicy } from './webhooks/url-guard.js';
 import { createManageScheduleUseCase } from './messaging/manage-schedule-use-case.js';
 import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
 import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
@@ -258,8 +258,7 @@ export async function createGateway(options: GatewayOptions) {
     environment: config.environment,
     defaultCarrier: config.carriers.defaultCarrier,
     scheduling: { horizonDays: config.scheduling.openEndedHorizonDays, maxScheduledSms: config.scheduling.maxScheduledSms },
-    allowHttpLocalhostCallbacks: webhookUrlPolicyOf(config).allowHttpLocalhost,
-    ...(webhookUrlPolicyOf(config).publicAddressesOnly ? { callbackAddressCheck: (url: string) => resolvesToPublicAddresses(url) } : {}),
+    webhookUrlPolicy: webhookUrlPolicyOf(config),
     decidedWaitMs: requestBudgetMs,
     followUpDone: (id) => {
       doneMarker.mark(id);

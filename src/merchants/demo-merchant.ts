@@ -1,5 +1,5 @@
 import type { Gateway } from '../gateway.js';
-import { mustParseMoney } from '../pricing/money.js';
+import { fromUnits, mustParseMoney, toDecimalString } from '../pricing/money.js';
 import { DuplicateRecordError } from '../libraries/persistence/directory-port.js';
 
 /** What a new user gets on the first start of the sandbox: a funded merchant, a price list and a key. */
@@ -17,6 +17,12 @@ export const DEMO_PRICING = [
   { countryCallingCode: '243', networkPrefix: '99', price: '0.025', carrier: 'airtel-cd' },
 ] as const;
 
+/**
+ * The demo merchant's default price (destinations without a row, and GET /balance's unit_price): its dearest row,
+ * so that `available_sms` never promises more SMS than the balance pays for, whichever network they go to.
+ */
+export const DEMO_UNIT_PRICE = toDecimalString(fromUnits(Math.max(...DEMO_PRICING.map((row) => mustParseMoney(row.price)))));
+
 export const DEMO_MERCHANT_ID = 'mer_demo';
 
 /**
@@ -27,7 +33,14 @@ export async function seedDemoMerchant(gateway: Gateway): Promise<DemoMerchant |
   if ((await gateway.persistence.directory.merchants()).length > 0) return null;
   let created;
   try {
-    created = await gateway.useCases.merchants.createMerchant({ id: DEMO_MERCHANT_ID, name: 'Demo shop', timezone: 'Africa/Kinshasa', defaultCountry: 'CD', currency: 'USD' });
+    created = await gateway.useCases.merchants.createMerchant({
+      id: DEMO_MERCHANT_ID,
+      name: 'Demo shop',
+      timezone: 'Africa/Kinshasa',
+      defaultCountry: 'CD',
+      currency: 'USD',
+      unitPrice: DEMO_UNIT_PRICE,
+    });
   } catch (error) {
     if (error instanceof DuplicateRecordError) return null;
     throw error;

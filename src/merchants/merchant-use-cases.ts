@@ -2,7 +2,7 @@ import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { Config } from '../libraries/config/config.js';
 import type { FieldIssue } from '../libraries/errors/app-error.js';
 import type { Directory, MerchantRecord } from '../libraries/persistence/directory-port.js';
-import { parseMoney } from '../pricing/money.js';
+import { parsePrice, PRICE_RULE } from '../pricing/money.js';
 import { isValidPricingRow, type PricingRow } from '../pricing/pricing-table.js';
 import { isKnownTimezone } from '../scheduling/local-time.js';
 import type { MerchantCatalog } from './merchant-catalog.js';
@@ -49,8 +49,8 @@ export function createMerchantUseCases(deps: {
     if (!isKnownLocale(locale)) issues.push({ field: 'locale', message: `unknown locale "${locale}"`, type: 'locale.invalid' });
     let unitPrice: number | null = null;
     if (input.unitPrice !== undefined && input.unitPrice !== null) {
-      const parsed = parseMoney(input.unitPrice);
-      if (parsed === null || parsed === 0) issues.push({ field: 'unitPrice', message: 'must be a positive amount with at most 4 decimals', type: 'money.invalid' });
+      const parsed = parsePrice(input.unitPrice);
+      if (parsed === null) issues.push({ field: 'unitPrice', message: PRICE_RULE, type: 'money.invalid' });
       else unitPrice = parsed;
     }
     if (input.name.trim() === '') issues.push({ field: 'name', message: 'must not be empty', type: 'string.empty' });
@@ -89,7 +89,21 @@ export function createMerchantUseCases(deps: {
     return { ok: true, value: rows.length };
   }
 
-  return { createMerchant, setPricing };
+  /**
+   * The merchant's default price: what a segment to a destination without a pricing row costs, and the
+   * `unit_price` of GET /balance (`available_sms` divides the balance by it). Held to the rule of a pricing row's
+   * price. Recorded in the directory like the price list; other nodes see it within the catalog's few seconds.
+   */
+  async function setDefaultPrice(merchantId: string, price: string): Promise<Checked<MerchantRecord>> {
+    const unitPrice = parsePrice(price);
+    if (unitPrice === null) return { ok: false, issues: [{ field: 'unitPrice', message: PRICE_RULE, type: 'money.invalid' }] };
+    const updated = await deps.directory.updateMerchant(merchantId, { unitPrice });
+    deps.catalog.invalidate(merchantId);
+    if (!updated) return { ok: false, issues: [{ field: 'merchantId', message: `unknown merchant ${merchantId}`, type: 'merchant.unknown' }] };
+    return { ok: true, value: updated };
+  }
+
+  return { createMerchant, setPricing, setDefaultPrice };
 }
 
 export type MerchantUseCases = ReturnType<typeof createMerchantUseCases>;

@@ -10,6 +10,7 @@ import type { Effect } from '../libraries/actors/behaviour.js';
 import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
 import { sendReceipt, type MessageSpec, type SendReceipt } from './message-behaviour.js';
 import { validateSendRequest } from './send-request.js';
+import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
 
 export const MESSAGE_CREATE_TOPIC = 'message.create';
 export const SANDBOX_CARRIER = 'simulator';
@@ -36,9 +37,10 @@ export interface SendMessageDependencies {
   readonly environment: GatewayEnvironment;
   readonly defaultCarrier: string;
   readonly scheduling: { readonly horizonDays: number; readonly maxScheduledSms: number };
-  readonly allowHttpLocalhostCallbacks: boolean;
-  /** Production: a callback_url must resolve to public addresses only. */
-  readonly callbackAddressCheck?: (url: string) => Promise<boolean>;
+  /** Where a callback_url may point: the policy a key's webhook is held to as well (`webhookUrlPolicyOf`). */
+  readonly webhookUrlPolicy: WebhookUrlPolicy;
+  /** Resolves a callback_url's host under the public-only policy (DNS by default). */
+  readonly hostLookup?: HostLookup;
   /**
    * How long a request whose charge was decided keeps trying to create its message before leaving it to the
    * outbox (and answering 201 all the same: the creation is journaled with the charge).
@@ -95,15 +97,17 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       defaultCountry: merchant.defaultCountry,
       horizonDays: deps.scheduling.horizonDays,
       maxScheduledSms: deps.scheduling.maxScheduledSms,
-      allowHttpLocalhostCallbacks: deps.allowHttpLocalhostCallbacks,
+      allowHttpLocalhostCallbacks: deps.webhookUrlPolicy.allowHttpLocalhost,
     });
     if (!validation.ok) return failure(AppError.invalid(validation.issues));
     const request = validation.value;
     beforeDeadline(deps.clock.now(), 'the callback address check');
-    if (request.callbackUrl !== null && deps.callbackAddressCheck && !(await deps.callbackAddressCheck(request.callbackUrl))) {
-      return failure(
-        AppError.invalid([{ field: 'callback_url', message: 'must resolve to public internet addresses only', type: 'string.uri.address' }]),
-      );
+    if (request.callbackUrl !== null) {
+      const verdict = await checkWebhookUrl(request.callbackUrl, deps.webhookUrlPolicy, deps.hostLookup);
+      if (!verdict.accepted) {
+        const type = verdict.refusal === 'address' ? 'string.uri.address' : 'string.uri';
+        return failure(AppError.invalid([{ field: 'callback_url', message: verdict.message, type }]));
+      }
     }
 
     beforeDeadline(deps.clock.now(), 'pricing');

@@ -4,6 +4,7 @@ import { validateWith } from '../libraries/validation/validate.js';
 import { DATE_PATTERN, TIME_PATTERN } from '../scheduling/local-time.js';
 import { expandRecurrence, FREQUENCIES, type RecurrenceRule } from '../scheduling/recurrence.js';
 import { resolveScheduledDates, type ScheduledDateEntry } from '../scheduling/scheduled-dates.js';
+import { hasWebhookUrlForm, webhookUrlFormMessage } from '../webhooks/url-guard.js';
 import { normaliseNumber } from './phone-numbers.js';
 import { analyseMessage, countCharacters, type MessageAnalysis } from './segments.js';
 
@@ -94,7 +95,7 @@ export interface SendValidationContext {
   readonly defaultCountry: string;
   readonly horizonDays: number;
   readonly maxScheduledSms: number;
-  /** Embedded mode also accepts http://localhost callback URLs. */
+  /** The webhook URL policy's `allowHttpLocalhost`: http://localhost callback URLs are accepted too. */
   readonly allowHttpLocalhostCallbacks: boolean;
 }
 
@@ -157,12 +158,10 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
   }
 
   const callbackUrl = typeof input.callback_url === 'string' ? input.callback_url : null;
-  if (callbackUrl !== null && callbackUrl.length <= SEND_LIMITS.maxCallbackUrlLength && !isAcceptableCallbackUrl(callbackUrl, context)) {
-    issues.push({
-      field: 'callback_url',
-      message: context.allowHttpLocalhostCallbacks ? 'must be an absolute https:// (or http://localhost) URL' : 'must be an absolute https:// URL',
-      type: 'string.uri',
-    });
+  // the form half of the webhook URL rule; the send use case applies the whole rule (checkWebhookUrl) once valid
+  const urlPolicy = { allowHttpLocalhost: context.allowHttpLocalhostCallbacks };
+  if (callbackUrl !== null && callbackUrl.length <= SEND_LIMITS.maxCallbackUrlLength && !hasWebhookUrlForm(callbackUrl, urlPolicy)) {
+    issues.push({ field: 'callback_url', message: webhookUrlFormMessage(urlPolicy), type: 'string.uri' });
   }
 
   const messageText = typeof input.message === 'string' && !issues.some((i) => i.field === 'message') ? input.message : null;
@@ -230,23 +229,4 @@ function notAllowed(field: string, sendingType: SendingType): FieldIssue {
 
 function required(field: string, sendingType: SendingType): FieldIssue {
   return { field, message: `is required when sending_type is "${sendingType}"`, type: 'any.required' };
-}
-
-// a host part right after `//`, then no whitespace anywhere
-const ABSOLUTE_HTTPS = /^https:\/\/[^\s/?#]\S*$/i;
-const ABSOLUTE_HTTP = /^http:\/\/[^\s/?#]\S*$/i;
-const LOCALHOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
-
-export function isAcceptableCallbackUrl(text: string, context: Pick<SendValidationContext, 'allowHttpLocalhostCallbacks'>): boolean {
-  // URL() forgives `https:host` and surrounding spaces; the contract wants an absolute https:// URL as written
-  if (!ABSOLUTE_HTTPS.test(text) && !(context.allowHttpLocalhostCallbacks && ABSOLUTE_HTTP.test(text))) return false;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return false;
-  }
-  if (url.username !== '' || url.password !== '') return false;
-  // Only https:// (whose host URL() requires) and, when allowed, http:// got past the patterns above.
-  return url.protocol === 'https:' || LOCALHOST_NAMES.includes(url.hostname);
 }

@@ -26,6 +26,15 @@ export function parseMoney(value: string | number): Money | null {
   return Number.isSafeInteger(units) ? (units as Money) : null;
 }
 
+/** What a price must be, as a field message: a pricing row's, a merchant's default price. */
+export const PRICE_RULE = 'must be a positive amount with at most 4 decimals';
+
+/** A price: a positive amount with at most 4 decimals ("0.025"); anything else (zero included) is null. */
+export function parsePrice(value: string): Money | null {
+  const price = parseMoney(value);
+  return price === null || price === 0 ? null : price;
+}
+
 export function mustParseMoney(value: string | number): Money {
   const money = parseMoney(value);
   if (money === null) throw new RangeError(`not an amount with at most ${MONEY_DECIMALS} decimals: ${String(value)}`);

@@ -113,6 +113,51 @@ export type WebhookUrlPolicy = {
 
 export type HostLookup = (host: string) => Promise<readonly string[]>;
 
+// a host part right after `//`, then no whitespace anywhere
+const ABSOLUTE_HTTPS = /^https:\/\/[^\s/?#]\S*$/i;
+const ABSOLUTE_HTTP = /^http:\/\/[^\s/?#]\S*$/i;
+const LOCALHOST_NAMES: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * The written form a webhook URL must have: an absolute `https://` URL as written (URL() would forgive `https:host`
+ * and surrounding spaces), without credentials; when the policy allows it, also plain `http://` to localhost,
+ * 127.0.0.1 or [::1]. Synchronous: a send's validation reports it beside its other fields.
+ */
+export function hasWebhookUrlForm(text: string, policy: Pick<WebhookUrlPolicy, 'allowHttpLocalhost'>): boolean {
+  if (!ABSOLUTE_HTTPS.test(text) && !(policy.allowHttpLocalhost && ABSOLUTE_HTTP.test(text))) return false;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  if (url.username !== '' || url.password !== '') return false;
+  // Only https:// (whose host URL() requires) and, when allowed, http:// got past the patterns above.
+  return url.protocol === 'https:' || LOCALHOST_NAMES.includes(url.hostname);
+}
+
+/** Why a URL is not an acceptable form, as a field message (the same words for a send and for the CLI). */
+export function webhookUrlFormMessage(policy: Pick<WebhookUrlPolicy, 'allowHttpLocalhost'>): string {
+  return policy.allowHttpLocalhost ? 'must be an absolute https:// (or http://localhost) URL' : 'must be an absolute https:// URL';
+}
+
+export type WebhookUrlVerdict =
+  | { readonly accepted: true }
+  | { readonly accepted: false; readonly refusal: 'form' | 'address'; readonly message: string };
+
+/**
+ * The one rule deciding where webhooks may go, applied alike to a send's `callback_url` (POST /send) and to a
+ * key's webhook (`keys set-webhook`), with the policy of the same settings (`webhookUrlPolicyOf`): the written
+ * form, then, under the public-only policy, every address the host resolves to.
+ */
+export async function checkWebhookUrl(text: string, policy: WebhookUrlPolicy, lookup: HostLookup = defaultLookup): Promise<WebhookUrlVerdict> {
+  if (!hasWebhookUrlForm(text, policy)) return { accepted: false, refusal: 'form', message: webhookUrlFormMessage(policy) };
+  if (policy.publicAddressesOnly && !(await resolvesToPublicAddresses(text, lookup))) {
+    return { accepted: false, refusal: 'address', message: 'must resolve to public internet addresses only' };
+  }
+  return { accepted: true };
+}
+
 /** Resolves the URL's host and tells whether every address is public (production's rule at acceptance). */
 export async function resolvesToPublicAddresses(url: string, lookup: HostLookup = defaultLookup): Promise<boolean> {
   let hostname: string;

@@ -15,7 +15,14 @@ export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICIN
 export type ParsedCommandLine =
   | { readonly type: 'help'; readonly text: string }
   | { readonly type: 'usage_error'; readonly message: string; readonly hint: string }
-  | { readonly type: 'run'; readonly name: string; readonly json: boolean; readonly needsScheduler: boolean; readonly command: Command };
+  | {
+      readonly type: 'run';
+      readonly name: string;
+      readonly json: boolean;
+      readonly needsScheduler: boolean;
+      readonly createsDatabase: boolean;
+      readonly command: Command;
+    };
 
 const HELP_FLAGS = new Set(['help', '--help', '-h']);
 
@@ -43,8 +50,10 @@ export function helpText(group?: string): string {
     '  --help, -h    this help (also: help)',
     '',
     'The CLI opens the database the server uses, from the same configuration (NODE_ENV, GATEWAY_MODE, DATABASE_URL,',
-    "MONGO_URL, DATA_DIR, GATEWAY_ENVIRONMENT). In embedded mode, PGlite's data directory must not be open in a running server.",
-    'Exit codes: 0 done, 1 usage or validation error (message on stderr), 2 unexpected failure.',
+    "MONGO_URL, DATA_DIR, GATEWAY_ENVIRONMENT). In embedded mode, PGlite's data directory must not be open in a running server,",
+    'and only `merchants create` starts a new database where DATA_DIR has none.',
+    'Exit codes: 0 done, 1 usage, validation or settings error (message on stderr), 2 unexpected failure or unreachable',
+    'database, 3 attention (carriers status), 4 the embedded database is in use by another process.',
   );
   return `${lines.join('\n')}\n`;
 }
@@ -91,5 +100,12 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
   };
   const prepared = spec.prepare(args);
   if (typeof prepared !== 'function') return usageError(prepared.usageError, hint);
-  return { type: 'run', name: spec.words.join(' '), json: values.json === true, needsScheduler: spec.needsScheduler === true, command: prepared };
+  return {
+    type: 'run',
+    name: spec.words.join(' '),
+    json: values.json === true,
+    needsScheduler: spec.needsScheduler === true,
+    createsDatabase: spec.createsDatabase === true,
+    command: prepared,
+  };
 }

@@ -44,6 +44,11 @@ export interface CommandSpec {
   readonly options?: Readonly<Record<string, OptionSpec>>;
   /** The command reads Agenda's jobs: the CLI opens Agenda's backend on the database too. */
   readonly needsScheduler?: boolean;
+  /**
+   * The command may start a new embedded database (it creates merchants). Every other command refuses a DATA_DIR
+   * without a database rather than create an empty one.
+   */
+  readonly createsDatabase?: boolean;
   /** The command, or the usage error that prevents it. */
   prepare(args: CommandArgs): Command | { readonly usageError: string };
 }

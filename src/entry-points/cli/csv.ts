@@ -1,4 +1,4 @@
-import { parseMoney } from '../../pricing/money.js';
+import { parsePrice, PRICE_RULE } from '../../pricing/money.js';
 import type { PricingRow } from '../../pricing/pricing-table.js';
 
 export const PRICING_CSV_HEADER = ['country_calling_code', 'network_prefix', 'price', 'carrier'] as const;
@@ -72,8 +72,8 @@ function parseRecord(fields: readonly string[]): { row: PricingRow } | { message
   else if (code.replace('+', '').length + prefix.length > MAX_PREFIX_DIGITS) {
     problems.push(`country_calling_code + network_prefix exceed ${MAX_PREFIX_DIGITS} digits`);
   }
-  const price = parseMoney(priceText);
-  if (price === null || price === 0) problems.push(`price "${priceText}" must be a positive amount with at most 4 decimals`);
+  const price = parsePrice(priceText);
+  if (price === null) problems.push(`price "${priceText}" ${PRICE_RULE}`);
   if (!CARRIER.test(carrier)) problems.push(`carrier "${carrier}" must be a connector slug (letters, digits, - and _)`);
   if (problems.length > 0 || price === null) return { message: problems.join('; ') };
   return { row: { countryCallingCode: code.replace('+', ''), networkPrefix: prefix, price, carrier } };

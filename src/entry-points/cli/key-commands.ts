@@ -2,8 +2,7 @@ import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
 import type { KeyView } from '../../api-keys/api-key-behaviour.js';
 import { webhookUrlPolicyOf } from '../../gateway.js';
 import { SecretUnreadableError } from '../../libraries/secrets/secret-box.js';
-import { isAcceptableCallbackUrl } from '../../messaging/send-request.js';
-import { resolvesToPublicAddresses } from '../../webhooks/url-guard.js';
+import { checkWebhookUrl } from '../../webhooks/url-guard.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
 
@@ -119,13 +118,11 @@ export async function setWebhook(gateway: CliGateway, options: SetWebhookOptions
     if (cleared !== true) return unknownKey(options.keyId);
     return done(`Webhook of key ${options.keyId} removed.`, { key_id: options.keyId, webhook_url: null });
   }
-  // the same policy as a send's callback_url; delivery checks every connection's address again
-  const policy = webhookUrlPolicyOf(gateway.config);
-  if (!isAcceptableCallbackUrl(options.url, { allowHttpLocalhostCallbacks: policy.allowHttpLocalhost })) {
-    return rejected(`--url "${options.url}" must be an absolute https:// URL${policy.allowHttpLocalhost ? ' (or http://localhost)' : ''} without credentials`);
-  }
-  if (policy.publicAddressesOnly && !(await resolvesToPublicAddresses(options.url))) {
-    return rejected(`--url "${options.url}" must resolve to public internet addresses only (no loopback, private, link-local or other special-purpose address)`);
+  // the rule and settings of a send's callback_url on POST /send; delivery checks every connection's address again
+  const verdict = await checkWebhookUrl(options.url, webhookUrlPolicyOf(gateway.config));
+  if (!verdict.accepted) {
+    const why = verdict.refusal === 'form' ? 'without credentials' : 'no loopback, private, link-local or other special-purpose address';
+    return rejected(`--url "${options.url}" ${verdict.message} (${why})`);
   }
   if (options.password !== undefined && options.username === undefined) return rejected('--password needs --username');
   // Basic auth joins them with ":"

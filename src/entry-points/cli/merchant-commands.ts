@@ -91,7 +91,8 @@ export const MERCHANT_COMMANDS: readonly CommandSpec[] = [
     words: ['merchants', 'create'],
     args: [],
     usage: '--name <name> [--timezone Africa/Kinshasa] [--country CD] [--currency USD] [--locale fr-CD] [--unit-price 0.01] [--currency-symbol $]',
-    summary: 'create a merchant; prints its id',
+    summary: 'create a merchant; prints its id (in embedded mode, starts a new database where DATA_DIR has none)',
+    createsDatabase: true,
     options: {
       name: { type: 'string' },
       timezone: { type: 'string' },

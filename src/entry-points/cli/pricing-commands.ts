@@ -52,6 +52,23 @@ export async function listPricing(gateway: CliGateway, options: { readonly merch
   return done(text, json);
 }
 
+/**
+ * Sets what a segment to a destination without a pricing row costs, which GET /balance reports as `unit_price`
+ * (its `available_sms` is the balance divided by it). Same rule as a pricing row's price.
+ */
+export async function setDefaultPrice(gateway: CliGateway, options: { readonly merchantId: string; readonly price: string }): Promise<CommandOutcome> {
+  const merchant = await gateway.persistence.directory.merchant(options.merchantId);
+  if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
+  const previous = gateway.catalog.unitPrice(merchant);
+  const updated = await gateway.useCases.merchants.setDefaultPrice(merchant.id, options.price);
+  if (!updated.ok) {
+    return rejected(updated.issues.map((issue) => (issue.field === 'unitPrice' ? `price "${options.price}" ${issue.message}` : issue.message)).join('; '));
+  }
+  const unitPrice = gateway.catalog.unitPrice(updated.value);
+  const text = `Default price of ${merchant.id}: ${decimal(unitPrice)} ${merchant.currency} per segment (was ${decimal(previous)}).`;
+  return done(text, { merchant_id: merchant.id, currency: merchant.currency, unit_price: decimalNumber(unitPrice), previous_unit_price: decimalNumber(previous) });
+}
+
 export const PRICING_COMMANDS: readonly CommandSpec[] = [
   {
     words: ['pricing', 'import'],
@@ -73,5 +90,11 @@ export const PRICING_COMMANDS: readonly CommandSpec[] = [
     args: ['merchantId'],
     summary: "a merchant's price list",
     prepare: (args) => (gateway) => listPricing(gateway, { merchantId: args.arg('merchantId') }),
+  },
+  {
+    words: ['pricing', 'set-default'],
+    args: ['merchantId', 'price'],
+    summary: "set a merchant's default price: destinations without a pricing row, and GET /balance's unit_price and available_sms",
+    prepare: (args) => (gateway) => setDefaultPrice(gateway, { merchantId: args.arg('merchantId'), price: args.arg('price') }),
   },
 ];

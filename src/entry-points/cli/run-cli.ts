@@ -1,8 +1,10 @@
+import path from 'node:path';
 import type { AgendaBackend } from 'agenda';
 import { createGateway, openPersistence } from '../../gateway.js';
 import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
+import { DataDirectoryInUseError, hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
 import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
@@ -10,8 +12,11 @@ import { openTransport } from '../../gateway-node.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
-/** `attention`: the command ran and reports something to act on (`carriers status`: a carrier has no live connector). */
-export const EXIT = { ok: 0, usage: 1, failure: 2, attention: 3 } as const;
+/**
+ * `attention`: the command ran and reports something to act on (`carriers status`: a carrier has no live connector).
+ * `inUse`: the embedded database is open in another process (a running gateway): nothing ran.
+ */
+export const EXIT = { ok: 0, usage: 1, failure: 2, attention: 3, inUse: 4 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export interface CliIo {
@@ -20,9 +25,14 @@ export interface CliIo {
   readonly err: (text: string) => void;
   /**
    * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
-   * command reads Agenda's jobs.
+   * command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
    */
-  readonly openGateway?: (config: Config, err: (text: string) => void, needs: { readonly scheduler: boolean }) => Promise<CliGateway & { stop(): Promise<void> }>;
+  readonly openGateway?: (config: Config, err: (text: string) => void, needs: GatewayNeeds) => Promise<CliGateway & { stop(): Promise<void> }>;
+}
+
+export interface GatewayNeeds {
+  readonly scheduler: boolean;
+  readonly createDatabase: boolean;
 }
 
 /** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
@@ -48,11 +58,13 @@ async function openAgendaBackend(config: Config, persistence: Persistence): Prom
  * reaches the actor on its shard's owner, exactly as an HTTP request on any node would; without NATS_URL it refuses
  * rather than write beside the owners.
  */
-async function openRealGateway(config: Config, err: (text: string) => void, needs: { readonly scheduler: boolean }) {
+async function openRealGateway(config: Config, err: (text: string) => void, needs: GatewayNeeds) {
   const onIncident = ({ what, error }: { what: string; error: unknown }) => {
     err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
   };
+  const newDatabase = config.mode === 'embedded' && !embeddedDatabaseFound(config, needs);
   const persistence = await openPersistence(config);
+  if (newDatabase) err(`created a new gateway database in ${path.resolve(config.database.dataDir)}\n`);
   let transport: Transport | null = null;
   try {
     const liveNodes = config.mode === 'server' ? await persistence.leases.liveNodes() : [];
@@ -91,6 +103,28 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
 
 /** A condition that stops the CLI before any command runs (exit code 1, message on stderr). */
 class CliRefusal extends Error {}
+
+/**
+ * Whether DATA_DIR holds a database. Opening one that does not creates an empty database: a CLI pointed at the
+ * wrong directory (the default ./data, the server running elsewhere) would report "No merchants." from it. Only a
+ * command that creates merchants may start one; the others refuse, naming the directory.
+ */
+function embeddedDatabaseFound(config: Config, needs: GatewayNeeds): boolean {
+  const dataDir = path.resolve(config.database.dataDir);
+  if (hasPgliteDatabase(dataDir)) return true;
+  if (needs.createDatabase) return false;
+  throw new CliRefusal(
+    `no gateway database in ${dataDir}: set DATA_DIR to the gateway's data directory, or run \`merchants create\` to start a new one`,
+  );
+}
+
+/** PGlite serves one process: the server (or another CLI run) holding the directory is reported, not a crash. */
+function inUseMessage(config: Config, error: DataDirectoryInUseError): string {
+  return (
+    `the embedded database in ${path.resolve(config.database.dataDir)} is in use by process ${error.pid} (a running gateway or another CLI run): ` +
+    'stop it and run the command again, or run the gateway in server mode (DATABASE_URL) to use the CLI beside it'
+  );
+}
 
 function print(outcome: CommandOutcome, json: boolean, io: CliIo): ExitCode {
   if (!outcome.ok) {
@@ -137,8 +171,12 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let gateway;
   try {
-    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler });
+    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler, createDatabase: parsed.createsDatabase });
   } catch (error) {
+    if (error instanceof DataDirectoryInUseError) {
+      io.err(`error: ${inUseMessage(config, error)}\n`);
+      return EXIT.inUse;
+    }
     // a database of the other environment is refused like a node would refuse it: it is never re-initialised
     if (!(error instanceof CliRefusal) && !(error instanceof EnvironmentMismatchError)) throw error;
     io.err(`error: ${error.message}\n`);

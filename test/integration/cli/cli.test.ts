@@ -380,7 +380,7 @@ describe('operator CLI', function () {
       expect(help.type).to.equal('help');
       if (help.type !== 'help') return;
       const commands = [
-        ...['merchants create', 'merchants show', 'merchants list', 'pricing import', 'pricing list'],
+        ...['merchants create', 'merchants show', 'merchants list', 'pricing import', 'pricing list', 'pricing set-default'],
         ...['wallet open', 'wallet top-up', 'wallet balance', 'wallet ledger'],
         ...['keys create', 'keys list', 'keys set-status', 'keys rotate', 'keys delete', 'keys set-webhook', 'keys signing'],
       ];

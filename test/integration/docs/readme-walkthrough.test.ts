@@ -163,7 +163,7 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
   it('basics: health, the demo balance and a calculation', async () => {
     const [health, balance, calculation] = answers(await run('basics'));
     expect(dataOf(health)).to.include({ status: 'ok', environment: 'sandbox' });
-    expect(dataOf(balance)).to.include({ balance: 150, sms_wallet_balance: 100, postpaid_wallet_balance: 50, currency: 'USD' });
+    expect(dataOf(balance)).to.include({ balance: 150, sms_wallet_balance: 100, postpaid_wallet_balance: 50, currency: 'USD', unit_price: 0.025, available_sms: 6000 });
     expect(calculation?.status_code).to.equal(200);
     expect(dataOf(calculation)).to.include({ mode: 'sms_to_amount', sms_count: 100, currency: 'USD' });
   });

@@ -69,7 +69,7 @@ describe('send use case under a deadline', () => {
       environment: 'sandbox',
       defaultCarrier: 'simulator',
       scheduling: { horizonDays: 30, maxScheduledSms: 100 },
-      allowHttpLocalhostCallbacks: true,
+      webhookUrlPolicy: { publicAddressesOnly: false, allowHttpLocalhost: true },
       decidedWaitMs: BUDGET_MS,
       followUpDone: (id) => followUpsDone.push(id),
     });

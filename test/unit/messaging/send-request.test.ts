@@ -1,12 +1,7 @@
 import { expect } from 'chai';
 import type { FieldIssue } from '../../../src/libraries/errors/app-error.js';
-import {
-  isAcceptableCallbackUrl,
-  SEND_LIMITS,
-  validateSendRequest,
-  type SendValidationContext,
-  type ValidSendRequest,
-} from '../../../src/messaging/send-request.js';
+import { SEND_LIMITS, validateSendRequest, type SendValidationContext, type ValidSendRequest } from '../../../src/messaging/send-request.js';
+import { hasWebhookUrlForm } from '../../../src/webhooks/url-guard.js';
 
 const NOW = Date.parse('2026-06-01T10:00:00Z'); // 11:00 in Africa/Kinshasa (UTC+1, no DST)
 
@@ -640,7 +635,7 @@ describe('send request (POST /send body)', () => {
     for (const url of notAsWritten) {
       it(`when it is ${JSON.stringify(url)}, then it is rejected`, () => {
         expect(issuesOf(send({ callback_url: url }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
-        expect(isAcceptableCallbackUrl(url, { allowHttpLocalhostCallbacks: true })).to.equal(false);
+        expect(hasWebhookUrlForm(url, { allowHttpLocalhost: true })).to.equal(false);
       });
     }
 
@@ -657,11 +652,11 @@ describe('send request (POST /send body)', () => {
       expect(mustBeValid(send({ callback_url: null })).callbackUrl).to.equal(null);
     });
 
-    it('isAcceptableCallbackUrl applies the same rule', () => {
-      expect(isAcceptableCallbackUrl('https://example.com', { allowHttpLocalhostCallbacks: false })).to.equal(true);
-      expect(isAcceptableCallbackUrl('http://localhost', { allowHttpLocalhostCallbacks: false })).to.equal(false);
-      expect(isAcceptableCallbackUrl('http://localhost', { allowHttpLocalhostCallbacks: true })).to.equal(true);
-      expect(isAcceptableCallbackUrl('not a url', { allowHttpLocalhostCallbacks: true })).to.equal(false);
+    it('hasWebhookUrlForm applies the same rule', () => {
+      expect(hasWebhookUrlForm('https://example.com', { allowHttpLocalhost: false })).to.equal(true);
+      expect(hasWebhookUrlForm('http://localhost', { allowHttpLocalhost: false })).to.equal(false);
+      expect(hasWebhookUrlForm('http://localhost', { allowHttpLocalhost: true })).to.equal(true);
+      expect(hasWebhookUrlForm('not a url', { allowHttpLocalhost: true })).to.equal(false);
     });
   });
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { embeddedIpv4, ipv6Bytes, isPublicAddress, resolvesToPublicAddresses } from '../../../src/webhooks/url-guard.js';
+import { checkWebhookUrl, embeddedIpv4, ipv6Bytes, isPublicAddress, resolvesToPublicAddresses } from '../../../src/webhooks/url-guard.js';
 
 /** Each form the production policy refuses, with the range it falls in. */
 const REFUSED: readonly (readonly [string, string])[] = [
@@ -126,6 +126,42 @@ describe('webhook address policy: which addresses production may dial', () => {
     it('accepts a host whose addresses are all public, and a public literal', async () => {
       expect(await resolvesToPublicAddresses('https://hooks.example/hooks', lookup)).to.equal(true);
       expect(await resolvesToPublicAddresses('https://[2606:4700:4700::1111]/hooks', lookup)).to.equal(true);
+    });
+  });
+
+  describe('checkWebhookUrl (a send callback_url and a key webhook alike)', () => {
+    const lookup = (host: string) => (host === 'hooks.example' ? Promise.resolve(['93.184.216.34']) : Promise.resolve(['10.0.0.5']));
+    const production = { publicAddressesOnly: true, allowHttpLocalhost: false };
+    const sandbox = { publicAddressesOnly: false, allowHttpLocalhost: false };
+    const localhostAllowed = { publicAddressesOnly: false, allowHttpLocalhost: true };
+
+    it('refuses the written form first, with the words of the policy', async () => {
+      expect(await checkWebhookUrl('http://localhost:4000/hooks', sandbox, lookup)).to.deep.equal({
+        accepted: false,
+        refusal: 'form',
+        message: 'must be an absolute https:// URL',
+      });
+      expect(await checkWebhookUrl('https://user:pw@hooks.example/x', localhostAllowed, lookup)).to.deep.equal({
+        accepted: false,
+        refusal: 'form',
+        message: 'must be an absolute https:// (or http://localhost) URL',
+      });
+    });
+
+    it('accepts http://localhost only where the policy allows it', async () => {
+      expect(await checkWebhookUrl('http://localhost:4000/hooks', localhostAllowed, lookup)).to.deep.equal({ accepted: true });
+      expect(await checkWebhookUrl('http://127.0.0.1:4000/hooks', localhostAllowed, lookup)).to.deep.equal({ accepted: true });
+    });
+
+    it('under the public-only policy, refuses a host resolving inside and accepts a public one', async () => {
+      expect(await checkWebhookUrl('https://inside.example/hooks', production, lookup)).to.deep.equal({
+        accepted: false,
+        refusal: 'address',
+        message: 'must resolve to public internet addresses only',
+      });
+      expect(await checkWebhookUrl('https://hooks.example/hooks', production, lookup)).to.deep.equal({ accepted: true });
+      // outside it, addresses are not looked at
+      expect(await checkWebhookUrl('https://inside.example/hooks', sandbox, lookup)).to.deep.equal({ accepted: true });
     });
   });
 });

@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { DependencyUnavailableError, isDatabaseConnectionError } from '../../errors/dependency-failure.js';
@@ -181,6 +181,14 @@ function isAlive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * Whether the directory holds a PGlite database (PostgreSQL's PG_VERSION file at its root). Opening a directory
+ * that does not creates a new, empty database there.
+ */
+export function hasPgliteDatabase(dataDir: string): boolean {
+  return existsSync(path.join(dataDir, 'PG_VERSION'));
 }
 
 /** Takes the directory's lock file (a stale one, whose process is gone, is taken over). */
