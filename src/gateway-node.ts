@@ -1,5 +1,7 @@
 import { carriersDown, createCarrierMonitor, pricingCarriers, routedCarriers } from './carriers/carrier-health.js';
 import { PRESENCE_TTL_MS } from './carriers/connector/connector-presence.js';
+import type { ShardChanges } from './cluster/shard-manager.js';
+import { shardRanges } from './cluster/shards.js';
 import { registerCarrierGauges } from './gateway-metrics.js';
 import { SANDBOX_CARRIER } from './messaging/send-message-use-case.js';
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
@@ -140,9 +142,38 @@ async function openAgendaBackend(config: Config, persistence: Persistence, onErr
   return new MongoBackend({ address: config.database.mongoUrl });
 }
 
+/**
+ * A round of the shard manager in the log, one line per kind of change, each with the count and compact ranges:
+ * `shards acquired: 32 (0-15, 32-47)` and `shards handed over: 16 (48-63)` (info), `shard leases lost: 2 (3, 9): their
+ * actors stopped` (warn). A round takes shards or hands them over, never both.
+ */
+export function logShardChanges(logger: Logger, changes: ShardChanges): void {
+  const { acquired, handedOver, expired, owned } = changes;
+  if (expired.length > 0) {
+    const shards = shardRanges(expired);
+    logger.warn({ lost: expired.length, shards, owned }, `shard leases lost: ${expired.length} (${shards}): their actors stopped`);
+  }
+  if (acquired.length > 0) {
+    const shards = shardRanges(acquired);
+    logger.info({ acquired: acquired.length, shards, owned }, `shards acquired: ${acquired.length} (${shards})`);
+  }
+  if (handedOver.length > 0) {
+    const shards = shardRanges(handedOver);
+    logger.info({ handed_over: handedOver.length, shards, owned }, `shards handed over: ${handedOver.length} (${shards})`);
+  }
+}
+
 /** One gateway process: persistence, transport, the wired gateway, its HTTP facade (and the sandbox simulator). */
 export async function createGatewayNode(options: GatewayNodeOptions) {
   const { config, logger } = options;
+  // until the start-up announcements (the sandbox key, `listening`) are out, the shard rounds' lines wait here: an
+  // operator reads the key first, not after the initial acquisition
+  let heldBack: ShardChanges[] | null = [];
+  const releaseShardLines = (): void => {
+    const held = heldBack ?? [];
+    heldBack = null;
+    for (const changes of held) logShardChanges(logger, changes);
+  };
   // a dependency's outage is logged when it starts and when it ends, not once per failure it causes
   const outages = createDependencyOutages({ logger, clock: options.clock ?? systemClock });
   const databaseFailed = (error: unknown): void => {
@@ -163,9 +194,9 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       if (dependency) outages.failed(dependency, incident.error, incident.what);
       else logger.error({ err: incident.error }, incident.what);
     },
-    onShardChange: ({ shard, change }) => {
-      if (change === 'lost') logger.warn({ shard }, 'shard lease lost: its actors stopped');
-      else logger.info({ shard }, change === 'acquired' ? 'shard acquired' : 'shard handed over');
+    onShardsChanged: (changes) => {
+      if (heldBack) heldBack.push(changes);
+      else logShardChanges(logger, changes);
     },
   });
   const simulator: SimulatorConnector | null =
@@ -251,6 +282,33 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       process.stdout.write(`${line}\n`);
     });
 
+  /** Starts the gateway (the shard manager takes this node's first share), then the facades; announces the key. */
+  async function startNode(): Promise<number> {
+    await gateway.start();
+    // server mode: the database and NATS are other processes that may go away (embedded mode has them in-process)
+    if (config.mode === 'server') watch = watchDependencies({ outages, probes });
+    // after start: in a cluster the demo merchant's actors live on whichever node owns its shard
+    if (config.demo.seedMerchant && config.environment === 'sandbox') {
+      const demo = await seedDemoMerchant(gateway);
+      if (demo) announce(`Sandbox API key: ${demo.apiKey}`);
+    }
+    await simulator?.start();
+    await carriers.start();
+    if (metrics) unregisterCarrierGauges = registerCarrierGauges(metrics, () => carriers.samples());
+    // production: say which routed carriers nobody serves, once connectors had time to announce themselves
+    if (config.mode === 'server' && config.environment === 'production') {
+      warnTimer = setTimeout(() => {
+        const down = carriersDown(carriers.check());
+        if (down.length > 0) logger.warn({ carriers: down }, startWarning(down));
+      }, START_WARNING_GRACE_MS);
+      warnTimer.unref();
+    }
+    const metricsPort = (await operator?.start()) ?? null;
+    const port = await http.start();
+    logger.info({ port, metrics_port: metricsPort, mode: config.mode, node_id: gateway.nodeId }, 'listening');
+    return port;
+  }
+
   return {
     gateway,
     http,
@@ -259,29 +317,11 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     transport,
     simulator,
     async start(): Promise<number> {
-      await gateway.start();
-      // server mode: the database and NATS are other processes that may go away (embedded mode has them in-process)
-      if (config.mode === 'server') watch = watchDependencies({ outages, probes });
-      // after start: in a cluster the demo merchant's actors live on whichever node owns its shard
-      if (config.demo.seedMerchant && config.environment === 'sandbox') {
-        const demo = await seedDemoMerchant(gateway);
-        if (demo) announce(`Sandbox API key: ${demo.apiKey}`);
+      try {
+        return await startNode();
+      } finally {
+        releaseShardLines();
       }
-      await simulator?.start();
-      await carriers.start();
-      if (metrics) unregisterCarrierGauges = registerCarrierGauges(metrics, () => carriers.samples());
-      // production: say which routed carriers nobody serves, once connectors had time to announce themselves
-      if (config.mode === 'server' && config.environment === 'production') {
-        warnTimer = setTimeout(() => {
-          const down = carriersDown(carriers.check());
-          if (down.length > 0) logger.warn({ carriers: down }, startWarning(down));
-        }, START_WARNING_GRACE_MS);
-        warnTimer.unref();
-      }
-      const metricsPort = (await operator?.start()) ?? null;
-      const port = await http.start();
-      logger.info({ port, metrics_port: metricsPort, mode: config.mode, node_id: gateway.nodeId }, 'listening');
-      return port;
     },
     /**
      * Stops taking requests and finishes those in flight, then stops the workers (scheduler, consumers, relay),
@@ -290,6 +330,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     async stop(): Promise<void> {
       // first: draining may take seconds, in which this node must not take shards others give up
       gateway.stopAcquiring();
+      // a stop during the start: what the shard manager did so far is logged now, before the hand-over
+      releaseShardLines();
       await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
       logger.info('requests finished; draining');
       watch?.stop();

@@ -4,7 +4,7 @@ import { createApiKeyUseCases } from './api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateLimitPolicy } from './api-keys/rate-limiter.js';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type DomainHosts } from './cluster/actor-router.js';
 import { createClusterRouter, type ClusterRouter } from './cluster/cluster-router.js';
-import { createShardManager, type ShardManager } from './cluster/shard-manager.js';
+import { createShardManager, type ShardChanges, type ShardManager } from './cluster/shard-manager.js';
 import { leaseRenewerOn } from './cluster/lease-renewal-worker.js';
 import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
@@ -89,8 +89,11 @@ export interface GatewayOptions {
    */
   readonly role?: 'node' | 'client';
   readonly onIncident?: (incident: { readonly what: string; readonly error: unknown }) => void;
-  /** This node took a shard, lost its lease (expired or superseded), or handed it over (cluster mode). */
-  readonly onShardChange?: (change: { readonly shard: number; readonly change: 'acquired' | 'lost' | 'handed_over' }) => void;
+  /**
+   * This node took shards, lost their leases (expired or superseded), or handed them over (cluster mode): once per
+   * round of the shard manager that changed anything, with every shard that round changed.
+   */
+  readonly onShardsChanged?: (changes: ShardChanges) => void;
   /** Where the components' numbers go (the node serves them on its operator port); none without it. */
   readonly metrics?: Metrics;
 }
@@ -201,11 +204,12 @@ export async function createGateway(options: GatewayOptions) {
           : {}),
         onAcquired: async (shard) => {
           await clusterRouter?.serveShard(shard);
-          options.onShardChange?.({ shard, change: 'acquired' });
         },
-        onLost: async (shard, why) => {
+        onLost: async (shard) => {
           await clusterRouter?.leaveShard(shard);
-          options.onShardChange?.({ shard, change: why === 'expired' ? 'lost' : 'handed_over' });
+        },
+        onRebalanced: (changes) => {
+          options.onShardsChanged?.(changes);
         },
         onError: (error) => {
           report({ what: 'shard_lease_failed', error });

@@ -1,7 +1,7 @@
 import { createGatewayNode, type GatewayNode } from './gateway-node.js';
 import { ConfigError, loadConfig, type Config } from './libraries/config/config.js';
 import { requireSecretsKey } from './libraries/secrets/secret-keys.js';
-import { createProcessTerminator } from './libraries/lifecycle/process-terminator.js';
+import { createProcessTerminator, stopOnSignals } from './libraries/lifecycle/process-terminator.js';
 import { createLogger } from './libraries/logger/logger.js';
 import { createMetrics } from './libraries/observability/metrics.js';
 
@@ -35,12 +35,7 @@ async function main(): Promise<void> {
     },
     exit: (code) => process.exit(code),
   });
-  process.on('SIGTERM', () => {
-    terminate('SIGTERM');
-  });
-  process.on('SIGINT', () => {
-    terminate('SIGINT');
-  });
+  stopOnSignals(terminate);
   process.on('uncaughtException', (error) => {
     terminate('uncaughtException', error);
   });

@@ -13,12 +13,27 @@ export interface ShardManagerOptions {
   readonly onAcquired: (shard: number) => Promise<void>;
   /** This node no longer owns the shard (lost, or handed over): stop its actors. */
   readonly onLost: (shard: number, why: 'expired' | 'handed_over') => Promise<void>;
+  /**
+   * Once per round that changed this node's shards, after `onAcquired` / `onLost` of each (and once for the hand-over
+   * of `stop()`): what the round changed, for one log line per rebalance instead of one per shard.
+   */
+  readonly onRebalanced?: (changes: ShardChanges) => void;
   readonly onError?: (error: unknown) => void;
   /**
    * Renews this node's leases besides the main thread (a worker thread with its own connection), so a busy event
    * loop or a queued pool does not let them expire; started with the manager, told of every gain and loss.
    */
   readonly renewer?: () => Promise<LeaseRenewer>;
+}
+
+/** What one round of the shard manager changed (shards in ascending order). */
+export interface ShardChanges {
+  readonly acquired: readonly number[];
+  readonly handedOver: readonly number[];
+  /** Leases that could not be renewed (expired, or taken over): their actors stopped. */
+  readonly expired: readonly number[];
+  /** Shards this node holds after the round. */
+  readonly owned: number;
 }
 
 /** Renewal of the leases this node holds, independent of the main thread's event loop. */
@@ -72,14 +87,31 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     renewer?.hold([...owned].map(([shard, epoch]) => ({ shard, epoch })));
   };
 
+  // the changes of the round under way (rounds never overlap, and stop() waits for the one running)
+  let changes = { acquired: [] as number[], handedOver: [] as number[], expired: [] as number[] };
+  /** Reports the changes gathered since the last report, if any: one report per round. */
+  function reportChanges(): void {
+    const { acquired, handedOver, expired } = changes;
+    if (acquired.length + handedOver.length + expired.length === 0) return;
+    changes = { acquired: [], handedOver: [], expired: [] };
+    const ascending = (shards: number[]): number[] => shards.sort((a, b) => a - b);
+    try {
+      options.onRebalanced?.({ acquired: ascending(acquired), handedOver: ascending(handedOver), expired: ascending(expired), owned: owned.size });
+    } catch (error) {
+      options.onError?.(error);
+    }
+  }
+
   async function lose(shard: number, why: 'expired' | 'handed_over'): Promise<void> {
     owned.delete(shard);
+    (why === 'expired' ? changes.expired : changes.handedOver).push(shard);
     tellRenewer();
     await options.onLost(shard, why).catch((error: unknown) => options.onError?.(error));
   }
 
   async function gain(lease: Lease): Promise<void> {
     owned.set(lease.shard, lease.epoch);
+    changes.acquired.push(lease.shard);
     tellRenewer();
     await options.onAcquired(lease.shard).catch((error: unknown) => options.onError?.(error));
   }
@@ -118,6 +150,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     running = round()
       .catch((error: unknown) => options.onError?.(error))
       .finally(() => {
+        reportChanges();
         running = null;
       });
     return running;
@@ -156,6 +189,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       const shards = [...owned.keys()];
       for (const shard of shards) await lose(shard, 'handed_over');
       await options.leases.release(options.nodeId, shards).catch((error: unknown) => options.onError?.(error));
+      reportChanges();
       // before leaving: its heartbeat would count this node as live again
       await renewer?.stop().catch((error: unknown) => options.onError?.(error));
       renewer = null;

@@ -10,3 +10,14 @@ export function shardOf(merchantId: string, shards: number): number {
   }
   return hash % shards;
 }
+
+/** Shards as compact ranges, ascending: [0, 1, 2, 3, 7, 9, 10] → `0-3, 7, 9-10` (for log lines). */
+export function shardRanges(shards: readonly number[]): string {
+  const ranges: [number, number][] = [];
+  for (const shard of [...new Set(shards)].sort((a, b) => a - b)) {
+    const last = ranges.at(-1);
+    if (last && last[1] === shard - 1) last[1] = shard;
+    else ranges.push([shard, shard]);
+  }
+  return ranges.map(([first, last]) => (first === last ? String(first) : `${first}-${last}`)).join(', ');
+}

@@ -24,9 +24,26 @@ export interface MainProcess {
   readonly stderr: () => string;
   waitForLog(predicate: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   readonly exited: Promise<Exit>;
+  /**
+   * Resolves once stdout is closed: every process writing to it has exited (with `npm start`, npm may exit before
+   * the node it started).
+   */
+  readonly outputClosed: Promise<void>;
   signal(signal: NodeJS.Signals): void;
-  /** SIGKILL when still running (cleanup). */
+  /** Sends `signal` to the child's whole process group, as a terminal's Ctrl-C or systemd do (`detached` only). */
+  signalGroup(signal: NodeJS.Signals): void;
+  /** SIGKILL when still running (cleanup); the whole process group when `detached`. */
   kill(): Promise<void>;
+}
+
+/** The command line of `startMain`. */
+export interface MainCommand {
+  /** The executable: node (`process.execPath`) unless given, e.g. `npm`. */
+  readonly file?: string;
+  readonly argv: readonly string[];
+  readonly cwd: string;
+  /** Its own process group, led by the child (so the group can be signalled as a whole). */
+  readonly detached?: boolean;
 }
 
 /**
@@ -36,13 +53,29 @@ export interface MainProcess {
 /** A SECRETS_KEY for server-mode processes started without the test profile (a test value, sealing nothing real). */
 export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
-export function startMain(env: Record<string, string>, command: { readonly argv: readonly string[]; readonly cwd: string } = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
+export function startMain(env: Record<string, string>, command: MainCommand = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
-  const child = spawn(process.execPath, [...command.argv], {
+  const detached = command.detached ?? false;
+  const child = spawn(command.file ?? process.execPath, [...command.argv], {
     cwd: command.cwd,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
   });
+  const outputClosed = new Promise<void>((resolve) => {
+    child.stdout.once('close', () => {
+      resolve();
+    });
+  });
+  const signalGroup = (signal: NodeJS.Signals): void => {
+    if (!detached || child.pid === undefined) throw new Error('only a detached child leads a process group');
+    try {
+      process.kill(-child.pid, signal);
+    } catch (error) {
+      // the whole group has exited
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  };
   const lines: string[] = [];
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
@@ -96,10 +129,17 @@ export function startMain(env: Record<string, string>, command: { readonly argv:
       });
     },
     exited,
+    outputClosed,
     signal(signal) {
       child.kill(signal);
     },
+    signalGroup,
     async kill() {
+      if (detached) {
+        signalGroup('SIGKILL');
+        await Promise.all([exited, outputClosed]);
+        return;
+      }
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },

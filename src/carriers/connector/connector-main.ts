@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { createLogger, type Logger } from '../../libraries/logger/logger.js';
 import { CARRIER_SLUG, RECEIPT_BATCH_MAX } from '../carrier-protocol.js';
 import type { CarrierLink } from './carrier-link.js';
@@ -6,7 +7,8 @@ import { CONNECTOR_ACK_WAIT_MS, DEFAULT_RECEIPT_BATCH_MAX, DEFAULT_RECORD_TTL_MS
 
 /**
  * The process entry of a carrier connector (`smpp`, `kannel`, …): common settings from the environment, a NATS
- * connection, the kind's link, the connector runtime, logs, and a graceful stop on SIGTERM or SIGINT.
+ * connection, the kind's link, the connector runtime, logs, and a graceful stop on SIGTERM or SIGINT (the process
+ * terminator of the gateway node: copies of one signal are one stop, a later signal force-quits).
  */
 
 export interface ConnectorSettingRow {
@@ -188,30 +190,19 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
   };
 
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    // copies of a signal (a terminal sending SIGINT to the group, an orchestrator repeating SIGTERM) are one stop
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: no new jobs, finishing the submissions in hand');
-    runtime
-      .stop()
-      .then(async () => {
-        logger.info({ stats: runtime.stats() }, 'stopped');
-        await closeNats();
-        process.exit(0);
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error }, 'stop failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => {
-    shutdown('SIGTERM');
+  // copies of a signal (a terminal sending SIGINT to the group, an orchestrator repeating SIGTERM) are one stop;
+  // a signal more than FORCE_QUIT_AFTER_MS into it force-quits
+  const terminate = createProcessTerminator({
+    logger,
+    stop: async () => {
+      logger.info('stopping: no new jobs, finishing the submissions in hand');
+      await runtime.stop();
+      logger.info({ stats: runtime.stats() }, 'connector stats');
+      await closeNats();
+    },
+    exit: (code) => process.exit(code),
   });
-  process.on('SIGINT', () => {
-    shutdown('SIGINT');
-  });
+  stopOnSignals(terminate);
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason }, 'unhandled rejection');
   });

@@ -1,6 +1,7 @@
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from './simulator-connector.js';
 import { ConfigError, loadConfig } from '../../libraries/config/config.js';
+import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { createLogger } from '../../libraries/logger/logger.js';
 
 /**
@@ -8,7 +9,7 @@ import { createLogger } from '../../libraries/logger/logger.js';
  * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s); the delays come from the
  * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS), and so does the batching of receipts
  * (SIMULATOR_RECEIPT_BATCH_MAX). SIGTERM/SIGINT stop it gracefully: no new jobs,
- * receipts already planned are still published.
+ * receipts already planned are still published (copies of one signal are one stop; a later signal force-quits).
  *
  * SIMULATOR_REPORT_FILE (tests): every 200 ms and on stop, the connector writes `{ sent: { <dispatch id>: <deliveries
  * seen> }, writtenAt }` there, so a test can check that no dispatch id reached it twice.
@@ -82,39 +83,24 @@ async function main(): Promise<void> {
   const reporting = reportFile === '' ? null : setInterval(writeReport, 200);
 
   let presence: { stop(): Promise<void> } | null = null;
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: no new jobs, publishing the receipts already planned');
-    if (reporting) clearInterval(reporting);
-    Promise.resolve(presence?.stop())
-      .catch((error: unknown) => {
+  // the gateway node's terminator: copies of one signal are one stop, a signal more than FORCE_QUIT_AFTER_MS into
+  // the stop force-quits
+  const terminate = createProcessTerminator({
+    logger,
+    stop: async () => {
+      logger.info('stopping: no new jobs, publishing the receipts already planned');
+      if (reporting) clearInterval(reporting);
+      await Promise.resolve(presence?.stop()).catch((error: unknown) => {
         logger.warn({ err: error }, 'presence entry not removed');
-      })
-      .then(() => connector.stop())
-      .then(async () => {
-        writeReport();
-        await closePresenceConnection();
-        return transport.close();
-      })
-      .then(
-        () => {
-          logger.info('stopped');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'stop failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => {
-    shutdown('SIGTERM');
+      });
+      await connector.stop();
+      writeReport();
+      await closePresenceConnection();
+      await transport.close();
+    },
+    exit: (code) => process.exit(code),
   });
-  process.on('SIGINT', () => {
-    shutdown('SIGINT');
-  });
+  stopOnSignals(terminate);
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason }, 'unhandled rejection');
   });

@@ -9,6 +9,7 @@ import { connectNatsTransport } from '../../../src/libraries/transport/nats-tran
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { readReceipts, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 import { CONNECTOR_PRESENCE_BUCKET } from '../../../src/carriers/connector/connector-presence.js';
+import { FORCE_QUIT_AFTER_MS } from '../../../src/libraries/lifecycle/process-terminator.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
@@ -99,6 +100,11 @@ describe('connector process entry', function () {
     const exit = await child.exited;
     expect(exit.code).to.equal(0);
     expect(child.logs.filter((line) => line.msg === 'stopped')).to.have.length(1);
+    // the gateway's terminator: one stop for the copies, a force-quit for a signal after its window
+    const stops = child.logs.filter((line) => line.msg === 'shutting down');
+    expect(stops).to.have.length(1);
+    expect(stops[0]).to.include({ reason: 'SIGTERM', force_quit_after_ms: FORCE_QUIT_AFTER_MS });
+    expect(child.logs.map((line) => line.msg)).not.to.include('force-quit: another signal while stopping, exiting now');
     const after = await kv.get(`proc-fake.${connectorId}`);
     expect(after === null || after.operation !== 'PUT').to.equal(true);
   });

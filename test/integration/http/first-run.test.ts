@@ -10,7 +10,7 @@ import { API_ROOT, call } from '../../helpers/http-fixture.js';
 import { freePort } from '../../helpers/ports.js';
 
 /*
- * The first-run experience, as a new user gets it: `npm start` (tsx src/main.ts) in an empty directory, no
+ * The first-run experience, as a new user gets it: `npm start` (node --import tsx src/main.ts) in an empty directory, no
  * configuration but a port, a data directory and a log level. The process prints a sandbox key once, serves it,
  * stops cleanly on SIGTERM, and on the next start over the same data prints nothing new and still knows the key.
  */

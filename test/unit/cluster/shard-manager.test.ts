@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { createLeaseRenewal, type LeaseRenewal } from '../../../src/cluster/lease-renewal.js';
-import { createShardManager, type ShardManager } from '../../../src/cluster/shard-manager.js';
+import { createShardManager, type ShardChanges, type ShardManager } from '../../../src/cluster/shard-manager.js';
+import { shardRanges } from '../../../src/cluster/shards.js';
 import type { LeaseStore } from '../../../src/libraries/persistence/lease-port.js';
 import { createMemoryLeases } from '../../helpers/memory-leases.js';
 
@@ -13,11 +14,14 @@ interface Node {
   readonly manager: ShardManager;
   readonly acquired: number[];
   readonly lost: { shard: number; why: string }[];
+  /** Each report of a round that changed something. */
+  readonly rounds: ShardChanges[];
 }
 
 function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node {
   const acquired: number[] = [];
   const lost: { shard: number; why: string }[] = [];
+  const rounds: ShardChanges[] = [];
   const manager = createShardManager({
     nodeId,
     shards: SHARDS,
@@ -31,9 +35,10 @@ function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node 
       lost.push({ shard, why });
       return Promise.resolve();
     },
+    onRebalanced: (changes) => rounds.push(changes),
     ...(renewal ? { renewer: () => Promise.resolve({ hold: (held) => { renewal.hold(held); }, stop: () => Promise.resolve() }) } : {}),
   });
-  return { manager, acquired, lost };
+  return { manager, acquired, lost, rounds };
 }
 
 describe('shard manager: leases under load and while stopping', () => {
@@ -171,5 +176,35 @@ describe('shard manager: leases under load and while stopping', () => {
     await a.manager.tick(); // it wakes: the shards are gone
     expect(a.manager.ownedShards()).to.deep.equal([]);
     expect(a.lost.map((l) => l.why)).to.deep.equal(['expired', 'expired', 'expired', 'expired']);
+  });
+
+  it('reports each round that changed its shards once, with every shard it took, handed over or lost, and none for a round that changed nothing', async () => {
+    const a = node('a', leases.store);
+    await a.manager.start();
+    expect(a.rounds, 'the initial acquisition: one report').to.deep.equal([{ acquired: [0, 1, 2, 3], handedOver: [], expired: [], owned: 4 }]);
+    await a.manager.tick();
+    expect(a.rounds, 'a renewal only').to.have.length(1);
+
+    const b = node('b', leases.store);
+    await b.manager.start(); // live, but every shard is a's
+    await a.manager.tick(); // a hands two over
+    await b.manager.tick(); // b takes them
+    expect(a.rounds.slice(1)).to.deep.equal([{ acquired: [], handedOver: [2, 3], expired: [], owned: 2 }]);
+    expect(b.rounds).to.deep.equal([{ acquired: [2, 3], handedOver: [], expired: [], owned: 2 }]);
+
+    stall(TTL_MS + 1); // a's leases run out; b's too, but b renews first and takes a's
+    await b.manager.tick();
+    await a.manager.tick();
+    expect(a.rounds.slice(2)).to.deep.equal([{ acquired: [], handedOver: [], expired: [0, 1], owned: 0 }]);
+
+    await b.manager.stop();
+    expect(b.rounds.at(-1), 'the stop: one report of the whole hand-over').to.deep.equal({ acquired: [], handedOver: [0, 1, 2, 3], expired: [], owned: 0 });
+  });
+
+  it('writes shards as compact ranges', () => {
+    expect(shardRanges([])).to.equal('');
+    expect(shardRanges([5])).to.equal('5');
+    expect(shardRanges([0, 1, 2, 3, 7, 9, 10])).to.equal('0-3, 7, 9-10');
+    expect(shardRanges([47, 32, 33, ...Array.from({ length: 14 }, (_, i) => 34 + i), 15, 0, ...Array.from({ length: 14 }, (_, i) => 1 + i)])).to.equal('0-15, 32-47');
   });
 });
