@@ -5,10 +5,10 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { PRESENCE_BUCKET } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { readReceipts, type Receipt } from '../../../src/carriers/carrier-protocol.js';
-import { CONNECTOR_PRESENCE_BUCKET } from '../../../src/carriers/connector/connector-presence.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
@@ -60,7 +60,7 @@ describe('connector process entry', function () {
     const child = start({ NATS_URL: nats.url, CONNECTOR_CARRIER: 'proc-fake', CONNECTOR_NAME: 'fake-primary', CONNECTOR_PRIORITY: '1' });
     const ready = await child.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('connector ready'));
     const connectorId = String(ready.connector_id);
-    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const kv = await new Kvm(nc).open(PRESENCE_BUCKET);
     const entry = await kv.get(`proc-fake.${connectorId}`);
     expect(entry?.json<{ name: string; active: boolean }>()).to.include({ name: 'fake-primary', active: true });
 
