@@ -3,7 +3,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
-import { NO_NAMESPACE, PRESENCE_BUCKET, dispatchBucket, dispatchSubject, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
+import { NO_NAMESPACE, PRESENCE_BUCKET, dispatchBucket, dispatchSubject } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
@@ -81,14 +81,10 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     stop(): Promise<void>;
   }
 
-  async function startConnector(
-    carrier: string,
-    options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings; names?: NatsNames } = {},
-  ): Promise<Started> {
+  async function startConnector(carrier: string, options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {}): Promise<Started> {
     const name = options.name ?? 'fake';
     const link = options.link ?? new FakeCarrierLink(`${name}-ref`);
-    const names = options.names ?? NO_NAMESPACE;
-    const transport = await connectNatsTransport({ servers: nats.url, name: `connector-${name}`, names });
+    const transport = await connectNatsTransport({ servers: nats.url, name: `connector-${name}` });
     const kvConnection = await connectNats({ servers: [nats.url], name: `connector-${name}-kv` });
     const runtime = createConnectorRuntime({
       carrier,
@@ -97,7 +93,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       weight: 1,
       link,
       nats: kvConnection,
-      names,
+      names: NO_NAMESPACE,
       transport,
       logger: createLogger({ level: 'silent' }),
       settings: { presenceIntervalMs: HEARTBEAT_MS, ...options.settings },
