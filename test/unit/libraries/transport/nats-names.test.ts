@@ -80,8 +80,8 @@ describe('NATS names and NATS_NAMESPACE', () => {
   });
 
   it('when two deployments share a server, then no subject of one falls in a stream of the other, with or without a namespace', () => {
-    // namespaces named like the application's own tokens are the ones that could have collided
-    const namespaces = ['', 'a', 'b', 'sms', 'webhook', 'gw', 'dispatch', 'receipts', 'jobs', 'shard'];
+    // namespaces named like the application's own tokens are the ones that could have collided; case counts
+    const namespaces = ['', 'a', 'A', 'b', 'sms', 'webhook', 'gw', 'dispatch', 'receipts', 'jobs', 'shard'];
     const subjectsOf = (names: NatsNames) => [dispatchSubject('simulator'), receiptSubject('sms'), webhookSubject('dispatch'), shardSubject(1)].map((s) => names.subject(s));
     for (const mine of namespaces) {
       for (const theirs of namespaces) {
