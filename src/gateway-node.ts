@@ -18,7 +18,8 @@ import { createDependencyOutages, watchDependencies, type DependencyOutages, typ
 import type { Logger } from './libraries/logger/logger.js';
 import type { Persistence } from './libraries/persistence/persistence.js';
 import { createDatabaseBus } from './libraries/transport/database-bus.js';
-import type { Transport } from './libraries/transport/transport-port.js';
+import { natsNames } from './libraries/transport/nats-names.js';
+import { STREAMS, type Transport } from './libraries/transport/transport-port.js';
 import { seedDemoMerchant } from './merchants/demo-merchant.js';
 import type { AgendaBackend } from 'agenda';
 
@@ -68,6 +69,7 @@ export async function openTransport(config: Config, persistence: Persistence, lo
   return connectNatsTransport({
     servers: config.nats.url,
     name: config.cluster.nodeId || 'sms-gateway',
+    names: natsNames(config.nats.namespace),
     onError: (error: unknown, context: string) => {
       // a failure the broker's outage explains is that outage's, logged once; anything else is logged as it comes
       const dependency = outages ? dependencyOf(error) : null;
@@ -80,8 +82,9 @@ export async function openTransport(config: Config, persistence: Persistence, lo
 /** Grace after start before a production node warns of carriers without a live connector: two presence beats. */
 export const START_WARNING_GRACE_MS = PRESENCE_TTL_MS;
 
-/** The start-up warning's message. */
-export const startWarning = (down: readonly string[]): string => `no live connector for carrier(s) ${down.join(', ')}: their SMS wait in SMS_DISPATCH`;
+/** The start-up warning's message; `dispatchStream` is the deployment's dispatch stream on NATS. */
+export const startWarning = (down: readonly string[], dispatchStream: string): string =>
+  `no live connector for carrier(s) ${down.join(', ')}: their SMS wait in ${dispatchStream}`;
 
 async function connectMonitorNats(url: string, nodeId: string) {
   const { connectNats } = await import('./libraries/transport/nats-connect.js');
@@ -215,6 +218,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   // so a flood of checks costs the database and NATS one ping at a time, not one per request
   let runningHealth: Promise<HealthReport> | null = null;
   // server mode: a connection of its own reads the connectors' presence and the dispatch backlog
+  const names = natsNames(config.nats.namespace);
   const monitorNats = config.mode === 'server' && config.nats.url ? await connectMonitorNats(config.nats.url, config.cluster.nodeId) : null;
   const carriers = createCarrierMonitor({
     routed: async () =>
@@ -225,6 +229,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
         SANDBOX_CARRIER,
       ),
     nats: monitorNats,
+    names,
     inProcess: simulator ? [SANDBOX_CARRIER] : [],
     now: () => gateway.clock.now(),
     onError: (error, context) => {
@@ -299,7 +304,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     if (config.mode === 'server' && config.environment === 'production') {
       warnTimer = setTimeout(() => {
         const down = carriersDown(carriers.check());
-        if (down.length > 0) logger.warn({ carriers: down }, startWarning(down));
+        if (down.length > 0) logger.warn({ carriers: down }, startWarning(down, names.stream(STREAMS.dispatch.name)));
       }, START_WARNING_GRACE_MS);
       warnTimer.unref();
     }

@@ -21,6 +21,7 @@ import { createGatewayNode } from '../../src/gateway-node.js';
 import type { Config, DeepPartial } from '../../src/libraries/config/config.js';
 import { openPostgresPersistence, type Persistence } from '../../src/libraries/persistence/persistence.js';
 import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
+import { RECEIPTS_DURABLE, WEBHOOKS_DURABLE, connectorDurable } from '../../src/libraries/transport/nats-names.js';
 import { STREAMS, type Transport } from '../../src/libraries/transport/transport-port.js';
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
@@ -40,9 +41,9 @@ const MANY = 10_000_000;
 
 /** The durable consumers of the pipeline, by stream. */
 const CONSUMERS = [
-  { label: 'dispatch', stream: STREAMS.dispatch.name, durable: 'connector-simulator' },
-  { label: 'receipts', stream: STREAMS.receipts.name, durable: 'gateway-receipts' },
-  { label: 'webhooks', stream: STREAMS.webhooks.name, durable: 'webhook-delivery' },
+  { label: 'dispatch', stream: STREAMS.dispatch.name, durable: connectorDurable('simulator') },
+  { label: 'receipts', stream: STREAMS.receipts.name, durable: RECEIPTS_DURABLE },
+  { label: 'webhooks', stream: STREAMS.webhooks.name, durable: WEBHOOKS_DURABLE },
 ] as const;
 
 interface Arrival {

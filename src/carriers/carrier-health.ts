@@ -1,8 +1,8 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Directory } from '../libraries/persistence/directory-port.js';
+import { connectorDurable, dispatchSubject, type NatsNames } from '../libraries/transport/nats-names.js';
 import { STREAMS } from '../libraries/transport/transport-port.js';
-import { dispatchSubject } from './carrier-protocol.js';
 import { createPresenceReader, liveCountByCarrier } from './connector/presence-reader.js';
 
 /**
@@ -59,36 +59,36 @@ export async function pricingCarriers(directory: Pick<Directory, 'merchants' | '
   return [...slugs].sort();
 }
 
-export const CONNECTOR_DURABLE_PREFIX = 'connector-';
-
 /**
  * Jobs waiting in `SMS_DISPATCH` for each carrier: `num_pending + num_ack_pending` of the carrier's durable
  * `connector-<carrier>` when it exists (not yet delivered, and delivered but not yet settled), otherwise the
  * messages the stream holds on `sms.dispatch.<carrier>` (the stream is a work queue: a job leaves it once settled).
- * Carriers with nothing in the stream and no durable are 0.
+ * Carriers with nothing in the stream and no durable are 0. The stream, subjects and durables are the deployment's
+ * (`names`).
  */
-export async function readDispatchBacklog(jsm: JetStreamManager, carriers: readonly string[]): Promise<Map<string, number>> {
-  const stream = STREAMS.dispatch.name;
+export async function readDispatchBacklog(jsm: JetStreamManager, names: NatsNames, carriers: readonly string[]): Promise<Map<string, number>> {
+  const stream = names.stream(STREAMS.dispatch.name);
+  const subjectOf = (carrier: string): string => names.subject(dispatchSubject(carrier));
   let subjects: Readonly<Record<string, number>>;
   try {
-    subjects = (await jsm.streams.info(stream, { subjects_filter: dispatchSubject('>') })).state.subjects ?? {};
+    subjects = (await jsm.streams.info(stream, { subjects_filter: subjectOf('>') })).state.subjects ?? {};
   } catch (error) {
     // no gateway started on this NATS yet: nothing waits
     if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return new Map(carriers.map((carrier) => [carrier, 0]));
     throw error;
   }
-  const prefix = dispatchSubject('');
+  const prefix = subjectOf('');
   const all = new Set(carriers);
   for (const subject of Object.keys(subjects)) if (subject.startsWith(prefix)) all.add(subject.slice(prefix.length));
   const backlog = new Map<string, number>();
   await Promise.all(
     [...all].map(async (carrier) => {
       try {
-        const consumer = await jsm.consumers.info(stream, `${CONNECTOR_DURABLE_PREFIX}${carrier}`);
+        const consumer = await jsm.consumers.info(stream, names.consumer(connectorDurable(carrier)));
         backlog.set(carrier, consumer.num_pending + consumer.num_ack_pending);
       } catch (error) {
         if (!isNotFound(error)) throw error;
-        backlog.set(carrier, subjects[dispatchSubject(carrier)] ?? 0);
+        backlog.set(carrier, subjects[subjectOf(carrier)] ?? 0);
       }
     }),
   );
@@ -112,6 +112,8 @@ export interface CarrierMonitorOptions {
   readonly routed: () => Promise<readonly string[]>;
   /** Server mode: a NATS connection to read presence and the dispatch backlog; null in embedded mode. */
   readonly nats: NatsConnection | null;
+  /** The deployment's names on NATS (`NATS_NAMESPACE`). */
+  readonly names: NatsNames;
   /** Carriers served inside this process (the embedded simulator): always one live connector. */
   readonly inProcess: readonly string[];
   readonly now: () => number;
@@ -133,12 +135,12 @@ export const ROUTED_REFRESH_MS = 30_000;
 export const BACKLOG_REFRESH_MS = 5_000;
 
 export function createCarrierMonitor(options: CarrierMonitorOptions): CarrierMonitor {
-  const { nats, now, onError } = options;
+  const { nats, names, now, onError } = options;
   let routed: readonly string[] = [];
   let backlog = new Map<string, number>();
   const timers: NodeJS.Timeout[] = [];
   let jsm: JetStreamManager | null = null;
-  const reader = nats ? createPresenceReader({ nats, onError }) : null;
+  const reader = nats ? createPresenceReader({ nats, names, onError }) : null;
   const running = new Set<Promise<void>>();
 
   const refreshRouted = async (): Promise<void> => {
@@ -152,7 +154,7 @@ export function createCarrierMonitor(options: CarrierMonitorOptions): CarrierMon
     if (!nats) return;
     try {
       jsm ??= await jetstreamManager(nats);
-      backlog = await readDispatchBacklog(jsm, routed);
+      backlog = await readDispatchBacklog(jsm, names, routed);
     } catch (error) {
       onError(error, 'dispatch backlog');
     }

@@ -12,8 +12,6 @@ import type { CarrierStatus } from './carrier-outcomes.js';
 
 export const PROTOCOL_VERSION = 1;
 
-export const dispatchSubject = (carrier: string): string => `sms.dispatch.${carrier}`;
-export const receiptSubject = (carrier: string): string => `sms.receipts.${carrier}`;
 export const CARRIER_SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 export interface DispatchJob {

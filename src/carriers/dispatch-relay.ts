@@ -1,9 +1,10 @@
 import type { Clock } from '../libraries/clock/clock.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
 import { runEntryTasks, type TopicHandler } from '../libraries/persistence/outbox-relay.js';
+import { dispatchSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { DispatchOutboxPayload } from '../messaging/message-behaviour.js';
-import { dispatchId, dispatchSubject, type DispatchJob } from './carrier-protocol.js';
+import { dispatchId, type DispatchJob } from './carrier-protocol.js';
 
 /**
  * Outbox `carrier.dispatch` (one occurrence to every recipient) → one job per recipient on

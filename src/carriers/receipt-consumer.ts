@@ -1,6 +1,7 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
 import { ActorFailureError } from '../libraries/actors/actor-runtime.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
+import { RECEIPTS_DURABLE, receiptSubject } from '../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
 import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
 import { parseDispatchId, readReceipts, type Receipt } from './carrier-protocol.js';
@@ -90,8 +91,8 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
     async start(): Promise<void> {
       consumer = await options.transport.consume({
         stream: 'receipts',
-        filter: 'sms.receipts.>',
-        durable: 'gateway-receipts',
+        filter: receiptSubject('>'),
+        durable: RECEIPTS_DURABLE,
         concurrency: options.concurrency,
         ackWaitMs: 30_000,
         handler: handle,

@@ -3,6 +3,7 @@ import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/a
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
 import { askDeadline, patientTimer, requestDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
+import { shardSubject } from '../libraries/transport/nats-names.js';
 import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
@@ -26,8 +27,6 @@ type ShardReply =
 
 /** The transport's own timeout, in multiples of the patient wait (which ends first unless the process froze). */
 const PATIENCE_BACKSTOP = 10;
-
-export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
 
 /** Tried again elsewhere: nothing was applied (nobody served the shard, the server did not own it, or its write was fenced). */
 class NotApplied extends Error {}

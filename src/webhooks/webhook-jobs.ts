@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import type { PendingOutboxEntry } from '../libraries/persistence/journal-port.js';
+import { webhookSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import type { WebhookOutboxPayload } from '../messaging/message-behaviour.js';
@@ -27,8 +28,6 @@ export interface WebhookJob extends WebhookDestination {
   /** 1 for the first delivery. */
   readonly attempt: number;
 }
-
-export const webhookSubject = (merchantId: string): string => `webhook.jobs.${merchantId}`;
 
 export function jobId(eventId: string, url: string): string {
   return `${eventId}:${createHash('sha256').update(url).digest('hex').slice(0, 16)}`;

@@ -3,6 +3,7 @@ import type { ActorRouter } from '../cluster/actor-router.js';
 import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
+import { WEBHOOKS_DURABLE, webhookSubject } from '../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
 import { judgeAttempt, type AttemptResult } from './retry-plan.js';
 import { isWebhookBatch, isWebhookJob, jobOfBatch, publishBatch, publishJob, type WebhookBatch, type WebhookJob } from './webhook-jobs.js';
@@ -267,8 +268,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     async start(): Promise<void> {
       consumer = await options.transport.consume({
         stream: 'webhooks',
-        filter: 'webhook.jobs.>',
-        durable: 'webhook-delivery',
+        filter: webhookSubject('>'),
+        durable: WEBHOOKS_DURABLE,
         concurrency: options.concurrency,
         // an attempt takes at most the endpoint timeout; this only covers a worker that died mid-attempt
         ackWaitMs: 30_000,

@@ -9,6 +9,7 @@ import { createGateway, type Gateway } from '../../src/gateway.js';
 import { shardOf } from '../../src/cluster/shards.js';
 import type { Lease } from '../../src/libraries/persistence/lease-port.js';
 import { openPostgresPersistence, type Persistence } from '../../src/libraries/persistence/persistence.js';
+import { natsNames } from '../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../src/libraries/transport/transport-port.js';
 import { API_ROOT, call, type CallResult } from './http-fixture.js';
@@ -20,7 +21,7 @@ import { testPostgres, type TestPostgres } from './postgres.js';
 
 /**
  * A real cluster for the cluster tests (ARCHITECTURE.md §6): a fresh database on the private PostgreSQL server, a
- * private nats-server, N gateway node processes (`src/main.ts`, exactly as deployed, on free ports), the simulator
+ * private nats-server (or one shared with other deployments, each in its NATS_NAMESPACE), N gateway node processes (`src/main.ts`, exactly as deployed, on free ports), the simulator
  * connector as its own process, and an operator gateway in the test process that joins the cluster as a client
  * (owns no shard; every ask goes to the owner over NATS) to seed merchants.
  *
@@ -140,6 +141,10 @@ export interface ClusterOptions {
   readonly outputTailChars?: number;
   /** The PostgreSQL server to use (a private one for tests that stop it); the shared test server by default. */
   readonly postgres?: TestPostgres;
+  /** A nats-server to share with other deployments (left running by `stop()`); a private one by default. */
+  readonly nats?: TestNats;
+  /** NATS_NAMESPACE of every process of the cluster (nodes, simulator, operator); none by default. */
+  readonly namespace?: string;
   /**
    * A directory that receives the whole output of every process started here, one file each, appended across
    * restarts: `<node id>.log`, `simulator.log`, `nats-server.log` (kept by the caller; nothing when unset).
@@ -276,7 +281,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 
   const databaseUrl = await (options.postgres ?? (await testPostgres())).createDatabase('cluster');
   const logFile = (name: string): string | undefined => (options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`));
-  const nats = await startTestNats({ logFile: logFile('nats-server') });
+  const ownsNats = options.nats === undefined;
+  const nats = options.nats ?? (await startTestNats({ logFile: logFile('nats-server') }));
+  const namespace = options.namespace ?? '';
 
   async function stop(): Promise<void> {
     const all = [...nodes.map((node) => spawnedOf.get(node)), simulator].filter((s): s is Spawned => s !== undefined && s !== null);
@@ -284,7 +291,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     await operator?.stop().catch(() => undefined);
     await operatorTransport?.close().catch(() => undefined);
     await persistence?.close().catch(() => undefined);
-    await nats.stop().catch(() => undefined);
+    if (ownsNats) await nats.stop().catch(() => undefined);
     rmSync(workDir, { recursive: true, force: true });
   }
 
@@ -295,9 +302,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     const db = store.sql;
     if (!db) throw new Error('the cluster harness needs PostgreSQL');
     await db.query(AUDIT_SQL);
-    operatorTransport = await connectNatsTransport({ servers: nats.url, name: 'operator' });
+    operatorTransport = await connectNatsTransport({ servers: nats.url, name: 'operator', names: natsNames(namespace) });
     operator = await createGateway({
-      config: testConfig({ database: { url: databaseUrl }, nats: { url: nats.url }, cluster: { shards, leaseTtlMs, failoverDeadlineMs } }),
+      config: testConfig({ database: { url: databaseUrl }, nats: { url: nats.url, namespace }, cluster: { shards, leaseTtlMs, failoverDeadlineMs } }),
       persistence: store,
       transport: operatorTransport,
       role: 'client',
@@ -311,6 +318,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         GATEWAY_ENVIRONMENT: 'sandbox',
         DATABASE_URL: withApplicationName(databaseUrl, id),
         NATS_URL: nats.url,
+        NATS_NAMESPACE: namespace,
         HOST: '127.0.0.1',
         PORT: String(port),
         METRICS_PORT: '0',
@@ -358,6 +366,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       simulator = spawnTs('src/carriers/simulator/simulator-main.ts', {
         NODE_ENV: 'test',
         NATS_URL: nats.url,
+        NATS_NAMESPACE: namespace,
         LOG_LEVEL: 'warn',
         SIMULATOR_REPORT_FILE: reportFile,
         SIMULATOR_DELIVERY_LOG: deliveryLog,

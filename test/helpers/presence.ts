@@ -2,6 +2,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { presenceKey, type ConnectorPresence } from '../../src/carriers/connector/connector-presence.js';
 import { openPresenceBucket } from '../../src/carriers/connector/presence-reader.js';
+import { NO_NAMESPACE } from '../../src/libraries/transport/nats-names.js';
 
 /** A presence entry as a connector writes it; `overrides` change any field (`updated_at` defaults to now). */
 export function presenceEntry(carrier: string, name: string, overrides: Partial<ConnectorPresence> = {}): ConnectorPresence {
@@ -30,7 +31,7 @@ const buckets = new WeakMap<NatsConnection, Promise<KV>>();
 function bucket(nats: NatsConnection): Promise<KV> {
   let opened = buckets.get(nats);
   if (!opened) {
-    opened = openPresenceBucket(nats);
+    opened = openPresenceBucket(nats, NO_NAMESPACE);
     buckets.set(nats, opened);
   }
   return opened;

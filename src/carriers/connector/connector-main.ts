@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { createLogger, type Logger } from '../../libraries/logger/logger.js';
+import { NATS_NAMESPACE_PATTERN, NATS_NAMESPACE_RULE, dispatchSubject, natsNames, receiptSubject } from '../../libraries/transport/nats-names.js';
 import { CARRIER_SLUG, RECEIPT_BATCH_MAX } from '../carrier-protocol.js';
 import type { CarrierLink } from './carrier-link.js';
 import { CONNECTOR_ACK_WAIT_MS, DEFAULT_RECEIPT_BATCH_MAX, DEFAULT_RECORD_TTL_MS, createConnectorRuntime, type ConnectorRuntime } from './connector-runtime.js';
@@ -21,6 +22,12 @@ export interface ConnectorSettingRow {
 /** The environment every connector process reads (the link reads its own variables besides). */
 export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
   { name: 'NATS_URL', required: true, default: '', meaning: 'NATS server URL(s), comma-separated.' },
+  {
+    name: 'NATS_NAMESPACE',
+    required: false,
+    default: '',
+    meaning: "The deployment's namespace on NATS (the gateway's NATS_NAMESPACE): prefix of its streams, subjects, consumers and buckets; 1 to 32 of A-Z a-z 0-9 - _.",
+  },
   { name: 'CONNECTOR_CARRIER', required: true, default: '', meaning: 'Carrier slug: consumes sms.dispatch.<slug>, publishes sms.receipts.<slug>.' },
   { name: 'CONNECTOR_NAME', required: false, default: '<kind>-<carrier>', meaning: 'Name of this connector in presence and logs (letters, digits, _ and -).' },
   { name: 'CONNECTOR_PRIORITY', required: false, default: '1', meaning: 'Failover order: the live connectors with the lowest number take the jobs.' },
@@ -40,6 +47,8 @@ export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
 
 export interface ConnectorEnvironment {
   readonly natsUrl: string;
+  /** Empty: no namespace. */
+  readonly natsNamespace: string;
   readonly carrier: string;
   readonly name: string;
   readonly priority: number;
@@ -53,6 +62,7 @@ export interface ConnectorEnvironment {
 
 const environmentSchema = Joi.object({
   NATS_URL: Joi.string().trim().required().messages({ 'any.required': 'NATS_URL is required (nats://host:port, comma-separated for several servers)' }),
+  NATS_NAMESPACE: Joi.string().pattern(NATS_NAMESPACE_PATTERN).default('').messages({ '*': NATS_NAMESPACE_RULE }),
   CONNECTOR_CARRIER: Joi.string().pattern(CARRIER_SLUG).required().messages({
     'any.required': 'CONNECTOR_CARRIER is required: the carrier slug the gateway routes to',
     'string.pattern.base': 'CONNECTOR_CARRIER must be a carrier slug: 1 to 64 of a-z 0-9 _ -, starting with a letter or digit',
@@ -87,6 +97,7 @@ export class ConnectorEnvironmentError extends Error {
 
 interface ValidatedEnvironment {
   NATS_URL: string;
+  NATS_NAMESPACE: string;
   CONNECTOR_CARRIER: string;
   CONNECTOR_NAME?: string;
   CONNECTOR_PRIORITY: number;
@@ -106,6 +117,7 @@ export function readConnectorEnvironment(env: NodeJS.ProcessEnv, kind: string): 
   const valid = result.value;
   return {
     natsUrl: valid.NATS_URL,
+    natsNamespace: valid.NATS_NAMESPACE,
     carrier: valid.CONNECTOR_CARRIER,
     name: valid.CONNECTOR_NAME ?? `${kind}-${valid.CONNECTOR_CARRIER}`,
     priority: valid.CONNECTOR_PRIORITY,
@@ -158,7 +170,8 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
   const onNatsError = (error: unknown, context: string): void => {
     logger.warn({ err: error, context }, 'nats');
   };
-  const transport = await connectNatsTransport({ servers: settings.natsUrl, name: `connector-${options.kind}-${settings.carrier}`, onError: onNatsError });
+  const names = natsNames(settings.natsNamespace);
+  const transport = await connectNatsTransport({ servers: settings.natsUrl, name: `connector-${options.kind}-${settings.carrier}`, names, onError: onNatsError });
   const nc = await connectNats({
     servers,
     name: `connector-${options.kind}-${settings.carrier}-kv`,
@@ -174,6 +187,7 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     weight: settings.weight,
     link,
     nats: nc,
+    names,
     transport,
     logger,
     settings: {
@@ -214,8 +228,8 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     throw error;
   }
   logger.info(
-    { connector_id: runtime.connectorId, kind: options.kind, name: settings.name, priority: settings.priority, weight: settings.weight },
-    `connector ready: consuming sms.dispatch.${settings.carrier}, publishing sms.receipts.${settings.carrier}`,
+    { connector_id: runtime.connectorId, kind: options.kind, name: settings.name, priority: settings.priority, weight: settings.weight, namespace: names.namespace },
+    `connector ready: consuming ${names.subject(dispatchSubject(settings.carrier))}, publishing ${names.subject(receiptSubject(settings.carrier))}`,
   );
   const statsTimer = setInterval(() => {
     logger.info({ stats: runtime.stats() }, 'connector stats');

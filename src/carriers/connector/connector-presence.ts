@@ -1,12 +1,11 @@
 /**
  * Connectors announce themselves on NATS so the gateway, the CLI and other connectors of the same carrier know who
  * is live (docs/carriers.md, "Routing and health"). Each connector instance keeps one entry fresh in the JetStream
- * key-value bucket `CONNECTOR_PRESENCE_BUCKET`, key `<carrier>.<connector id>`, every `PRESENCE_INTERVAL_MS`; the
+ * key-value bucket `PRESENCE_BUCKET` (nats-names.ts), key `<carrier>.<connector id>`, every `PRESENCE_INTERVAL_MS`; the
  * bucket's history is 1 and its entries expire after `PRESENCE_TTL_MS`, so a connector that died disappears on
  * its own. A stopping connector deletes its entry.
  */
 
-export const CONNECTOR_PRESENCE_BUCKET = 'gateway-connectors';
 export const PRESENCE_INTERVAL_MS = 2_000;
 /** An entry older than this is not live, whatever it says (three missed heartbeats). */
 export const PRESENCE_TTL_MS = 3 * PRESENCE_INTERVAL_MS;

@@ -5,17 +5,14 @@ import { FINAL_PART_STATES, type PartState } from './carrier-link.js';
 /**
  * What a connector keeps in JetStream key-value buckets, and the pure rules that turn carrier delivery reports into
  * receipts (docs/carrier-protocol.md, sections 4 and 5). Connectors speak only NATS, so their durable state lives
- * there, shared by every instance of the carrier's connector:
+ * there, shared by every instance of the carrier's connector (bucket names in nats-names.ts; a namespace prefixes
+ * them):
  *
  * - `carrier-dispatches-<carrier>`: key = the dispatch id, encoded; the dispatch record (`DispatchRecord`).
  * - `carrier-references-<carrier>`: key = a carrier reference (message id of one part), encoded; its `Correlation`.
  * - `carrier-orphans-<carrier>`: key = a carrier reference, encoded; reports that arrived before the correlation
  *   (`OrphanReports`).
  */
-
-export const dispatchBucket = (carrier: string): string => `carrier-dispatches-${carrier}`;
-export const referenceBucket = (carrier: string): string => `carrier-references-${carrier}`;
-export const orphanBucket = (carrier: string): string => `carrier-orphans-${carrier}`;
 
 const KEY_SAFE = /[A-Za-z0-9_-]/;
 

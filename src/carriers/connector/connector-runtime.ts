@@ -4,11 +4,20 @@ import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
+import {
+  PRESENCE_BUCKET,
+  connectorDurable,
+  dispatchBucket,
+  dispatchSubject,
+  orphanBucket,
+  receiptSubject,
+  referenceBucket,
+  type NatsNames,
+} from '../../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
-import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, knownDispatchFields, dispatchSubject, receiptSubject, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
+import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, knownDispatchFields, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, SubmitOutcome } from './carrier-link.js';
 import {
-  CONNECTOR_PRESENCE_BUCKET,
   PRESENCE_INTERVAL_MS,
   PRESENCE_TTL_MS,
   liveConnectors,
@@ -17,12 +26,9 @@ import {
   type ConnectorPresence,
 } from './connector-presence.js';
 import {
-  dispatchBucket,
   encodeKey,
   finalReceiptId,
   multiPartVerdict,
-  orphanBucket,
-  referenceBucket,
   reportReceiptId,
   singlePartVerdict,
   withPartReport,
@@ -83,6 +89,8 @@ export interface ConnectorRuntimeOptions {
   readonly link: CarrierLink;
   /** For the key-value buckets (records, correlations, orphans, presence). */
   readonly nats: NatsConnection;
+  /** The deployment's names on NATS (`NATS_NAMESPACE`), for the buckets; the transport maps its own. */
+  readonly names: NatsNames;
   /** For dispatch jobs and receipts. */
   readonly transport: Transport;
   readonly logger: Logger;
@@ -699,7 +707,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         consumer = await transport.consume({
           stream: 'dispatch',
           filter: dispatchSubject(carrier),
-          durable: `connector-${carrier}`,
+          durable: connectorDurable(carrier),
           concurrency: concurrency(),
           ackWaitMs,
           handler: handle,
@@ -790,11 +798,12 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     async start() {
       if (state !== 'idle') throw new Error(`connector runtime cannot start: it is ${state}`);
       const kvm = new Kvm(options.nats);
+      const { names } = options;
       [dispatches, references, orphans, presence] = await Promise.all([
-        openBucket(kvm, dispatchBucket(carrier), recordTtlMs),
-        openBucket(kvm, referenceBucket(carrier), recordTtlMs),
-        openBucket(kvm, orphanBucket(carrier), recordTtlMs),
-        openBucket(kvm, CONNECTOR_PRESENCE_BUCKET, PRESENCE_TTL_MS),
+        openBucket(kvm, names.bucket(dispatchBucket(carrier)), recordTtlMs),
+        openBucket(kvm, names.bucket(referenceBucket(carrier)), recordTtlMs),
+        openBucket(kvm, names.bucket(orphanBucket(carrier)), recordTtlMs),
+        openBucket(kvm, names.bucket(PRESENCE_BUCKET), PRESENCE_TTL_MS),
       ]);
       state = 'running';
       await link.start(trackReport);

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, type Clock } from '../../libraries/clock/clock.js';
-import { CONNECTOR_PRESENCE_BUCKET, PRESENCE_INTERVAL_MS, PRESENCE_TTL_MS, presenceKey, type ConnectorPresence } from './connector-presence.js';
+import { PRESENCE_BUCKET, type NatsNames } from '../../libraries/transport/nats-names.js';
+import { PRESENCE_INTERVAL_MS, PRESENCE_TTL_MS, presenceKey, type ConnectorPresence } from './connector-presence.js';
 
 /**
  * Presence for a connector that does not run the connector runtime (the simulator, a third party's written in this
@@ -16,6 +17,8 @@ export interface PresenceAnnouncer {
 
 export async function announcePresence(options: {
   readonly nc: NatsConnection;
+  /** The deployment's names on NATS (`NATS_NAMESPACE`). */
+  readonly names: NatsNames;
   readonly carrier: string;
   readonly name: string;
   readonly kind: string;
@@ -26,7 +29,8 @@ export async function announcePresence(options: {
   const clock = options.clock ?? systemClock;
   const connectorId = `${options.name}-${randomUUID().slice(0, 8)}`;
   const kvm = new Kvm(options.nc);
-  const kv: KV = await kvm.create(CONNECTOR_PRESENCE_BUCKET, { history: 1, ttl: PRESENCE_TTL_MS }).catch(() => kvm.open(CONNECTOR_PRESENCE_BUCKET));
+  const bucket = options.names.bucket(PRESENCE_BUCKET);
+  const kv: KV = await kvm.create(bucket, { history: 1, ttl: PRESENCE_TTL_MS }).catch(() => kvm.open(bucket));
   const key = presenceKey(options.carrier, connectorId);
   const put = async (): Promise<void> => {
     const entry: ConnectorPresence = {

@@ -1,7 +1,8 @@
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection, QueuedIterator } from '@nats-io/transport-node';
+import { PRESENCE_BUCKET, type NatsNames } from '../../libraries/transport/nats-names.js';
 import { CARRIER_SLUG } from '../carrier-protocol.js';
-import { CONNECTOR_PRESENCE_BUCKET, PRESENCE_TTL_MS, liveConnectors, presenceKey, type ConnectorPresence } from './connector-presence.js';
+import { PRESENCE_TTL_MS, liveConnectors, presenceKey, type ConnectorPresence } from './connector-presence.js';
 
 /**
  * What the gateway, its metrics and the operator CLI know of the connectors: the presence bucket, watched. The
@@ -10,14 +11,15 @@ import { CONNECTOR_PRESENCE_BUCKET, PRESENCE_TTL_MS, liveConnectors, presenceKey
  * caller's clock. Answering reads the memory only: a health check or a scrape costs NATS nothing.
  */
 
-/** Opens the presence bucket, creating it when missing with the settings every connector uses. */
-export async function openPresenceBucket(nats: NatsConnection): Promise<KV> {
+/** Opens the deployment's presence bucket, creating it when missing with the settings every connector uses. */
+export async function openPresenceBucket(nats: NatsConnection, names: NatsNames): Promise<KV> {
   const kvm = new Kvm(nats);
+  const bucket = names.bucket(PRESENCE_BUCKET);
   try {
-    return await kvm.create(CONNECTOR_PRESENCE_BUCKET, { history: 1, ttl: PRESENCE_TTL_MS });
+    return await kvm.create(bucket, { history: 1, ttl: PRESENCE_TTL_MS });
   } catch (error) {
     // created by another process with other limits: use it as it is
-    return kvm.open(CONNECTOR_PRESENCE_BUCKET).catch(() => {
+    return kvm.open(bucket).catch(() => {
       throw error;
     });
   }
@@ -74,6 +76,8 @@ export interface PresenceReader {
 
 export interface PresenceReaderOptions {
   readonly nats: NatsConnection;
+  /** The deployment's names on NATS (`NATS_NAMESPACE`). */
+  readonly names: NatsNames;
   /** A watch that ended on an error (it is set up again), an entry that is not one. */
   readonly onError?: (error: unknown, context: string) => void;
   /** Pause before watching again after the watch ended on its own. */
@@ -141,7 +145,7 @@ export function createPresenceReader(options: PresenceReaderOptions): PresenceRe
 
   return {
     async start() {
-      const kv = await openPresenceBucket(options.nats);
+      const kv = await openPresenceBucket(options.nats, options.names);
       const first = await kv.watch();
       watching = follow(kv, first);
     },
@@ -156,8 +160,12 @@ export function createPresenceReader(options: PresenceReaderOptions): PresenceRe
 }
 
 /** Every entry of the bucket now (one read per key): for one-shot readers such as the CLI. */
-export async function readPresenceOnce(nats: NatsConnection, onError: (error: unknown, context: string) => void = () => undefined): Promise<ConnectorPresence[]> {
-  const kv = await openPresenceBucket(nats);
+export async function readPresenceOnce(
+  nats: NatsConnection,
+  names: NatsNames,
+  onError: (error: unknown, context: string) => void = () => undefined,
+): Promise<ConnectorPresence[]> {
+  const kv = await openPresenceBucket(nats, names);
   const keys: string[] = [];
   for await (const key of await kv.keys()) keys.push(key);
   const entries: ConnectorPresence[] = [];

@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import { systemClock, toIsoUtc, type Clock } from '../../libraries/clock/clock.js';
+import { connectorDurable, dispatchSubject, receiptSubject } from '../../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
 import {
   CARRIER_SLUG,
   checkDispatchJob,
   knownDispatchFields,
   checkReceipt,
-  dispatchSubject,
   RECEIPT_BATCH_MAX,
-  receiptSubject,
   type DispatchJob,
   type Receipt,
   type ReceiptBatch,
@@ -228,7 +227,7 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
         consumer = await options.transport.consume({
           stream: 'dispatch',
           filter: dispatchSubject(carrier),
-          durable: `connector-${carrier}`,
+          durable: connectorDurable(carrier),
           concurrency: options.concurrency ?? SIMULATOR_CONCURRENCY,
           ackWaitMs: SIMULATOR_ACK_WAIT_MS,
           handler: handle,

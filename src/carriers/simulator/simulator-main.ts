@@ -2,11 +2,13 @@ import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from './simulator-connector.js';
 import { ConfigError, loadConfig } from '../../libraries/config/config.js';
 import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
+import { dispatchSubject, natsNames, receiptSubject } from '../../libraries/transport/nats-names.js';
 import { createLogger } from '../../libraries/logger/logger.js';
 
 /**
  * The sandbox simulator as its own connector process on NATS (`npm run connector:simulator`), exactly as a third
- * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s); the delays come from the
+ * party's connector would run (docs/carrier-protocol.md). NATS_URL names the server(s), NATS_NAMESPACE the
+ * deployment whose jobs it takes (the gateway's; empty: none); the delays come from the
  * configuration (SIMULATOR_STEP_DELAY_MS, SIMULATOR_SLOW_DELAY_MS), and so does the batching of receipts
  * (SIMULATOR_RECEIPT_BATCH_MAX). SIGTERM/SIGINT stop it gracefully: no new jobs,
  * receipts already planned are still published (copies of one signal are one stop; a later signal force-quits).
@@ -34,11 +36,14 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
+  const names = natsNames(config.nats.namespace);
+
   // loaded lazily: the NATS client is only needed by this process, not by whoever imports the connector
   const { connectNatsTransport } = await import('../../libraries/transport/nats-transport.js');
   const transport = await connectNatsTransport({
     servers,
     name: 'connector-simulator',
+    names,
     onError: (error, context) => {
       logger.warn({ err: error, context }, 'nats');
     },
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
     await connector.start();
     presence = await announcePresence({
       nc: presenceConnection,
+      names,
       carrier: 'simulator',
       name: 'simulator',
       kind: 'simulator',
@@ -122,8 +128,8 @@ async function main(): Promise<void> {
     throw error;
   }
   logger.info(
-    { carrier: 'simulator', servers, ...config.simulator },
-    'simulator connector ready: consuming sms.dispatch.simulator, publishing sms.receipts.simulator',
+    { carrier: 'simulator', servers, namespace: names.namespace, ...config.simulator },
+    `simulator connector ready: consuming ${names.subject(dispatchSubject('simulator'))}, publishing ${names.subject(receiptSubject('simulator'))}`,
   );
 }
 

@@ -1,6 +1,7 @@
 import { pricingCarriers, readDispatchBacklog, routedCarriers } from '../../carriers/carrier-health.js';
 import { liveConnectors, type ConnectorPresence } from '../../carriers/connector/connector-presence.js';
 import { groupByCarrier, readPresenceOnce } from '../../carriers/connector/presence-reader.js';
+import { natsNames } from '../../libraries/transport/nats-names.js';
 import { SANDBOX_CARRIER } from '../../messaging/send-message-use-case.js';
 import { rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { fields, humanTime, isoTime, table } from './format.js';
@@ -111,9 +112,10 @@ export async function carriersStatus(gateway: CliGateway): Promise<CommandOutcom
     const { connectNats } = await import('../../libraries/transport/nats-connect.js');
     const { jetstreamManager } = await import('@nats-io/jetstream');
     const nats = await connectNats({ servers: config.nats.url.split(',').map((s) => s.trim()), name: 'sms-gateway-cli', timeout: 5_000 });
+    const names = natsNames(config.nats.namespace);
     try {
-      const entries = await readPresenceOnce(nats);
-      const backlog = await readDispatchBacklog(await jetstreamManager(nats), routed);
+      const entries = await readPresenceOnce(nats, names);
+      const backlog = await readDispatchBacklog(await jetstreamManager(nats), names, routed);
       views = carrierViews(routed, entries, backlog, now);
     } finally {
       await nats.close();

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { NATS_NAMESPACE_PATTERN } from '../transport/nats-names.js';
 
 /**
  * The one description of the configuration: every key, its environment variable, its meaning. Defaults live in
@@ -60,6 +61,11 @@ export const configSchema = Joi.object({
   }),
   nats: Joi.object({
     url: setting(Joi.string().allow(''), 'NATS_URL', 'Server mode: NATS server(s), comma separated.'),
+    namespace: setting(
+      Joi.string().allow('').pattern(NATS_NAMESPACE_PATTERN).messages({ 'string.pattern.base': '{{#label}} must be 1 to 32 letters, digits, - or _ (empty: no namespace)' }),
+      'NATS_NAMESPACE',
+      'Server mode: prefix of every NATS stream, subject, consumer and bucket of this deployment, so that several deployments share one NATS server (1–32 of A-Z a-z 0-9 - _; empty: none, the unprefixed names). The same on every node, connector and CLI of a deployment.',
+    ),
   }),
   actors: Joi.object({
     askTimeoutMs: setting(

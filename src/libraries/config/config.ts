@@ -16,7 +16,7 @@ export interface Config {
   readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   readonly shutdown: { readonly graceMs: number };
   readonly database: { readonly dataDir: string; readonly url: string; readonly mongoUrl: string; readonly poolSize: number };
-  readonly nats: { readonly url: string };
+  readonly nats: { readonly url: string; readonly namespace: string };
   readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number; readonly settledIdleMs: number };
   readonly merchantDefaults: {
     readonly timezone: string;

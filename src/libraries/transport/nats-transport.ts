@@ -16,6 +16,7 @@ import { RequestError, TimeoutError, headers as natsHeaders, nanos, type Msg, ty
 import { DependencyUnavailableError } from '../errors/dependency-failure.js';
 import { createHandlerSlots } from './handler-slots.js';
 import { connectNats } from './nats-connect.js';
+import { NO_NAMESPACE, type NatsNames } from './nats-names.js';
 import {
   NoResponderError,
   RequestTimeoutError,
@@ -33,6 +34,11 @@ export interface NatsTransportOptions {
   readonly servers: string;
   /** Connection name shown by the server (monitoring). */
   readonly name?: string;
+  /**
+   * The deployment's names on the server (`NATS_NAMESPACE`): every stream, subject and durable of the port is mapped
+   * through them, and a delivery's subject comes back as the application named it. None by default.
+   */
+  readonly names?: NatsNames;
   /** Replicas of each stream; 1 on a single server. */
   readonly streamReplicas?: number;
   /** Window in which a repeated publish id is discarded by the stream. */
@@ -76,6 +82,7 @@ const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.p
  */
 export async function connectNatsTransport(options: NatsTransportOptions): Promise<Transport> {
   const onError = options.onError ?? (() => undefined);
+  const names = options.names ?? NO_NAMESPACE;
   const nc = await connectNats({
     servers: options.servers.split(',').map((s) => s.trim()),
     ...(options.name ? { name: options.name } : {}),
@@ -91,6 +98,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   try {
     await ensureStreams(
       jsm,
+      names,
       {
         replicas: options.streamReplicas ?? 1,
         duplicateWindowMs: options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS,
@@ -118,10 +126,11 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
 
   async function consume(spec: ConsumerSpec): Promise<Consumer> {
     const slots = createHandlerSlots(spec.concurrency);
-    const stream = STREAMS[spec.stream].name;
+    const stream = names.stream(STREAMS[spec.stream].name);
+    const durable = names.consumer(spec.durable);
     await ensureConsumer(jsm, stream, {
-      durable_name: spec.durable,
-      filter_subject: spec.filter,
+      durable_name: durable,
+      filter_subject: names.subject(spec.filter),
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(spec.ackWaitMs),
@@ -130,7 +139,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
       // park many (the pull batch, `concurrency`, still bounds what this process holds)
       max_ack_pending: spec.unboundedRetries ? -1 : Math.max(1_000, 10 * spec.concurrency),
     });
-    const messages = await (await js.consumers.get(stream, spec.durable)).consume({ max_messages: spec.concurrency });
+    const messages = await (await js.consumers.get(stream, durable)).consume({ max_messages: spec.concurrency });
     // abandoned: stop() gave up waiting, so a handler finishing later behaves as if its process had died
     const state = { stopping: false, abandoned: false };
     // read after awaits, where stop() may have run meanwhile
@@ -139,7 +148,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     async function handle(msg: JsMsg): Promise<void> {
       let delivery: Delivery;
       try {
-        delivery = toDelivery(msg);
+        delivery = toDelivery(msg, names);
       } catch (error) {
         onError(error, `undecodable message ${msg.subject}#${msg.seq} dropped`);
         msg.term();
@@ -186,7 +195,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   async function request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown> {
     let reply: Msg;
     try {
-      reply = await nc.request(subject, encode(payload), { timeout: timeoutMs });
+      reply = await nc.request(names.subject(subject), encode(payload), { timeout: timeoutMs });
     } catch (error) {
       if (error instanceof RequestError && error.isNoResponders()) throw new NoResponderError(subject);
       if (error instanceof TimeoutError || (error instanceof RequestError && error.cause instanceof TimeoutError)) {
@@ -213,8 +222,9 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
         msg.respond(encode({ message: error instanceof Error ? error.message : String(error) }), { headers: h });
       }
     };
-    const sub = nc.subscribe(subject, {
-      queue: subject,
+    const wire = names.subject(subject);
+    const sub = nc.subscribe(wire, {
+      queue: wire,
       callback: (error, msg) => {
         if (error) {
           onError(error, `serving ${subject}`);
@@ -242,7 +252,7 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     async publish(subject, payload, publishOptions) {
       const h = natsHeaders();
       for (const [key, value] of Object.entries(publishOptions.headers ?? {})) h.set(key, value);
-      await js.publish(subject, encode(payload), {
+      await js.publish(names.subject(subject), encode(payload), {
         msgID: publishOptions.id,
         headers: h,
         timeout: options.publishTimeoutMs ?? 5_000,
@@ -262,9 +272,9 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   };
 }
 
-function toDelivery(msg: JsMsg): Delivery {
+function toDelivery(msg: JsMsg, names: NatsNames): Delivery {
   return {
-    subject: msg.subject,
+    subject: names.localSubject(msg.subject),
     id: msg.headers?.has(MSG_ID_HEADER) ? msg.headers.get(MSG_ID_HEADER) : `${msg.info.stream}:${msg.seq}`,
     payload: decode(msg.data),
     headers: userHeaders(msg.headers),
@@ -311,13 +321,16 @@ const RETENTION: Readonly<Record<(typeof STREAMS)[keyof typeof STREAMS]['retenti
 /** Creates the streams, or brings an existing one to the current settings (all but its retention, which cannot change). */
 async function ensureStreams(
   jsm: JetStreamManager,
+  names: NatsNames,
   settings: { replicas: number; duplicateWindowMs: number; maxAgeMs: number },
   onError: (error: unknown, context: string) => void,
 ): Promise<void> {
-  for (const { name, subjects, retention } of Object.values(STREAMS)) {
+  for (const stream of Object.values(STREAMS)) {
+    const name = names.stream(stream.name);
+    const { retention } = stream;
     const config: Partial<StreamConfig> & { name: string } = {
       name,
-      subjects: [subjects],
+      subjects: [names.subject(stream.subjects)],
       storage: StorageType.File,
       retention: RETENTION[retention],
       discard: DiscardPolicy.Old,

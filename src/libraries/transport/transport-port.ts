@@ -4,6 +4,8 @@
  * server mode; a database-backed bus implements it in embedded mode. Both pass one contract suite.
  */
 
+import { dispatchSubject, receiptSubject, webhookSubject } from './nats-names.js';
+
 /**
  * The durable streams, the subjects they hold, and how long a message stays (so the broker's disk stays bounded):
  * - `work_queue`: a message is removed once one consumer acknowledged (or dropped) it, and waits for a consumer
@@ -13,14 +15,15 @@
  *   may each receive every message, but a message published while no durable matches it is dropped, so its
  *   consumers must exist first. Receipts and webhook jobs: the gateway creates their durables before it publishes.
  * Both also drop anything older than the transport's maximum age (a durable nobody consumes any more).
+ * The names are the application's; on NATS, a namespace prefixes them (nats-names.ts).
  */
 export const STREAMS = {
   /** Jobs for carrier connectors: `sms.dispatch.<carrier>`. */
-  dispatch: { name: 'SMS_DISPATCH', subjects: 'sms.dispatch.>', retention: 'work_queue' },
+  dispatch: { name: 'SMS_DISPATCH', subjects: dispatchSubject('>'), retention: 'work_queue' },
   /** Receipts from carrier connectors: `sms.receipts.<carrier>`. */
-  receipts: { name: 'SMS_RECEIPTS', subjects: 'sms.receipts.>', retention: 'limits' },
+  receipts: { name: 'SMS_RECEIPTS', subjects: receiptSubject('>'), retention: 'limits' },
   /** Webhook delivery jobs: `webhook.jobs.<merchantId>`. */
-  webhooks: { name: 'WEBHOOK_JOBS', subjects: 'webhook.jobs.>', retention: 'limits' },
+  webhooks: { name: 'WEBHOOK_JOBS', subjects: webhookSubject('>'), retention: 'limits' },
 } as const;
 
 export type StreamName = keyof typeof STREAMS;

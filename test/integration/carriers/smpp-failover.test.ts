@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import type { ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
 import { readPresenceOnce } from '../../../src/carriers/connector/presence-reader.js';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { NO_NAMESPACE } from '../../../src/libraries/transport/nats-names.js';
 import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
@@ -121,7 +122,7 @@ describe('SMPP failover between two connector processes of one carrier', functio
 
   /** The live presence entries of the carrier, by connector name. */
   async function presence(): Promise<Map<string, ConnectorPresence>> {
-    const entries = await readPresenceOnce(nats!);
+    const entries = await readPresenceOnce(nats!, NO_NAMESPACE);
     const now = Date.now();
     return new Map(entries.filter((e) => e.carrier === CARRIER && e.live && now - Date.parse(e.updated_at) <= 6_000).map((e) => [e.name, e]));
   }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { NO_NAMESPACE } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { createConnectorRuntime, type ConnectorRuntime } from '../../../src/carriers/connector/connector-runtime.js';
@@ -42,6 +43,7 @@ describe('connector runtime as the carrier of a gateway node', function () {
       weight: 1,
       link,
       nats: nc,
+      names: NO_NAMESPACE,
       transport,
       logger: createLogger({ level: 'silent' }),
     });

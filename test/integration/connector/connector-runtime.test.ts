@@ -3,14 +3,15 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
+import { NO_NAMESPACE, PRESENCE_BUCKET, dispatchBucket, dispatchSubject } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
-import { dispatchSubject, readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
+import { readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 import type { SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
 import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
-import { CONNECTOR_PRESENCE_BUCKET, type ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
-import { dispatchBucket, encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
+import type { ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
+import { encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
 import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
@@ -92,6 +93,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       weight: 1,
       link,
       nats: kvConnection,
+      names: NO_NAMESPACE,
       transport,
       logger: createLogger({ level: 'silent' }),
       settings: { presenceIntervalMs: HEARTBEAT_MS, ...options.settings },
@@ -372,7 +374,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(await receiptOf('rt-stop', dispatch.dispatch_id, 'accepted')).to.not.equal(undefined);
     const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-stop');
     expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
-    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const kv = await new Kvm(nc).open(PRESENCE_BUCKET);
     const entry = await kv.get(`rt-stop.${runtime.connectorId}`);
     expect(entry === null || entry.operation !== 'PUT').to.equal(true);
   });
@@ -487,7 +489,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   it('announces itself in the presence bucket and removes its entry on stop', async () => {
     const one = await startConnector('rt-presence', { name: 'one', priority: 1 });
     const two = await startConnector('rt-presence', { name: 'two', priority: 3 });
-    const kv = await new Kvm(nc).open(CONNECTOR_PRESENCE_BUCKET);
+    const kv = await new Kvm(nc).open(PRESENCE_BUCKET);
     const entries = async (): Promise<ConnectorPresence[]> => {
       const found: ConnectorPresence[] = [];
       for await (const key of await kv.keys('rt-presence.*')) {

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
-import { ACK, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import { NO_NAMESPACE, natsNames, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
+import { ACK, NoResponderError, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
 
@@ -15,8 +16,8 @@ async function waitUntilAsync(condition: () => Promise<boolean>, what: string, t
   }
 }
 
-async function deleteStreams(jsm: JetStreamManager): Promise<void> {
-  for (const { name } of Object.values(STREAMS)) await jsm.streams.delete(name).catch(() => false);
+async function deleteStreams(jsm: JetStreamManager, names: NatsNames = NO_NAMESPACE): Promise<void> {
+  for (const { name } of Object.values(STREAMS)) await jsm.streams.delete(names.stream(name)).catch(() => false);
 }
 
 describe('transport contract: NATS JetStream (private nats-server)', function () {
@@ -37,6 +38,29 @@ describe('transport contract: NATS JetStream (private nats-server)', function ()
     open: () => connectNatsTransport({ servers: server.url, name: 'contract' }),
     // fresh streams (and so no consumers) for every test
     reset: () => deleteStreams(jsm),
+  });
+});
+
+describe('transport contract: NATS JetStream under a namespace (private nats-server)', function () {
+  this.timeout(30_000);
+  const names = natsNames('contract-ns');
+  let server: TestNats;
+  let admin: NatsConnection;
+  let jsm: JetStreamManager;
+  before(async () => {
+    server = await testNats();
+    admin = await connect({ servers: server.url });
+    jsm = await jetstreamManager(admin);
+  });
+  after(async () => {
+    await deleteStreams(jsm, names);
+    await admin.close();
+  });
+
+  // the application's subjects, durables and streams, the same contract: the namespace is the transport's business
+  transportContract({
+    open: () => connectNatsTransport({ servers: server.url, name: 'contract-ns', names }),
+    reset: () => deleteStreams(jsm, names),
   });
 });
 
@@ -152,6 +176,68 @@ describe('NATS transport', function () {
     } finally {
       await served.stop();
       await other.close();
+    }
+  });
+
+  it('when deployments a, b and one without a namespace share the server, then each has its own streams, durables and subjects and gets only its own messages and requests', async () => {
+    const a = natsNames('a');
+    const b = natsNames('b');
+    const ta = await connectNatsTransport({ servers: server.url, name: 'deployment-a', names: a });
+    const tb = await connectNatsTransport({ servers: server.url, name: 'deployment-b', names: b });
+    try {
+      const streams: string[] = [];
+      for await (const info of jsm.streams.list()) streams.push(info.config.name);
+      expect(streams.sort()).to.deep.equal(['SMS_DISPATCH', 'SMS_RECEIPTS', 'WEBHOOK_JOBS', 'a_SMS_DISPATCH', 'a_SMS_RECEIPTS', 'a_WEBHOOK_JOBS', 'b_SMS_DISPATCH', 'b_SMS_RECEIPTS', 'b_WEBHOOK_JOBS']);
+      expect((await jsm.streams.info('a_SMS_DISPATCH')).config.subjects).to.deep.equal(['a.sms.dispatch.>']);
+
+      const deployments = [
+        { label: 'a', transport: ta },
+        { label: 'b', transport: tb },
+        { label: 'none', transport },
+      ];
+      const received = new Map<string, Delivery[]>(deployments.map(({ label }) => [label, []]));
+      for (const { label, transport: t } of deployments) {
+        await t.consume({
+          stream: 'dispatch',
+          durable: 'connector-simulator',
+          filter: 'sms.dispatch.simulator',
+          concurrency: 1,
+          ackWaitMs: 5_000,
+          handler: (delivery) => {
+            received.get(label)!.push(delivery);
+            return Promise.resolve(ACK);
+          },
+        });
+      }
+      // the same publish id in each: every deployment's stream deduplicates on its own
+      for (const { label, transport: t } of deployments) await t.publish('sms.dispatch.simulator', { from: label }, { id: 'job-1' });
+      await waitUntilAsync(() => Promise.resolve([...received.values()].every((list) => list.length === 1)), 'each deployment got its job');
+      for (const { label } of deployments) {
+        const [delivery] = received.get(label)!;
+        expect(delivery?.payload, label).to.deep.equal({ from: label });
+        expect(delivery?.subject, 'the subject as the application names it').to.equal('sms.dispatch.simulator');
+      }
+      const consumer = await jsm.consumers.info('a_SMS_DISPATCH', 'a_connector-simulator');
+      expect(consumer.config.filter_subject).to.equal('a.sms.dispatch.simulator');
+      const durablesOfA: string[] = [];
+      for await (const info of jsm.consumers.list('a_SMS_DISPATCH')) durablesOfA.push(info.name);
+      expect(durablesOfA).to.deep.equal(['a_connector-simulator']);
+
+      const served = await ta.serve('gw.shard.3', () => Promise.resolve('a'));
+      try {
+        expect(await ta.request('gw.shard.3', {}, 2_000)).to.equal('a');
+        for (const other of [tb, transport]) {
+          const error = await other.request('gw.shard.3', {}, 2_000).catch((e: unknown) => e);
+          expect(error).to.be.instanceOf(NoResponderError).with.property('subject', 'gw.shard.3');
+        }
+      } finally {
+        await served.stop();
+      }
+    } finally {
+      await ta.close();
+      await tb.close();
+      await deleteStreams(jsm, a);
+      await deleteStreams(jsm, b);
     }
   });
 

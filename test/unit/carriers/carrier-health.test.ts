@@ -3,6 +3,7 @@ import { carriersCheck, carriersDown, createCarrierMonitor, pricingCarriers, rou
 import { freshEntries, groupByCarrier, liveCountByCarrier, parsePresence } from '../../../src/carriers/connector/presence-reader.js';
 import { PRESENCE_TTL_MS, presenceKey } from '../../../src/carriers/connector/connector-presence.js';
 import { healthStatus } from '../../../src/entry-points/http/http-app.js';
+import { NO_NAMESPACE } from '../../../src/libraries/transport/nats-names.js';
 import { carrierViews, renderCarrierStatus } from '../../../src/entry-points/cli/carrier-commands.js';
 import { presenceEntry } from '../../helpers/presence.js';
 
@@ -40,7 +41,7 @@ describe('carrier health', () => {
 
   describe('createCarrierMonitor without NATS', () => {
     const monitor = (inProcess: readonly string[]) =>
-      createCarrierMonitor({ routed: () => Promise.resolve(['simulator', 'other']), nats: null, inProcess, now: () => NOW, onError: () => undefined });
+      createCarrierMonitor({ routed: () => Promise.resolve(['simulator', 'other']), nats: null, names: NO_NAMESPACE, inProcess, now: () => NOW, onError: () => undefined });
 
     it('counts the in-process simulator as one live connector, and knows no backlog', async () => {
       const carriers = monitor(['simulator']);

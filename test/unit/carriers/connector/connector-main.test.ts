@@ -15,6 +15,7 @@ describe('connector process settings', () => {
   it('reads the common settings with their defaults', () => {
     expect(readConnectorEnvironment({ NATS_URL: 'nats://127.0.0.1:4222', CONNECTOR_CARRIER: 'vodacom-cd' }, 'smpp')).to.deep.equal({
       natsUrl: 'nats://127.0.0.1:4222',
+      natsNamespace: '',
       carrier: 'vodacom-cd',
       name: 'smpp-vodacom-cd',
       priority: 1,
