@@ -9,7 +9,7 @@ import { DeadlineExpiredError, withDeadline } from '../../libraries/actors/reque
 import type { Clock } from '../../libraries/clock/clock.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
-import type { Logger } from '../../libraries/logger/logger.js';
+import { scrubSecrets, type Logger } from '../../libraries/logger/logger.js';
 import type { Gateway } from '../../gateway.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
 import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody } from './envelopes.js';
@@ -61,6 +61,19 @@ interface Locals {
   auth?: { merchantId: string; keyId: string };
   /** ms since the epoch; null without a deadline policy. */
   deadline: number | null;
+  /** The envelope's `error_code`, once a service error was sent (set by sendError). */
+  errorCode?: string;
+}
+
+/** Longest path a request line shows; a longer one is cut (a request target may be kilobytes long). */
+const MAX_LOGGED_PATH = 256;
+
+/** The request target as its line shows it: the path only (never the query string), cut, with key shapes scrubbed. */
+export function loggedPath(target: string | undefined): string {
+  const url = target ?? '';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return scrubSecrets(path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path);
 }
 
 const locals = (res: Response): Locals => res.locals as Locals;
@@ -185,9 +198,17 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline } satisfies Locals);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const { route, auth, logger } = locals(res);
+      const { route, auth, logger, errorCode } = locals(res);
       logger.info(
-        { method: req.method, route, status: res.statusCode, duration_ms: Math.round(seconds * 1000), ...(auth ? { merchant_id: auth.merchantId } : {}) },
+        {
+          method: req.method,
+          path: loggedPath(req.originalUrl),
+          route,
+          status: res.statusCode,
+          ...(errorCode === undefined ? {} : { error_code: errorCode }),
+          duration_ms: Math.round(seconds * 1000),
+          ...(auth ? { merchant_id: auth.merchantId } : {}),
+        },
         'request',
       );
       deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds });
@@ -429,7 +450,10 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     res.end(JSON.stringify(serviceErrorBody(appError, requestId)));
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
-    logger.info({ method, route: 'unmatched', status: res.statusCode, duration_ms: Math.round(seconds * 1000) }, 'request');
+    logger.info(
+      { method, path: loggedPath(req.url), route: 'unmatched', status: res.statusCode, error_code: appError.code, duration_ms: Math.round(seconds * 1000) },
+      'request',
+    );
     deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds });
   };
   return (req, res) => {
