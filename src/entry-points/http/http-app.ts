@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -86,6 +87,18 @@ function bodyError(httpStatus: 400 | 413 | 415, message: string, type: string): 
   return AppError.invalid([{ field: 'body', message, type }], { httpStatus });
 }
 
+/** body-parser's `type` for a body whose bytes are not valid UTF-8 (thrown by requireUtf8). */
+const BODY_NOT_UTF8 = 'entity.utf8.invalid';
+
+/**
+ * body-parser's `verify` hook: the raw bytes (after Content-Encoding) must be UTF-8, the only charset JSON bodies
+ * take (RFC 8259). Decoding would otherwise replace each malformed sequence with U+FFFD and the SMS would carry it.
+ */
+function requireUtf8(_req: IncomingMessage, _res: ServerResponse, bytes: Buffer, charset: string): void {
+  if (charset !== 'utf-8') throw Object.assign(new Error(`unsupported charset ${charset}`), { type: 'charset.unsupported' });
+  if (!isUtf8(bytes)) throw Object.assign(new Error('the body is not valid UTF-8'), { type: BODY_NOT_UTF8 });
+}
+
 /** Turns body-parser failures into the contract's envelope. */
 function bodyParserError(error: unknown, limit: number): AppError | null {
   if (typeof error !== 'object' || error === null || !('type' in error)) return null;
@@ -96,6 +109,8 @@ function bodyParserError(error: unknown, limit: number): AppError | null {
       return bodyError(413, `must be at most ${limit} bytes`, 'body.size');
     case 'charset.unsupported':
       return bodyError(415, 'must be UTF-8 JSON', 'body.charset');
+    case BODY_NOT_UTF8:
+      return bodyError(400, 'must be valid UTF-8', 'body.utf8');
     case 'encoding.unsupported':
       return bodyError(415, 'has an unsupported Content-Encoding', 'body.encoding');
     case 'request.aborted':
@@ -235,7 +250,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     }
     next();
   };
-  const parseJson: RequestHandler = express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES });
+  const parseJson: RequestHandler = express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES, verify: requireUtf8 });
   // every failure to read the body is the client's: a gzip/deflate/br body that does not decompress comes back
   // from body-parser as a bare zlib error (no `type`), which would otherwise end as a 500
   const readJson: RequestHandler = (req, res, next) => {

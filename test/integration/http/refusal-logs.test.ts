@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { connect } from 'node:net';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
-import { expectFieldError, requestIdOf } from '../../helpers/api-helpers.js';
+import { dataOf, expectFieldError, NUMBERS, requestIdOf, type BalanceData, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
@@ -33,7 +33,7 @@ function parseAnswer(answer: string): { status: number; headers: Record<string, 
   return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) as Record<string, unknown> };
 }
 
-describe('HTTP API: refusals before a route (parser, body) are logged like any request', function () {
+describe('HTTP API: refusals before a route (parser, body) are logged like any request, and bodies must be UTF-8', function () {
   this.timeout(60_000);
   const raw: string[] = [];
   let fixture: ApiFixture;
@@ -42,6 +42,11 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
 
   const lines = (): LogLine[] => raw.map((line) => JSON.parse(line) as LogLine);
   const requestLine = (requestId: string): LogLine | undefined => lines().find((line) => line.msg === 'request' && line.request_id === requestId);
+  const messageIds = async (): Promise<string[]> => {
+    const rows = await fixture.node.gateway.persistence.sql!.query<{ message_id: string }>('SELECT message_id FROM message_owners WHERE merchant_id = $1 ORDER BY message_id', [shop.merchantId]);
+    return rows.map((row) => row.message_id);
+  };
+  const balance = async (): Promise<BalanceData> => dataOf<BalanceData>(await call(`${fixture.api}/balance`, { key: shop.apiKey }));
   const sendRaw = (body: Uint8Array | string, headers: Record<string, string> = {}) =>
     call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, headers: { 'content-type': 'application/json', ...headers }, raw: body });
 
@@ -105,12 +110,67 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
       expect(requestLine(requestIdOf(result))).to.deep.include({ method: 'POST', route: 'send', status: 413, error_code: '1110' });
     });
 
+    it('when the charset is not UTF-8, then it is 415/1110 on body and its request line says so', async () => {
+      const result = await sendRaw(Buffer.from(JSON.stringify({ to: [NUMBERS.vodacom], message: 'hi' }), 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' });
+
+      expect(expectFieldError(result, 'body', 415)).to.deep.equal([{ field: 'body', message: 'must be UTF-8 JSON', type: 'body.charset' }]);
+      expect(requestLine(requestIdOf(result))).to.deep.include({ status: 415, error_code: '1110' });
+    });
+
     it('when a request has a query string, then its line shows the path without it', async () => {
       const result = await call(`${fixture.api}/balance?token=query-marker-never-logged`, { key: shop.apiKey });
 
       expect(requestLine(requestIdOf(result))).to.deep.include({ path: `${new URL(fixture.api).pathname}/balance`, status: 200 });
       expect(requestLine(requestIdOf(result))).not.to.have.property('error_code');
       expect(raw.join('\n')).not.to.include('query-marker-never-logged');
+    });
+  });
+
+  describe('invalid UTF-8 in a JSON body', () => {
+    const jsonWith = (bytes: readonly number[]): Buffer =>
+      Buffer.concat([Buffer.from(`{"to": ["${NUMBERS.vodacom}"], "message": "caf`), Buffer.from(bytes), Buffer.from('"}')]);
+
+    for (const [label, bytes] of [
+      ['0xC3 0x28 (a lead byte without its continuation)', [0xc3, 0x28]],
+      ['a lone continuation byte 0x80', [0x80]],
+      ['an overlong encoding of "/" (0xC0 0xAF)', [0xc0, 0xaf]],
+      ['an encoded UTF-16 surrogate (0xED 0xA0 0x80)', [0xed, 0xa0, 0x80]],
+      ['a truncated 4-byte sequence (0xF0 0x9F 0x98)', [0xf0, 0x9f, 0x98]],
+    ] as const) {
+      it(`when the message holds ${label}, then it is 400/1110 on body, and no message is created and nothing is charged`, async () => {
+        const before = { balance: await balance(), messages: await messageIds() };
+
+        const result = await sendRaw(jsonWith(bytes));
+
+        expect(expectFieldError(result, 'body')).to.deep.equal([{ field: 'body', message: 'must be valid UTF-8', type: 'body.utf8' }]);
+        expect(requestLine(requestIdOf(result))).to.deep.include({ route: 'send', status: 400, error_code: '1110' });
+        expect(await balance()).to.deep.equal(before.balance);
+        expect(await messageIds()).to.deep.equal(before.messages);
+      });
+    }
+
+    it('when the invalid bytes arrive gzip-compressed, then they are refused the same way', async () => {
+      const { gzipSync } = await import('node:zlib');
+      const before = await messageIds();
+
+      const result = await sendRaw(gzipSync(jsonWith([0xc3, 0x28])), { 'content-encoding': 'gzip' });
+
+      expect(expectFieldError(result, 'body')).to.deep.equal([{ field: 'body', message: 'must be valid UTF-8', type: 'body.utf8' }]);
+      expect(await messageIds()).to.deep.equal(before);
+    });
+
+    it('when the message holds valid UTF-8 (a 4-byte emoji, accents), then it is sent and stored exactly, with no replacement character', async () => {
+      const before = await messageIds();
+      const text = 'café 😀 ok';
+
+      const result = await sendRaw(Buffer.from(JSON.stringify({ to: [NUMBERS.vodacom], message: text }), 'utf8'));
+
+      const { message_id } = dataOf<SendData>(result, 201);
+      expect(await messageIds()).to.deep.equal([...before, message_id].sort());
+      const rows = await fixture.node.gateway.persistence.sql!.query<{ events: unknown }>('SELECT events FROM journal WHERE key = $1 ORDER BY seq', [`message:${message_id}`]);
+      const journaled = JSON.stringify(rows.map((row) => row.events));
+      expect(journaled).to.include(text);
+      expect(journaled).not.to.include('\ufffd');
     });
   });
 });
