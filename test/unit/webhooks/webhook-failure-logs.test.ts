@@ -4,7 +4,7 @@ import type { ActorRouter } from '../../../src/cluster/actor-router.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
 import { createSecretBox, type StoredSecret } from '../../../src/libraries/secrets/secret-box.js';
-import { ACK, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import { ACK, retryAfter, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
 import type { AttemptResult } from '../../../src/webhooks/retry-plan.js';
 import type { WebhookJob } from '../../../src/webhooks/webhook-jobs.js';
@@ -36,7 +36,7 @@ function jobOf(attempt: number, auth: 'key' | 'none' = 'key'): WebhookJob {
  * A worker over a recording transport, a sender answering `result` after ATTEMPT_MS, a key whose webhook has Basic
  * credentials (the password sealed as `sealed` says), and a logger writing into `lines`.
  */
-async function workerAnswering(result: AttemptResult, options: { sealedWith?: Buffer } = {}) {
+async function workerAnswering(result: AttemptResult, options: { sealedWith?: Buffer; brokerDown?: boolean } = {}) {
   let now = NOW;
   const clock = { now: () => now };
   const box = createSecretBox({ current: Buffer.alloc(32, 7) });
@@ -59,6 +59,7 @@ async function workerAnswering(result: AttemptResult, options: { sealedWith?: Bu
   const transport = {
     kind: 'nats',
     publish(_subject: string, payload: unknown) {
+      if (options.brokerDown) return Promise.reject(new Error('broker unreachable'));
       published.push(payload as WebhookJob);
       return Promise.resolve();
     },
@@ -90,9 +91,9 @@ async function workerAnswering(result: AttemptResult, options: { sealedWith?: Bu
   });
   await worker.start();
   return {
-    async deliver(job: WebhookJob): Promise<LogLine[]> {
+    async deliver(job: WebhookJob, disposition: Disposition = ACK): Promise<LogLine[]> {
       if (!handler) throw new Error('no consumer');
-      expect(await handler({ subject: 'webhook.jobs.mer_logged', id: 'd1', payload: job, headers: {}, deliveryCount: 1 })).to.equal(ACK);
+      expect(await handler({ subject: 'webhook.jobs.mer_logged', id: 'd1', payload: job, headers: {}, deliveryCount: 1 })).to.deep.equal(disposition);
       return raw.map((line) => JSON.parse(line) as LogLine);
     },
     raw,
@@ -187,6 +188,15 @@ describe('webhook worker: one log line per failed attempt', () => {
     expect(lines).to.have.length(1);
     // no attempt was made: the clock did not move
     expect(lines[0]).to.deep.include({ ...WHO, attempt: 1, outcome: 'secret_unreadable', duration_ms: 0, next_attempt_at: new Date(NOW + RETRY_DELAYS_MS[0]!).toISOString() });
+  });
+
+  it('when the retry cannot be published, then the failed attempt still has its line and the delivery comes back to be made again', async () => {
+    const worker = await workerAnswering({ type: 'response', status: 502 }, { brokerDown: true });
+
+    const lines = await worker.deliver(jobOf(1), retryAfter(1_000));
+
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.deep.include({ ...WHO, attempt: 1, outcome: 'http_502', msg: 'webhook attempt failed: retrying' });
   });
 
   it('when an attempt succeeds, then nothing is logged', async () => {
