@@ -162,7 +162,7 @@ function connectionError(error: unknown): AttemptResult {
   return { type: 'connection_error', kind: failureKind(error), reason: errorText(error) };
 }
 
-const FAILURE_BY_CODE: Readonly<Record<string, ConnectionFailure>> = {
+const FAILURE_BY_CODE: ReadonlyMap<string, ConnectionFailure> = new Map(Object.entries({
   ECONNREFUSED: 'connection_refused',
   ECONNRESET: 'connection_reset',
   EPIPE: 'connection_reset',
@@ -179,7 +179,7 @@ const FAILURE_BY_CODE: Readonly<Record<string, ConnectionFailure>> = {
   ENETDOWN: 'host_unreachable',
   EPROTO: 'tls_error',
   ERR_INVALID_URL: 'invalid_url',
-};
+} satisfies Record<string, ConnectionFailure>));
 
 /** The kind of a failed connection, from the error or the first of its causes that tells. */
 function failureKind(error: unknown): ConnectionFailure {
@@ -189,7 +189,7 @@ function failureKind(error: unknown): ConnectionFailure {
     if (current.name === 'HTTPParserError' || current.name === 'ResponseExceededMaxSizeError') return 'invalid_response';
     const code = (current as { code?: unknown }).code;
     if (typeof code !== 'string') continue;
-    const known = FAILURE_BY_CODE[code];
+    const known = FAILURE_BY_CODE.get(code);
     if (known) return known;
     // Node's TLS and OpenSSL certificate codes (ERR_TLS_CERT_ALTNAME_INVALID, CERT_HAS_EXPIRED, DEPTH_ZERO_SELF_SIGNED_CERT…)
     if (/^ERR_(TLS|SSL)_|CERT|UNABLE_TO_(GET|VERIFY)/.test(code)) return 'tls_error';

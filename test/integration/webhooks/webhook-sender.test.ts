@@ -149,6 +149,12 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
     expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('connection_closed');
   });
 
+  it('when the endpoint does not speak TLS on an https:// URL, then the attempt is a connection error of kind tls_error', async () => {
+    const result = await sender.send(`${base.replace('http://', 'https://')}/hooks`, '{}', NONE, Date.now());
+
+    expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('tls_error');
+  });
+
   it('when the URL is not a URL, then the attempt is a connection error of kind invalid_url, not a throw', async () => {
     const result = await sender.send('not a url', '{}', NONE, Date.now());
 
