@@ -269,7 +269,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       options.metrics?.requestFinished(sample);
     },
   });
-  const http = createHttpServer(app, { host: config.http.host, port: config.http.port });
+  const http = createHttpServer(app, { host: config.http.host, port: config.http.port, logger });
   const metrics = options.metrics;
   const operator: OperatorServer | null = metrics
     ? createOperatorServer({

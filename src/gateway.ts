@@ -40,6 +40,7 @@ import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
 import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
 import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
+import { silentLogger, type Logger } from './libraries/logger/logger.js';
 import type { Metrics } from './libraries/observability/metrics.js';
 import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
 import { secretBoxOf } from './libraries/secrets/secret-keys.js';
@@ -96,6 +97,8 @@ export interface GatewayOptions {
   readonly onShardsChanged?: (changes: ShardChanges) => void;
   /** Where the components' numbers go (the node serves them on its operator port); none without it. */
   readonly metrics?: Metrics;
+  /** Where the components' own lines go (each failed webhook attempt); silent without it. */
+  readonly logger?: Logger;
 }
 
 export function ratePolicyOf(config: Config): RateLimitPolicy {
@@ -421,6 +424,7 @@ export async function createGateway(options: GatewayOptions) {
         secrets,
         concurrencyPerMerchant: config.webhooks.concurrencyPerMerchant,
         concurrency: config.webhooks.concurrency,
+        logger: options.logger ?? silentLogger,
         onError: (error) => {
           report({ what: 'webhook_delivery_failed', error });
         },

@@ -1,8 +1,36 @@
+/** Why an attempt got no answer, in a word an operator can count and grep (the log line's `outcome`). */
+export type ConnectionFailure =
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'connection_closed'
+  | 'dns_failure'
+  | 'host_unreachable'
+  | 'tls_error'
+  | 'invalid_response'
+  | 'invalid_url'
+  /** The address dialled is not public (production's address policy): nothing was sent. */
+  | 'refused_address'
+  /** The key's Basic password or signing secret could not be opened: nothing was sent. */
+  | 'secret_unreadable'
+  | 'connection_error';
+
 /** How one delivery attempt ended, from the merchant endpoint's answer. */
 export type AttemptResult =
   | { readonly type: 'response'; readonly status: number }
   | { readonly type: 'timeout' }
-  | { readonly type: 'connection_error'; readonly reason: string };
+  | { readonly type: 'connection_error'; readonly kind: ConnectionFailure; readonly reason: string };
+
+/** The attempt's outcome in one word: `http_<status>`, `timeout`, or the connection failure's kind. */
+export function attemptOutcome(result: AttemptResult): string {
+  switch (result.type) {
+    case 'response':
+      return `http_${result.status}`;
+    case 'timeout':
+      return 'timeout';
+    case 'connection_error':
+      return result.kind;
+  }
+}
 
 export type AttemptVerdict =
   | { readonly verdict: 'acknowledged' }

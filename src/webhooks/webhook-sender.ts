@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
-import type { AttemptResult } from './retry-plan.js';
+import type { AttemptResult, ConnectionFailure } from './retry-plan.js';
 import { isPublicAddress, type WebhookUrlPolicy } from './url-guard.js';
 
 export interface WebhookCredentials {
@@ -140,22 +140,61 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Webhoo
             }
           },
           onResponseEnd() {
-            end(status === null ? { type: 'connection_error', reason: 'the connection ended without an answer' } : { type: 'response', status });
+            end(status === null ? { type: 'connection_error', kind: 'connection_closed', reason: 'the connection ended without an answer' } : { type: 'response', status });
           },
           onResponseError(_controller, error) {
-            end(isTimeout(error) ? { type: 'timeout' } : { type: 'connection_error', reason: errorText(error) });
+            end(isTimeout(error) ? { type: 'timeout' } : connectionError(error));
           },
         };
         try {
           const { origin, path } = targetOf(url);
           agent.dispatch({ origin, path, method: 'POST', headers, body, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs }, handler);
         } catch (error) {
-          end({ type: 'connection_error', reason: errorText(error) });
+          end(connectionError(error));
         }
       });
     },
     close: () => agent.close(),
   };
+}
+
+function connectionError(error: unknown): AttemptResult {
+  return { type: 'connection_error', kind: failureKind(error), reason: errorText(error) };
+}
+
+const FAILURE_BY_CODE: ReadonlyMap<string, ConnectionFailure> = new Map(Object.entries({
+  ECONNREFUSED: 'connection_refused',
+  ECONNRESET: 'connection_reset',
+  EPIPE: 'connection_reset',
+  UND_ERR_SOCKET: 'connection_closed',
+  UND_ERR_CLOSED: 'connection_closed',
+  ENOTFOUND: 'dns_failure',
+  EAI_AGAIN: 'dns_failure',
+  EAI_FAIL: 'dns_failure',
+  EAI_NODATA: 'dns_failure',
+  ENODATA: 'dns_failure',
+  EHOSTUNREACH: 'host_unreachable',
+  ENETUNREACH: 'host_unreachable',
+  EHOSTDOWN: 'host_unreachable',
+  ENETDOWN: 'host_unreachable',
+  EPROTO: 'tls_error',
+  ERR_INVALID_URL: 'invalid_url',
+} satisfies Record<string, ConnectionFailure>));
+
+/** The kind of a failed connection, from the error or the first of its causes that tells. */
+function failureKind(error: unknown): ConnectionFailure {
+  let current = error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth += 1, current = current.cause) {
+    if (current instanceof RefusedAddressError) return 'refused_address';
+    if (current.name === 'HTTPParserError' || current.name === 'ResponseExceededMaxSizeError') return 'invalid_response';
+    const code = (current as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    const known = FAILURE_BY_CODE.get(code);
+    if (known) return known;
+    // Node's TLS and OpenSSL certificate codes (ERR_TLS_CERT_ALTNAME_INVALID, CERT_HAS_EXPIRED, DEPTH_ZERO_SELF_SIGNED_CERT…)
+    if (/^ERR_(TLS|SSL)_|CERT|UNABLE_TO_(GET|VERIFY)/.test(code)) return 'tls_error';
+  }
+  return 'connection_error';
 }
 
 function errorText(error: unknown): string {

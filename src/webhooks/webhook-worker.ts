@@ -1,13 +1,15 @@
 import { secretContext } from '../api-keys/api-key-behaviour.js';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
-import type { Clock } from '../libraries/clock/clock.js';
+import { toIsoUtc, type Clock } from '../libraries/clock/clock.js';
+import { loggableUrl } from '../libraries/logger/loggable-url.js';
+import type { Logger } from '../libraries/logger/logger.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
 import { WEBHOOKS_DURABLE, webhookSubject } from '../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
-import { judgeAttempt, type AttemptResult } from './retry-plan.js';
+import { attemptOutcome, judgeAttempt, type AttemptResult } from './retry-plan.js';
 import { isWebhookBatch, isWebhookJob, jobOfBatch, publishBatch, publishJob, type WebhookBatch, type WebhookJob } from './webhook-jobs.js';
-import { REFUSED_ADDRESS, type WebhookCredentials, type WebhookSender } from './webhook-sender.js';
+import type { WebhookCredentials, WebhookSender } from './webhook-sender.js';
 
 export interface WebhookWorkerOptions {
   readonly transport: Transport;
@@ -23,9 +25,13 @@ export interface WebhookWorkerOptions {
   readonly concurrencyPerMerchant: number;
   /** Deliveries in flight in this process. */
   readonly concurrency: number;
+  /** One `warn` line per failed attempt (what follows it: the next attempt's time or the dead letter). */
+  readonly logger: Logger;
   readonly onAttempt?: (outcome: { merchantId: string; verdict: string; seconds: number }) => void;
   readonly onError?: (error: unknown) => void;
 }
+
+type DeadLetterReason = 'rejected' | 'retries_exhausted' | 'refused_address';
 
 /**
  * When a merchant is at its limit and its waiting places are taken, its job goes back to the broker for this
@@ -70,7 +76,7 @@ export function createAttemptPace(options: { readonly limit: number; readonly we
   };
 }
 /** The start of an attempt's error when the key's secrets could not be opened. */
-export const SECRET_UNREADABLE = 'secret_unreadable';
+export const SECRET_UNREADABLE = 'secret_unreadable' as const;
 
 /** How long a key's webhook credentials are reused before asking its actor again. */
 const CREDENTIALS_TTL_MS = 5_000;
@@ -108,7 +114,27 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     return value;
   }
 
-  async function giveUp(job: WebhookJob, reason: 'rejected' | 'retries_exhausted' | 'refused_address', result: AttemptResult): Promise<void> {
+  /**
+   * The line of a failed attempt: whose event, which attempt, how it ended and what follows. Never the credentials,
+   * and the URL only as scheme://host[:port]/path (a merchant's URL may carry a token in its userinfo or query).
+   */
+  function logFailure(job: WebhookJob, result: AttemptResult, tookMs: number, next: { nextAttemptAt: number } | { deadLetter: DeadLetterReason }): void {
+    const line = {
+      merchant_id: job.merchantId,
+      message_id: job.event.message_id,
+      event_id: job.event.event_id,
+      event_type: job.event.event_type,
+      attempt: job.attempt,
+      outcome: attemptOutcome(result),
+      target: job.auth === 'key' ? 'webhook_url' : 'callback_url',
+      url: loggableUrl(job.url),
+      duration_ms: tookMs,
+    };
+    if ('nextAttemptAt' in next) options.logger.warn({ ...line, next_attempt_at: toIsoUtc(next.nextAttemptAt) }, 'webhook attempt failed: retrying');
+    else options.logger.warn({ ...line, dead_letter: next.deadLetter }, 'webhook attempt failed: event dead-lettered');
+  }
+
+  async function giveUp(job: WebhookJob, reason: DeadLetterReason, result: AttemptResult): Promise<void> {
     await options.deadLetters.record({
       id: job.jobId,
       eventId: job.event.event_id,
@@ -137,25 +163,34 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
     // retry plan (a node given the missing key in time delivers it; otherwise it ends among the dead letters)
     const result: AttemptResult =
       credentials instanceof SecretUnreadableError
-        ? { type: 'connection_error', reason: `${SECRET_UNREADABLE}: ${credentials.message}` }
+        ? { type: 'connection_error', kind: SECRET_UNREADABLE, reason: `${SECRET_UNREADABLE}: ${credentials.message}` }
         : await options.sender.send(job.url, body, credentials, started);
-    const refused = result.type === 'connection_error' && result.reason.includes(REFUSED_ADDRESS);
+    const refused = result.type === 'connection_error' && result.kind === 'refused_address';
     const verdict = refused ? ({ verdict: 'dropped' } as const) : judgeAttempt(result, job.attempt, options.retryDelaysMs);
     const tookMs = options.clock.now() - started;
     pace.record(job.merchantId, tookMs);
     options.onAttempt?.({ merchantId: job.merchantId, verdict: verdict.verdict, seconds: tookMs / 1000 });
+    // the line comes before what follows is carried out: if that fails, the delivery comes back and this attempt is
+    // made (and logged) again
     switch (verdict.verdict) {
       case 'acknowledged':
         return;
       case 'rejected':
+        logFailure(job, result, tookMs, { deadLetter: 'rejected' });
         await giveUp(job, 'rejected', result);
         return;
-      case 'dropped':
-        await giveUp(job, refused ? 'refused_address' : 'retries_exhausted', result);
+      case 'dropped': {
+        const reason = refused ? 'refused_address' : 'retries_exhausted';
+        logFailure(job, result, tookMs, { deadLetter: reason });
+        await giveUp(job, reason, result);
         return;
-      case 'retry':
-        await publishJob(options.transport, { ...job, attempt: job.attempt + 1, dueAt: options.clock.now() + verdict.delayMs });
+      }
+      case 'retry': {
+        const dueAt = options.clock.now() + verdict.delayMs;
+        logFailure(job, result, tookMs, { nextAttemptAt: dueAt });
+        await publishJob(options.transport, { ...job, attempt: job.attempt + 1, dueAt });
         return;
+      }
     }
   }
 

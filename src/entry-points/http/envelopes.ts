@@ -19,8 +19,9 @@ export function serviceErrorBody(error: AppError, requestId: string): Record<str
   };
 }
 
-/** Answers with the service-error envelope (and `Retry-After` when the error has one). */
+/** Answers with the service-error envelope (and `Retry-After` when the error has one); the request line logs its code. */
 export function sendError(res: Response, error: AppError, requestId: string): void {
+  (res.locals as { errorCode?: string }).errorCode = error.code;
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   res.status(error.httpStatus).json(serviceErrorBody(error, requestId));
 }

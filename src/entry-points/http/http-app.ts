@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -9,7 +10,7 @@ import { DeadlineExpiredError, withDeadline } from '../../libraries/actors/reque
 import type { Clock } from '../../libraries/clock/clock.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
-import type { Logger } from '../../libraries/logger/logger.js';
+import { scrubSecrets, type Logger } from '../../libraries/logger/logger.js';
 import type { Gateway } from '../../gateway.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
 import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody } from './envelopes.js';
@@ -61,6 +62,19 @@ interface Locals {
   auth?: { merchantId: string; keyId: string };
   /** ms since the epoch; null without a deadline policy. */
   deadline: number | null;
+  /** The envelope's `error_code`, once a service error was sent (set by sendError). */
+  errorCode?: string;
+}
+
+/** Longest path a request line shows; a longer one is cut (a request target may be kilobytes long). */
+const MAX_LOGGED_PATH = 256;
+
+/** The request target as its line shows it: the path only (never the query string), cut, with key shapes scrubbed. */
+export function loggedPath(target: string | undefined): string {
+  const url = target ?? '';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return scrubSecrets(path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path);
 }
 
 const locals = (res: Response): Locals => res.locals as Locals;
@@ -73,6 +87,18 @@ function bodyError(httpStatus: 400 | 413 | 415, message: string, type: string): 
   return AppError.invalid([{ field: 'body', message, type }], { httpStatus });
 }
 
+/** body-parser's `type` for a body whose bytes are not valid UTF-8 (thrown by requireUtf8). */
+const BODY_NOT_UTF8 = 'entity.utf8.invalid';
+
+/**
+ * body-parser's `verify` hook: the raw bytes (after Content-Encoding) must be UTF-8, the only charset JSON bodies
+ * take (RFC 8259). Decoding would otherwise replace each malformed sequence with U+FFFD and the SMS would carry it.
+ */
+function requireUtf8(_req: IncomingMessage, _res: ServerResponse, bytes: Buffer, charset: string): void {
+  if (charset !== 'utf-8') throw Object.assign(new Error(`unsupported charset ${charset}`), { type: 'charset.unsupported' });
+  if (!isUtf8(bytes)) throw Object.assign(new Error('the body is not valid UTF-8'), { type: BODY_NOT_UTF8 });
+}
+
 /** Turns body-parser failures into the contract's envelope. */
 function bodyParserError(error: unknown, limit: number): AppError | null {
   if (typeof error !== 'object' || error === null || !('type' in error)) return null;
@@ -83,6 +109,8 @@ function bodyParserError(error: unknown, limit: number): AppError | null {
       return bodyError(413, `must be at most ${limit} bytes`, 'body.size');
     case 'charset.unsupported':
       return bodyError(415, 'must be UTF-8 JSON', 'body.charset');
+    case BODY_NOT_UTF8:
+      return bodyError(400, 'must be valid UTF-8', 'body.utf8');
     case 'encoding.unsupported':
       return bodyError(415, 'has an unsupported Content-Encoding', 'body.encoding');
     case 'request.aborted':
@@ -185,9 +213,17 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline } satisfies Locals);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const { route, auth, logger } = locals(res);
+      const { route, auth, logger, errorCode } = locals(res);
       logger.info(
-        { method: req.method, route, status: res.statusCode, duration_ms: Math.round(seconds * 1000), ...(auth ? { merchant_id: auth.merchantId } : {}) },
+        {
+          method: req.method,
+          path: loggedPath(req.originalUrl),
+          route,
+          status: res.statusCode,
+          ...(errorCode === undefined ? {} : { error_code: errorCode }),
+          duration_ms: Math.round(seconds * 1000),
+          ...(auth ? { merchant_id: auth.merchantId } : {}),
+        },
         'request',
       );
       deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds });
@@ -214,7 +250,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     }
     next();
   };
-  const parseJson: RequestHandler = express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES });
+  const parseJson: RequestHandler = express.json({ limit: deps.bodyLimitBytes, strict: true, type: JSON_TYPES, verify: requireUtf8 });
   // every failure to read the body is the client's: a gzip/deflate/br body that does not decompress comes back
   // from body-parser as a bare zlib error (no `type`), which would otherwise end as a 500
   const readJson: RequestHandler = (req, res, next) => {
@@ -429,7 +465,10 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     res.end(JSON.stringify(serviceErrorBody(appError, requestId)));
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
-    logger.info({ method, route: 'unmatched', status: res.statusCode, duration_ms: Math.round(seconds * 1000) }, 'request');
+    logger.info(
+      { method, path: loggedPath(req.url), route: 'unmatched', status: res.statusCode, error_code: appError.code, duration_ms: Math.round(seconds * 1000) },
+      'request',
+    );
     deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds });
   };
   return (req, res) => {

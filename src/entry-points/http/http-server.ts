@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Socket, type AddressInfo } from 'node:net';
 import type { RequestListener } from 'node:http';
+import { silentLogger, type Logger } from '../../libraries/logger/logger.js';
 
 export interface HttpServer {
   /** Listens; resolves with the bound port (useful with port 0). */
@@ -11,7 +12,8 @@ export interface HttpServer {
   readonly port: number | null;
 }
 
-export function createHttpServer(listener: RequestListener, options: { host: string; port: number }): HttpServer {
+export function createHttpServer(listener: RequestListener, options: { host: string; port: number; logger?: Logger }): HttpServer {
+  const logger = options.logger ?? silentLogger;
   let server: Server | null = null;
   let port: number | null = null;
   return {
@@ -27,6 +29,11 @@ export function createHttpServer(listener: RequestListener, options: { host: str
           if (!socket.writable) return;
           const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
           const requestId = randomUUID();
+          // the parser's code and the peer, never what was sent (the refused headers may hold a key)
+          logger.info(
+            { request_id: requestId, remote_address: socket instanceof Socket ? (socket.remoteAddress ?? null) : null, parser_code: error.code ?? 'unknown', status, error_code: '1110' },
+            'request refused by the HTTP parser',
+          );
           const body = JSON.stringify({
             success: false,
             status_code: status,

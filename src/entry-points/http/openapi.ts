@@ -705,7 +705,7 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     },
     success: { status: 201, schema: 'SendResult', description: 'Accepted and charged.', headers: ['Idempotent-Replayed'] },
     responses: {
-      '400': errorResponse(400, ['INVALID_FIELD_FORMAT'], 'Invalid request (every issue in `details[]`), malformed JSON (`field: "body"`) or a malformed `Idempotency-Key`.'),
+      '400': errorResponse(400, ['INVALID_FIELD_FORMAT'], 'Invalid request (every issue in `details[]`), malformed JSON or bytes that are not valid UTF-8 (`field: "body"`), or a malformed `Idempotency-Key`.'),
       '402': errorResponse(402, ['INSUFFICIENT_BALANCE'], 'The cost exceeds prepaid + postpaid balance (also when the merchant has no wallet). Nothing is charged.'),
       '409': errorResponse(409, ['IDEMPOTENCY_KEY_REUSED'], 'The `Idempotency-Key` was used within 24 h with another body.'),
       '413': responseRef('PayloadTooLarge'),
@@ -937,7 +937,7 @@ Beyond the v1 contract, this document describes additions that a client written 
 - Every authenticated endpoint runs authenticate → rate limit → read and validate the body → act: a request with no key and a bad body gets 401, and invalid requests count against the rate limit.
 - Successful responses are \`{status_code, data}\`. Service errors use the envelope \`{success: false, status_code, error_code, message, request_id, details?, retry_after?}\`; \`error_code\` is always a four-digit string, \`details[]\` entries are \`{field, message, type}\`. Authentication failures and unknown messages are exactly \`{detail}\`.
 - Every response carries \`X-Request-Id\`. Unknown paths are 404/1404 and known paths with another method 405/1405 with \`Allow\` (\`#/components/responses/RouteNotFound\`, \`MethodNotAllowed\`).
-- Malformed JSON (400), a body without \`Content-Type: application/json\` (415) and a body over 256 KiB (413) are 1110 with one detail whose \`field\` is \`body\`.
+- Malformed JSON or bytes that are not valid UTF-8 (400), a body without \`Content-Type: application/json\` or with a charset other than UTF-8 (415) and a body over 256 KiB (413) are 1110 with one detail whose \`field\` is \`body\` (the request body, not the SMS text, which is \`message\`).
 - Rate limits per key, each bucket independent, sliding 60-second window: send 60, status 120, balance 30, calculate 60, cancel/pause/resume together 60 requests per minute; health is unlimited. Over the limit: 429/1301 with \`Retry-After\`. The 20th rejection within a minute suspends the key for 15 minutes (that one is still a 429, with \`Retry-After: 900\`); every call then gets 403/1302 with \`retry_after\`.
 - Failed authentication is limited per client address: past 60 401s a minute (configurable), the address's requests with keys the node has not found within the last minute get 429/1301 with \`Retry-After\`, without a key lookup.
 - Money is exact decimal (up to 4 fractional digits); only \`/calculate\` rounds (\`amount\` to 2, \`average_price\` to 4 decimals). 1202 INSUFFICIENT_BALANCE is HTTP 402.

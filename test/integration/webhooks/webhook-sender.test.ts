@@ -127,7 +127,7 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
     expect(await sender.send(`${base}/hooks`, '{}', NONE, Date.now())).to.deep.equal({ type: 'response', status: 200 });
   });
 
-  it('when nothing listens, then the attempt is a connection error', async () => {
+  it('when nothing listens, then the attempt is a connection error of kind connection_refused', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -136,10 +136,29 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
     const result = await sender.send(`http://127.0.0.1:${port}/hooks`, '{}', NONE, Date.now());
 
     expect(result.type).to.equal('connection_error');
+    expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('connection_refused');
   });
 
-  it('when the URL is not a URL, then the attempt is a connection error, not a throw', async () => {
-    expect((await sender.send('not a url', '{}', NONE, Date.now())).type).to.equal('connection_error');
+  it('when the endpoint closes the connection without answering, then the attempt is a connection error of kind connection_closed', async () => {
+    answer = (response) => {
+      response.socket?.destroy();
+    };
+
+    const result = await sender.send(`${base}/hooks`, '{}', NONE, Date.now());
+
+    expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('connection_closed');
+  });
+
+  it('when the endpoint does not speak TLS on an https:// URL, then the attempt is a connection error of kind tls_error', async () => {
+    const result = await sender.send(`${base.replace('http://', 'https://')}/hooks`, '{}', NONE, Date.now());
+
+    expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('tls_error');
+  });
+
+  it('when the URL is not a URL, then the attempt is a connection error of kind invalid_url, not a throw', async () => {
+    const result = await sender.send('not a url', '{}', NONE, Date.now());
+
+    expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('invalid_url');
   });
 
   it('when only public addresses are allowed and the host resolves to loopback, then nothing is sent and the attempt says why', async () => {
@@ -150,6 +169,7 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
 
       expect(result.type).to.equal('connection_error');
       expect(result.type === 'connection_error' ? result.reason : '').to.include(REFUSED_ADDRESS);
+      expect(result.type === 'connection_error' ? result.kind : result.type).to.equal('refused_address');
       expect(seen).to.deep.equal([]);
     } finally {
       await strict.close();
@@ -169,6 +189,7 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
         for (const scheme of ['http', 'https']) {
           const result = await strict.send(`${scheme}://${host}:${port}/hooks`, '{}', NONE, Date.now());
           expect(result.type === 'connection_error' ? result.reason : result.type, `${scheme}://${host}`).to.include(REFUSED_ADDRESS);
+          expect(result.type === 'connection_error' ? result.kind : result.type, `${scheme}://${host}`).to.equal('refused_address');
         }
       }
       expect(connections).to.equal(0);

@@ -63,8 +63,9 @@ describe('README', () => {
     ]);
     const inline = [...README.matchAll(/`[^`\n]*`/g)]
       .flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? [])
-      // SMPP command status names (ESME_RTHROTTLED, …) look like variables and are not
-      .filter((name) => !name.startsWith('ESME_'));
+      // SMPP command status names (ESME_RTHROTTLED, …) and Node's HTTP parser codes (HPE_HEADER_OVERFLOW, …) look
+      // like variables and are not
+      .filter((name) => !name.startsWith('ESME_') && !name.startsWith('HPE_'));
     // assignments in the shell blocks (`export GATEWAY_MODE=server DATABASE_URL=…`, `NODE_ID=node-1 … npm start`)
     const shellBlocks = [...README.matchAll(/^```sh[^\n]*\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
     const assigned = shellBlocks.flatMap((block) => [...block.matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)=/g)].map((match) => String(match[1])));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { judgeAttempt, maxAttempts, type AttemptResult, type AttemptVerdict } from '../../../src/webhooks/retry-plan.js';
+import { attemptOutcome, judgeAttempt, maxAttempts, type AttemptResult, type AttemptVerdict } from '../../../src/webhooks/retry-plan.js';
 
 // The contract's backoff: 30 s, 2 min, 10 min, 1 h.
 const DELAYS = [30_000, 120_000, 600_000, 3_600_000] as const;
@@ -8,7 +8,7 @@ const DELAYS = [30_000, 120_000, 600_000, 3_600_000] as const;
 const ok = (status = 200): AttemptResult => ({ type: 'response', status });
 const status = (code: number): AttemptResult => ({ type: 'response', status: code });
 const TIMEOUT: AttemptResult = { type: 'timeout' };
-const CONNECTION_ERROR: AttemptResult = { type: 'connection_error', reason: 'ECONNREFUSED' };
+const CONNECTION_ERROR: AttemptResult = { type: 'connection_error', kind: 'connection_refused', reason: 'connect ECONNREFUSED 127.0.0.1:1' };
 
 interface DeliveryRun {
   readonly attempts: number;
@@ -139,5 +139,17 @@ describe('webhook retry plan', () => {
 
     expect(run).to.deep.equal({ attempts: 3, delays: [10, 20], outcome: 'dropped' });
     expect(maxAttempts([10, 20])).to.equal(3);
+  });
+});
+
+describe('webhook retry plan: an attempt\'s outcome in one word', () => {
+  it('when the endpoint answered, then the outcome is http_ and its status', () => {
+    expect([ok(204), status(301), status(404), status(503)].map(attemptOutcome)).to.deep.equal(['http_204', 'http_301', 'http_404', 'http_503']);
+  });
+
+  it('when there was no answer, then the outcome is timeout or the connection failure\'s kind, never its text', () => {
+    expect(attemptOutcome(TIMEOUT)).to.equal('timeout');
+    expect(attemptOutcome(CONNECTION_ERROR)).to.equal('connection_refused');
+    expect(attemptOutcome({ type: 'connection_error', kind: 'secret_unreadable', reason: 'secret_unreadable: no key k1' })).to.equal('secret_unreadable');
   });
 });

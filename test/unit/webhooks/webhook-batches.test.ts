@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { silentLogger } from '../../../src/libraries/logger/logger.js';
 import { createSecretBox } from '../../../src/libraries/secrets/secret-box.js';
 import sinon from 'sinon';
 import type { ActorRouter } from '../../../src/cluster/actor-router.js';
@@ -187,6 +188,7 @@ describe('webhook batches: the worker', () => {
       retryDelaysMs: [30_000, 120_000],
       concurrencyPerMerchant,
       concurrency,
+      logger: silentLogger,
     });
     await worker.start();
     return worker;
