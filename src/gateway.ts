@@ -448,6 +448,8 @@ export async function createGateway(options: GatewayOptions) {
     runtime,
     hosts,
     router,
+    /** The cluster's router (null in embedded mode): forwards merchants' requests to their shard's owner. */
+    clusterRouter,
     nodeId,
     shardManager: manager,
     catalog,

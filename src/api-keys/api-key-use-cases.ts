@@ -11,6 +11,19 @@ import type { RateBucket } from './rate-limiter.js';
 
 export type Authentication = AuthenticationReply;
 
+/** A well-formed key of this environment found in the directory: whose it is, and the hash its actor checks. */
+export interface IdentifiedKey {
+  readonly merchantId: string;
+  readonly keyId: string;
+  readonly hash: string;
+}
+
+/** What the receiving node knows of a key before its actor is asked. */
+export type Identification =
+  | ({ readonly outcome: 'identified' } & IdentifiedKey)
+  | { readonly outcome: 'unauthorized' }
+  | { readonly outcome: 'rate_limited'; readonly retryAfterSeconds: number };
+
 export interface ApiKeyUseCaseDependencies {
   readonly router: ActorRouter;
   readonly directory: Directory;
@@ -64,27 +77,46 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   }
 
   /**
-   * The authentication table, then the key's rate bucket. Malformed, wrong-environment and unknown keys all
-   * answer `unauthorized`. An address that has had its 401s for the window gets `rate_limited` instead, without a
-   * lookup, unless this node found its key in the directory within the lookup cache's time (a client with a working key
-   * behind the same address keeps working).
+   * The authentication table's first half, on the node that received the request: the key's format, its
+   * environment and the merchant it belongs to (a lookup remembered for `lookupCacheMs`). Malformed,
+   * wrong-environment and unknown keys answer `unauthorized`. An address that has had its 401s for the window gets
+   * `rate_limited` instead, without a lookup, unless this node found its key in the directory within the lookup
+   * cache's time (a client with a working key behind the same address keeps working).
    */
-  async function authenticate(header: string | undefined, bucket: RateBucket, clientAddress?: string): Promise<Authentication> {
+  async function identify(header: string | undefined, clientAddress?: string): Promise<Identification> {
     const wellFormed = checkKeyFormat(header, deps.environment).ok && header !== undefined;
     const hash = wellFormed ? hashApiKey(header) : null;
     if (clientAddress !== undefined) {
       const verdict = failures.check(clientAddress);
       if (verdict.limited && (hash === null || !cachedLookup(hash))) return { outcome: 'rate_limited', retryAfterSeconds: verdict.retryAfterSeconds };
     }
-    const unauthorized = (): Authentication => {
-      if (clientAddress !== undefined) failures.recordFailure(clientAddress);
-      return { outcome: 'unauthorized' };
-    };
-    if (hash === null) return unauthorized();
+    if (hash === null) return unauthorized(clientAddress);
     const key = await resolve(hash);
-    if (!key || key.environment !== deps.environment) return unauthorized();
-    const reply = await deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash, bucket });
-    return reply.outcome === 'unauthorized' ? unauthorized() : reply;
+    if (!key || key.environment !== deps.environment) return unauthorized(clientAddress);
+    return { outcome: 'identified', merchantId: key.merchantId, keyId: key.keyId, hash };
+  }
+
+  /**
+   * The second half, by the key's actor (on the node owning the merchant's shard): the hash still current (not
+   * rotated or deleted), the status, the expiry, then the rate bucket. Its buckets live in that one actor, so the
+   * limits are exact whichever node received the request.
+   */
+  async function verify(key: IdentifiedKey, bucket: RateBucket): Promise<Authentication> {
+    return deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash: key.hash, bucket });
+  }
+
+  /** An `unauthorized` answer from the key's actor counts against the address, as one found here does. */
+  function unauthorized(clientAddress: string | undefined): { readonly outcome: 'unauthorized' } {
+    if (clientAddress !== undefined) failures.recordFailure(clientAddress);
+    return { outcome: 'unauthorized' };
+  }
+
+  /** Both halves in this process: the authentication table, then the key's rate bucket. */
+  async function authenticate(header: string | undefined, bucket: RateBucket, clientAddress?: string): Promise<Authentication> {
+    const identified = await identify(header, clientAddress);
+    if (identified.outcome !== 'identified') return identified;
+    const reply = await verify(identified, bucket);
+    return reply.outcome === 'unauthorized' ? unauthorized(clientAddress) : reply;
   }
 
   async function issueKey(merchantId: string, options: { status?: KeyStatus; expiresAt?: number | null } = {}): Promise<IssuedKey> {
@@ -207,7 +239,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     return views;
   }
 
-  return { authenticate, issueKey, rotateKey, setStatus, setExpiry, deleteKey, setWebhook, setSigning, resealSecrets, listKeys };
+  return { identify, verify, unauthorized, authenticate, issueKey, rotateKey, setStatus, setExpiry, deleteKey, setWebhook, setSigning, resealSecrets, listKeys };
 }
 
 export type ApiKeyUseCases = ReturnType<typeof createApiKeyUseCases>;

@@ -1,29 +1,60 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
-import { askDeadline, patientTimer, requestDeadline } from '../libraries/actors/request-deadline.js';
+import { askDeadline, patientTimer, requestDeadline, withDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { shardSubject } from '../libraries/transport/nats-names.js';
 import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
+import { recordRemoteHop } from './remote-hops.js';
 import { shardOf } from './shards.js';
 
 type ActorKind = 'wallet' | 'apiKey' | 'message';
 
-/** What crosses the wire to a shard's owner. */
-interface ShardRequest {
-  readonly kind: ActorKind;
-  readonly id: string;
-  readonly command: Command;
-  /** Absolute (ms since the epoch): the owner refuses the command if it has not taken it by then. */
-  readonly deadline?: number;
+/** What crosses the wire to a shard's owner: one actor's command, or a merchant's whole request. */
+type ShardRequest =
+  | {
+      readonly kind: ActorKind;
+      readonly id: string;
+      readonly command: Command;
+      /** Absolute (ms since the epoch): the owner refuses the command if it has not taken it by then. */
+      readonly deadline?: number;
+    }
+  | { readonly kind: 'operation'; readonly merchantId: string; readonly operation: unknown; readonly deadline?: number };
+
+const ACTOR_KINDS: readonly string[] = ['wallet', 'apiKey', 'message'] satisfies ActorKind[];
+
+/** A request off the wire, checked (its command and operation are checked by the actor and the operation handler). */
+function shardRequestOf(payload: unknown): ShardRequest | null {
+  if (typeof payload !== 'object' || payload === null) return null;
+  const request = payload as Record<string, unknown>;
+  if (request.deadline !== undefined && typeof request.deadline !== 'number') return null;
+  if (request.kind === 'operation') {
+    return typeof request.merchantId === 'string' && 'operation' in request ? (request as ShardRequest) : null;
+  }
+  const command = request.command;
+  const wellFormed =
+    typeof request.kind === 'string' &&
+    ACTOR_KINDS.includes(request.kind) &&
+    typeof request.id === 'string' &&
+    typeof command === 'object' &&
+    command !== null &&
+    typeof (command as { type?: unknown }).type === 'string';
+  return wellFormed ? (request as ShardRequest) : null;
 }
+
+/**
+ * Runs a merchant's request forwarded by another node (or this one, when it owns the shard): every ask it makes is
+ * then local. It answers with a value the wire carries (JSON); what it throws is the caller's error.
+ */
+export type OperationHandler = (merchantId: string, operation: unknown) => Promise<unknown>;
 
 type ShardReply =
   | { readonly outcome: 'ok'; readonly value: unknown }
   | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
-  | { readonly outcome: 'not_owner' };
+  | { readonly outcome: 'not_owner' }
+  | { readonly outcome: 'refused'; readonly detail: string };
 
 /** The transport's own timeout, in multiples of the patient wait (which ends first unless the process froze). */
 const PATIENCE_BACKSTOP = 10;
@@ -52,6 +83,15 @@ export interface ClusterRouter extends ActorRouter {
   serveShard(shard: number): Promise<void>;
   /** Stops answering and stops the shard's actors (on losing it). */
   leaveShard(shard: number): Promise<void>;
+  /**
+   * Runs `operation` with the operation handler on the node owning the merchant's shard: here when it is ours,
+   * otherwise in one remote hop, waiting for an owner through hand-overs and failovers like an ask.
+   */
+  forward(merchantId: string, operation: unknown, deadline?: number): Promise<unknown>;
+  /** Whether this node owns the merchant's shard now. */
+  ownsMerchant(merchantId: string): boolean;
+  /** The handler of forwarded operations (set once, when the node's use cases exist). */
+  handleOperations(handler: OperationHandler): void;
 }
 
 /**
@@ -81,23 +121,25 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     }
   }
 
-  async function askRemote(kind: ActorKind, id: string, shard: number, command: Command, deadline: number): Promise<unknown> {
+  async function askRemote(target: string, shard: number, request: ShardRequest, deadline: number): Promise<unknown> {
     const started = process.hrtime.bigint();
+    recordRemoteHop();
     let reply: ShardReply;
     // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
     const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
     try {
-      reply = (await patientRequest(shardSubject(shard), { kind, id, command, deadline } satisfies ShardRequest, waitMs)) as ShardReply;
+      reply = (await patientRequest(shardSubject(shard), { ...request, deadline }, waitMs)) as ShardReply;
     } catch (error) {
       if (error instanceof NoResponderError) throw new NotApplied(error.message);
-      if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(`${kind}:${id}`, 'timeout', error.message));
+      if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(target, 'timeout', error.message));
       throw error;
     } finally {
       options.onRemoteHop?.(Number(process.hrtime.bigint() - started) / 1e9);
     }
     if (reply.outcome === 'ok') return reply.value;
-    if (reply.outcome === 'not_owner' || reply.reason === 'fenced') throw new NotApplied(`shard ${shard} changed hands`);
-    throw new AbortError(new ActorFailureError(`${kind}:${id}`, reply.reason, reply.detail));
+    if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced')) throw new NotApplied(`shard ${shard} changed hands`);
+    if (reply.outcome === 'refused') throw new AbortError(new Error(`shard ${shard} refused a malformed request: ${reply.detail}`));
+    throw new AbortError(new ActorFailureError(target, reply.reason, reply.detail));
   }
 
   /**
@@ -123,10 +165,49 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
   }
 
   async function ask(kind: ActorKind, merchantId: string, id: string, command: Command, explicitDeadline: number | undefined): Promise<unknown> {
+    const target = `${kind}:${id}`;
+    return routed(
+      merchantId,
+      target,
+      (shard, deadline) => askLocal(kind, id, shard, command, deadline),
+      (shard, deadline) => askRemote(target, shard, { kind, id, command }, deadline),
+      explicitDeadline,
+    );
+  }
+
+  let operationHandler: OperationHandler | null = null;
+
+  async function runOperation(merchantId: string, operation: unknown, deadline: number): Promise<unknown> {
+    if (!operationHandler) throw new NotApplied('this node does not serve requests yet');
+    const handler = operationHandler;
+    return withDeadline(deadline, () => handler(merchantId, operation));
+  }
+
+  function forward(merchantId: string, operation: unknown, explicitDeadline: number | undefined): Promise<unknown> {
+    return routed(
+      merchantId,
+      `requests of ${merchantId}`,
+      (_shard, deadline) => runOperation(merchantId, operation, deadline),
+      (shard, deadline) => askRemote(`requests of ${merchantId}`, shard, { kind: 'operation', merchantId, operation }, deadline),
+      explicitDeadline,
+    );
+  }
+
+  /**
+   * One step for a merchant's shard: `local` when this node owns it, `remote` otherwise; while the shard has no owner
+   * (nothing applied), tried again until the failover deadline or the request's own.
+   */
+  async function routed(
+    merchantId: string,
+    target: string,
+    local: (shard: number, deadline: number) => Promise<unknown>,
+    remote: (shard: number, deadline: number) => Promise<unknown>,
+    explicitDeadline: number | undefined,
+  ): Promise<unknown> {
     const shard = shardOf(merchantId, options.shards);
     // each attempt carries the request's deadline, or its own askTimeout from the attempt, whichever comes first
     const attemptDeadline = () => explicitDeadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
-    const attempt = () => (manager.owns(shard) ? askLocal : askRemote)(kind, id, shard, command, attemptDeadline());
+    const attempt = () => (manager.owns(shard) ? local : remote)(shard, attemptDeadline());
     // the common case, an owned shard, goes straight to the actor; the retry loop is for hand-overs and failovers
     if (manager.owns(shard)) {
       try {
@@ -148,7 +229,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         shouldRetry: ({ error }) => error instanceof NotApplied,
       });
     } catch (error) {
-      if (error instanceof NotApplied) throw new ActorFailureError(`${kind}:${id}`, 'unavailable', `shard ${shard} has no owner: ${error.message}`);
+      if (error instanceof NotApplied) throw new ActorFailureError(target, 'unavailable', `shard ${shard} has no owner: ${error.message}`);
       throw error;
     }
   }
@@ -162,12 +243,19 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
 
   async function answer(shard: number, payload: unknown): Promise<ShardReply> {
     if (!manager.owns(shard)) return { outcome: 'not_owner' };
-    const request = payload as ShardRequest;
+    const request = shardRequestOf(payload);
+    if (request === null) return { outcome: 'refused', detail: 'not a shard request' };
     try {
+      if (request.kind === 'operation') {
+        if (shardOf(request.merchantId, options.shards) !== shard) return { outcome: 'refused', detail: `merchant not in shard ${shard}` };
+        const deadline = request.deadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
+        return { outcome: 'ok', value: await runOperation(request.merchantId, request.operation, deadline) };
+      }
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
       return { outcome: 'ok', value: await hostOf(request.kind).ref(request.id, shard).ask(request.command, deadline) };
     } catch (error) {
+      if (error instanceof NotApplied) return { outcome: 'not_owner' };
       if (error instanceof ActorFailureError) return { outcome: 'failed', reason: error.reason, detail: error.message };
       throw error;
     }
@@ -178,6 +266,11 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     apiKey: (merchantId, keyId) => ref('apiKey', merchantId, keyId),
     message: (merchantId, messageId) => ref('message', merchantId, messageId),
     shardOf: (merchantId) => shardOf(merchantId, options.shards),
+    forward,
+    ownsMerchant: (merchantId) => manager.owns(shardOf(merchantId, options.shards)),
+    handleOperations(handler) {
+      operationHandler = handler;
+    },
     async serveShard(shard) {
       if (serving.has(shard)) return;
       serving.set(shard, await transport.serve(shardSubject(shard), (payload) => answer(shard, payload)));

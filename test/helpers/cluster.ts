@@ -121,6 +121,8 @@ export interface ClusterNode {
   readonly baseUrl: string;
   /** `${baseUrl}${API_ROOT}` */
   readonly api: string;
+  /** Its operator port's `/metrics`. */
+  readonly metricsUrl: string;
   readonly process: ChildProcess;
   readonly exited: Promise<ExitStatus>;
   state(): NodeState;
@@ -312,6 +314,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 
     async function startNode(id = `node-${nodes.length + 1}`, env: Readonly<Record<string, string>> = {}): Promise<ClusterNode> {
       const port = await freePort();
+      const metricsPort = await freePort();
       const spawned = spawnTs('src/main.ts', {
         NODE_ENV: 'test',
         GATEWAY_MODE: 'server',
@@ -321,7 +324,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         NATS_NAMESPACE: namespace,
         HOST: '127.0.0.1',
         PORT: String(port),
-        METRICS_PORT: '0',
+        METRICS_PORT: String(metricsPort),
         NODE_ID: id,
         CLUSTER_SHARDS: String(shards),
         CLUSTER_LEASE_TTL_MS: String(leaseTtlMs),
@@ -339,6 +342,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         port,
         baseUrl,
         api: `${baseUrl}${API_ROOT}`,
+        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
         process: spawned.process,
         exited: spawned.exited,
         state: () => {

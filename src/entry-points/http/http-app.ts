@@ -4,16 +4,23 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import type { RateBucket } from '../../api-keys/rate-limiter.js';
-import type { Authentication } from '../../api-keys/api-key-use-cases.js';
-import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
+import type { Authentication, IdentifiedKey } from '../../api-keys/api-key-use-cases.js';
+import { countingHops, type HopCount } from '../../cluster/remote-hops.js';
 import { DeadlineExpiredError, withDeadline } from '../../libraries/actors/request-deadline.js';
 import type { Clock } from '../../libraries/clock/clock.js';
-import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
-import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
+import { AppError } from '../../libraries/errors/app-error.js';
 import { scrubSecrets, type Logger } from '../../libraries/logger/logger.js';
 import type { Gateway } from '../../gateway.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
-import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody } from './envelopes.js';
+import { DETAILS, sendData, sendDetail, sendError, serviceErrorBody, writeAnswer } from './envelopes.js';
+import {
+  authenticationAnswer,
+  forwardedReplyOf,
+  performOperation,
+  toAppError,
+  type ForwardedRequest,
+  type MerchantOperation,
+} from './merchant-operations.js';
 import { allowedMethods, API_ROOT, ROUTES, type RouteName } from './routes.js';
 
 /** One routed carrier: `ok` when at least one of its connectors is live; `connectors` counts the live ones. */
@@ -51,8 +58,16 @@ export interface HttpAppDependencies {
    * nothing applied), except what finishes a decision already journaled. Absent: asks have only their own timeouts.
    */
   readonly deadline?: { readonly clock: Clock; readonly budgetMs: number };
-  /** Observes each finished request (metrics). */
-  readonly onRequestFinished?: (sample: { route: string; method: string; status: number; seconds: number }) => void;
+  /** Observes each finished request (metrics); `remoteHops`: how often its work crossed to another node. */
+  readonly onRequestFinished?: (sample: { route: string; method: string; status: number; seconds: number; remoteHops: number }) => void;
+  /**
+   * In a cluster: a request for a merchant whose shard another node owns is forwarded there whole (key check and
+   * operation, one remote hop). Absent: every merchant is served here.
+   */
+  readonly forwarding?: {
+    ownsMerchant(merchantId: string): boolean;
+    forward(merchantId: string, request: ForwardedRequest, deadline: number | undefined): Promise<unknown>;
+  };
 }
 
 interface Locals {
@@ -60,10 +75,18 @@ interface Locals {
   logger: Logger;
   route: RouteName | 'unmatched';
   auth?: { merchantId: string; keyId: string };
+  /**
+   * A key identified here whose actor lives on another node: it is verified there with the operation, or, when the
+   * request is refused before it (a bad body), on its own first, so authentication still comes first.
+   */
+  pending?: { key: IdentifiedKey; bucket: RateBucket; clientAddress: string | undefined };
+  /** Set once an input error's answer is under way (it may wait for the key's verification). */
+  refusing?: boolean;
   /** ms since the epoch; null without a deadline policy. */
   deadline: number | null;
   /** The envelope's `error_code`, once a service error was sent (set by sendError). */
   errorCode?: string;
+  hops: HopCount;
 }
 
 /** Longest path a request line shows; a longer one is cut (a request target may be kilobytes long). */
@@ -122,20 +145,6 @@ function bodyParserError(error: unknown, limit: number): AppError | null {
   }
 }
 
-/**
- * 503/1402 only when nothing was applied: a step refused at its deadline, no owner, a failed or fenced write. An
- * ask taken but never answered (`timeout`) may have been applied: 500/1401, unless the request only reads.
- */
-function toAppError(error: unknown, readOnly = false): AppError {
-  if (isAppError(error)) return error;
-  const unavailable = () => new AppError('SERVICE_UNAVAILABLE', { retryAfterSeconds: 1, cause: error });
-  if (error instanceof DeadlineExpiredError) return unavailable();
-  // the database or NATS out of reach: the step failed before anything was written, retry later
-  if (dependencyOf(error) !== null) return unavailable();
-  if (error instanceof ActorFailureError && error.reason !== 'crashed' && (error.reason !== 'timeout' || readOnly)) return unavailable();
-  return new AppError('INTERNAL_ERROR', { cause: error });
-}
-
 const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /** Deepest nesting a body may have: the contract's bodies nest 4 levels; recursive code must never meet 100 000. */
@@ -169,14 +178,14 @@ function requestIdOf(req: IncomingMessage): string {
  * 413 with `Connection: close`, and Node closes the socket once that answer is flushed. True when it answered now;
  * otherwise it keeps counting the bytes as they come (its listener is attached before body-parser's, in this tick).
  */
-function refuseOversizedBody(req: Request, res: Response, limit: number): boolean {
+function refuseOversizedBody(req: Request, res: Response, limit: number, answer: (error: AppError) => void): boolean {
   const refuse = (): void => {
     if (res.headersSent) {
       req.socket.destroy();
       return;
     }
     res.setHeader('Connection', 'close');
-    sendError(res, bodyError(413, `must be at most ${limit} bytes`, 'body.size'), locals(res).requestId);
+    answer(bodyError(413, `must be at most ${limit} bytes`, 'body.size'));
   };
   if (Number(req.headers['content-length'] ?? 0) > limit) {
     refuse();
@@ -210,7 +219,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     const deadline = deps.deadline ? deps.deadline.clock.now() + deps.deadline.budgetMs : null;
-    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline } satisfies Locals);
+    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline, hops: { hops: 0 } } satisfies Locals);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const { route, auth, logger, errorCode } = locals(res);
@@ -226,7 +235,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
         },
         'request',
       );
-      deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds });
+      deps.onRequestFinished?.({ route, method: req.method, status: res.statusCode, seconds, remoteHops: locals(res).hops.hops });
       // answered before its body was read (401, 404, 429…): Node would read the rest to keep the connection; a
       // body of unknown length (chunked, maybe endless) or over the limit is not read, the connection closes instead
       if (!req.complete && !(Number(req.headers['content-length'] ?? Infinity) <= deps.bodyLimitBytes)) req.socket.destroySoon();
@@ -234,18 +243,50 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
     next();
   });
 
+  /**
+   * A key identified here for a shard another node owns is checked by its actor there. Before answering anything
+   * else (an input error), that check is made on its own, so a bad key still beats a bad body. False when it
+   * answered the key's refusal.
+   */
+  async function verifyPending(res: Response): Promise<boolean> {
+    const { pending } = locals(res);
+    if (!pending) return true;
+    locals(res).pending = undefined;
+    try {
+      const auth = await underDeadline(res, () => deps.useCases.apiKeys.verify(pending.key, pending.bucket));
+      return admit(res, auth, pending.clientAddress);
+    } catch (error) {
+      answerVerificationFailure(res, error);
+      return false;
+    }
+  }
+
+  /** An input error's answer, after the key's verification when it is pending. */
+  function refuse(res: Response, error: AppError): void {
+    if (res.headersSent || locals(res).refusing) return;
+    locals(res).refusing = true;
+    verifyPending(res).then(
+      (admitted) => {
+        if (admitted && !res.headersSent) sendError(res, error, locals(res).requestId);
+      },
+      (failure: unknown) => {
+        locals(res).logger.error({ err: failure }, 'request failed');
+      },
+    );
+  }
+
   const JSON_TYPES = ['application/json', 'application/*+json'];
   // the body is read only after authentication and the rate limit, so a bad body never beats a 401
   const requireJson: RequestHandler = (req, res, next) => {
     if (hasBody(req) && !req.is(JSON_TYPES)) {
-      sendError(res, bodyError(415, 'must be sent with Content-Type: application/json', 'body.contentType'), locals(res).requestId);
+      refuse(res, bodyError(415, 'must be sent with Content-Type: application/json', 'body.contentType'));
       return;
     }
     next();
   };
   const limitDepth: RequestHandler = (req, res, next) => {
     if (nestsDeeperThan(req.body, MAX_BODY_DEPTH)) {
-      sendError(res, bodyError(400, `must not nest deeper than ${MAX_BODY_DEPTH} levels`, 'body.depth'), locals(res).requestId);
+      refuse(res, bodyError(400, `must not nest deeper than ${MAX_BODY_DEPTH} levels`, 'body.depth'));
       return;
     }
     next();
@@ -254,134 +295,155 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   // every failure to read the body is the client's: a gzip/deflate/br body that does not decompress comes back
   // from body-parser as a bare zlib error (no `type`), which would otherwise end as a 500
   const readJson: RequestHandler = (req, res, next) => {
-    if (refuseOversizedBody(req, res, deps.bodyLimitBytes)) return;
+    if (
+      refuseOversizedBody(req, res, deps.bodyLimitBytes, (error) => {
+        refuse(res, error);
+      })
+    ) {
+      return;
+    }
     parseJson(req, res, (error?: unknown) => {
       // the size guard has answered already: what body-parser says after that changes nothing
-      if (res.headersSent) return;
+      if (res.headersSent || locals(res).refusing) return;
       if (error === undefined) {
         next();
         return;
       }
-      next(bodyParserError(error, deps.bodyLimitBytes) ?? bodyError(400, 'could not be decoded with its Content-Encoding', 'body.encoding'));
+      refuse(res, bodyParserError(error, deps.bodyLimitBytes) ?? bodyError(400, 'could not be decoded with its Content-Encoding', 'body.encoding'));
     });
   };
   const readBody: RequestHandler[] = [requireJson, readJson, limitDepth];
 
+  /** Writes the refusal of a key that did not pass; true when it passed (the request goes on as this merchant's). */
+  function admit(res: Response, auth: Authentication, clientAddress: string | undefined): boolean {
+    if (auth.outcome === 'authenticated') {
+      locals(res).auth = { merchantId: auth.merchantId, keyId: auth.keyId };
+      return true;
+    }
+    // the key's actor says unauthorized (rotated, deleted): it counts against the address like an unknown key
+    if (auth.outcome === 'unauthorized') deps.useCases.apiKeys.unauthorized(clientAddress);
+    const refusal = authenticationAnswer(auth, locals(res).requestId);
+    if (refusal) writeAnswer(res, refusal);
+    return false;
+  }
+
+  /**
+   * A step refused at its deadline or a dependency out of reach is the service's 503/1402 like on any other step (a
+   * key check charges nothing); only the unexpected is the authentication table's 500 {detail}.
+   */
+  function answerVerificationFailure(res: Response, error: unknown): void {
+    const appError = toAppError(error, true);
+    if (appError.errorName === 'SERVICE_UNAVAILABLE') {
+      sendError(res, appError, locals(res).requestId);
+      return;
+    }
+    locals(res).logger.error({ err: error }, 'key verification failed');
+    sendDetail(res, 500, DETAILS.verificationFailed);
+  }
+
   function authenticate(bucket: RateBucket): RequestHandler {
     return (req, res, next) => {
       const header = req.get('app-key');
-      const { requestId, logger } = locals(res);
       if (header === undefined || header.trim() === '') {
         sendDetail(res, 401, DETAILS.missingKey);
         return;
       }
+      // the TCP peer (express's req.ip: no proxy is trusted): 401s are limited per address
+      const clientAddress = req.ip ?? req.socket.remoteAddress;
+      const { apiKeys } = deps.useCases;
       // a verifier that throws synchronously must still end in the table's 500 {detail}, not the generic 1401
       Promise.resolve()
-        // the TCP peer (express's req.ip: no proxy is trusted): 401s are limited per address
-        .then(() => underDeadline(res, () => deps.useCases.apiKeys.authenticate(header, bucket, req.ip ?? req.socket.remoteAddress)))
-        .then(
-          (auth: Authentication) => {
-            switch (auth.outcome) {
-              case 'authenticated':
-                locals(res).auth = { merchantId: auth.merchantId, keyId: auth.keyId };
-                next();
-                return;
-              case 'unauthorized':
-                sendDetail(res, 401, DETAILS.invalidKey);
-                return;
-              case 'forbidden':
-                sendDetail(res, 403, DETAILS.forbidden(auth.status));
-                return;
-              case 'rate_limited':
-                sendError(res, new AppError('RATE_LIMIT_EXCEEDED', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
-                return;
-              case 'suspended':
-                sendError(res, new AppError('SUSPICIOUS_ACTIVITY', { retryAfterSeconds: auth.retryAfterSeconds }), requestId);
-                return;
-            }
-          },
-          (error: unknown) => {
-            // a step refused at its deadline or a dependency out of reach is the service's 503/1402 like on any other
-            // step (a key check charges nothing); only the unexpected is the authentication table's 500 {detail}
-            const appError = toAppError(error, true);
-            if (appError.errorName === 'SERVICE_UNAVAILABLE') {
-              sendError(res, appError, requestId);
-              return;
-            }
-            logger.error({ err: error }, 'key verification failed');
-            sendDetail(res, 500, DETAILS.verificationFailed);
-          },
-        );
+        .then(() => underDeadline(res, () => apiKeys.identify(header, clientAddress)))
+        .then(async (identified) => {
+          if (identified.outcome !== 'identified') {
+            admit(res, identified, undefined);
+            return;
+          }
+          if (deps.forwarding && !deps.forwarding.ownsMerchant(identified.merchantId)) {
+            locals(res).pending = { key: identified, bucket, clientAddress };
+            next();
+            return;
+          }
+          const auth = await underDeadline(res, () => apiKeys.verify(identified, bucket));
+          if (admit(res, auth, clientAddress)) next();
+        })
+        .catch((error: unknown) => {
+          answerVerificationFailure(res, error);
+        });
     };
   }
 
   /**
-   * Runs a request's steps under its deadline; one that arrives (or resumes, in a process that was frozen) with
-   * its deadline already passed starts none.
+   * Runs a request's steps under its deadline, counting their remote hops; one that arrives (or resumes, in a
+   * process that was frozen) with its deadline already passed starts none.
    */
   function underDeadline<T>(res: Response, work: () => Promise<T>): Promise<T> {
-    const { deadline } = locals(res);
-    if (deadline === null || !deps.deadline) return work();
+    const { deadline, hops } = locals(res);
+    if (deadline === null || !deps.deadline) return countingHops(hops, work);
     if (deps.deadline.clock.now() >= deadline) return Promise.reject(new DeadlineExpiredError('the request'));
-    return withDeadline(deadline, work);
+    return countingHops(hops, () => withDeadline(deadline, work));
   }
 
-  /** Wraps an async route so a rejection reaches the error handler. */
+  /**
+   * An authenticated route: reads its operation from the request (or an input error), then serves it here or, for
+   * a merchant whose shard another node owns, forwards it there whole with the key to verify.
+   */
   const route =
-    (name: RouteName, handler: (req: Request, res: Response, auth: { merchantId: string; keyId: string }) => Promise<void>): RequestHandler =>
+    (name: RouteName, operationOf: (req: Request) => MerchantOperation | AppError): RequestHandler =>
     (req, res, next) => {
       locals(res).route = name;
-      const auth = locals(res).auth ?? { merchantId: '', keyId: '' };
-      underDeadline(res, () => handler(req, res, auth)).catch(next);
-    };
-
-  function reply<T>(res: Response, status: number, result: Result<T>): void {
-    if (result.ok) sendData(res, status, result.value);
-    else sendError(res, result.error, locals(res).requestId);
-  }
-
-  const handlers: Record<RouteName, RequestHandler> = {
-    health: route('health', async (_req, res) => {
-      const report = await deps.health();
-      const status = report.healthy ? 200 : 503;
-      sendData(res, status, { status: healthStatus(report), version: deps.version, environment: deps.environment, checks: report.checks });
-    }),
-    send: route('send', async (req, res, auth) => {
-      const idempotencyKey = req.get('idempotency-key') ?? null;
-      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-        sendError(
-          res,
-          AppError.invalid([{ field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters', type: 'header.invalid' }]),
-          locals(res).requestId,
-        );
+      const operation = operationOf(req);
+      if (operation instanceof AppError) {
+        refuse(res, operation);
         return;
       }
-      const result = await deps.useCases.sendMessage({ merchantId: auth.merchantId, keyId: auth.keyId, body: req.body as unknown, idempotencyKey });
-      if (result.ok && result.value.replayed) res.setHeader('Idempotent-Replayed', 'true');
-      reply(res, 201, result.ok ? { ok: true, value: result.value.receipt } : result);
+      const { pending, requestId } = locals(res);
+      if (pending && deps.forwarding) {
+        const forwarding = deps.forwarding;
+        locals(res).pending = undefined;
+        const request: ForwardedRequest = { key: pending.key, bucket: pending.bucket, requestId, operation };
+        underDeadline(res, () => forwarding.forward(pending.key.merchantId, request, locals(res).deadline ?? undefined))
+          .then((value) => {
+            const reply = forwardedReplyOf(value);
+            if (admit(res, reply.auth, pending.clientAddress) && 'answer' in reply) writeAnswer(res, reply.answer);
+          })
+          .catch(next);
+        return;
+      }
+      const auth = locals(res).auth ?? { merchantId: '', keyId: '' };
+      underDeadline(res, () => performOperation(deps.useCases, auth, operation, requestId))
+        .then((answer) => {
+          writeAnswer(res, answer);
+        })
+        .catch(next);
+    };
+
+  const handlers: Record<RouteName, RequestHandler> = {
+    health: (req, res, next) => {
+      locals(res).route = 'health';
+      underDeadline(res, () => deps.health())
+        .then((report) => {
+          sendData(res, report.healthy ? 200 : 503, { status: healthStatus(report), version: deps.version, environment: deps.environment, checks: report.checks });
+        })
+        .catch(next);
+    },
+    send: route('send', (req) => {
+      const idempotencyKey = req.get('idempotency-key') ?? null;
+      if (idempotencyKey !== null && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+        return AppError.invalid([{ field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters', type: 'header.invalid' }]);
+      }
+      return { route: 'send', body: req.body as unknown, idempotencyKey };
     }),
-    status: route('status', async (req, res, auth) => {
-      const outcome = await deps.useCases.getStatus(auth.merchantId, String(req.params.messageId));
-      if (outcome.found) sendData(res, 200, outcome.view);
-      else sendDetail(res, 404, DETAILS.messageNotFound);
-    }),
-    balance: route('balance', async (_req, res, auth) => {
-      reply(res, 200, await deps.useCases.wallets.getBalance(auth.merchantId));
-    }),
-    calculate: route('calculate', async (req, res, auth) => {
-      reply(res, 200, await deps.useCases.calculate(auth.merchantId, req.body as unknown));
-    }),
+    status: route('status', (req) => ({ route: 'status', messageId: String(req.params.messageId) })),
+    balance: route('balance', () => ({ route: 'balance' })),
+    calculate: route('calculate', (req) => ({ route: 'calculate', body: req.body as unknown })),
     cancel: scheduleRoute('cancel'),
     pause: scheduleRoute('pause'),
     resume: scheduleRoute('resume'),
   };
 
   function scheduleRoute(action: ScheduleAction): RequestHandler {
-    return route(action, async (req, res, auth) => {
-      const outcome = await deps.useCases.manageSchedule(auth.merchantId, String(req.params.messageId), action);
-      if (!outcome.found) sendDetail(res, 404, DETAILS.messageNotFound);
-      else reply(res, 200, outcome.result);
-    });
+    return route(action, (req) => ({ route: action, messageId: String(req.params.messageId) }));
   }
 
   // A path with malformed percent-encoding (`/status/%E0%A4%A`) makes the router's parameter decoding throw: a
@@ -438,12 +500,11 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
   app.use(unmatched);
 
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const { requestId, logger } = locals(res);
+    const { logger } = locals(res);
     const appError = bodyParserError(error, deps.bodyLimitBytes) ?? toAppError(error, READ_METHODS.has(req.method));
     // a 503 is logged by its request line (and an outage by the node, once): an error line for each would flood
     if (appError.httpStatus >= 500 && appError.errorName !== 'SERVICE_UNAVAILABLE') logger.error({ err: error }, 'request failed');
-    if (res.headersSent) return;
-    sendError(res, appError, requestId);
+    refuse(res, appError);
   });
 
   // A request target Express reads no path from (`//a@#b`: its URL parser takes `a@` for an authority) skips every
@@ -469,7 +530,7 @@ export function createHttpApp(deps: HttpAppDependencies): RequestListener {
       { method, path: loggedPath(req.url), route: 'unmatched', status: res.statusCode, error_code: appError.code, duration_ms: Math.round(seconds * 1000) },
       'request',
     );
-    deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds });
+    deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds, remoteHops: 0 });
   };
   return (req, res) => {
     // what an http server hands its listener; Express takes it as its own request and response

@@ -25,6 +25,8 @@ export interface RequestSample {
   readonly method: string;
   readonly status: number;
   readonly seconds: number;
+  /** How often the request's work crossed to another node (0 when its merchant's shard is owned here). */
+  readonly remoteHops: number;
 }
 
 export interface Metrics {
@@ -88,6 +90,13 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     help: 'Time from a request arriving to its response finishing.',
     labelNames: ['route', 'method'] as const,
     buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const hopsPerRequest = new Histogram({
+    name: name('remote_hops_per_request'),
+    help: "Remote hops (asks or forwards over NATS to another node) made by each merchant request, by route: 0 when the merchant's shard is owned by the node that received it, 1 when forwarded.",
+    labelNames: ['route'] as const,
+    buckets: [0, 1, 2, 3],
     registers,
   });
   const messagesCreated = new Counter({
@@ -216,6 +225,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     requestFinished(sample) {
       httpRequests.inc({ route: sample.route, method: sample.method, status: String(sample.status) });
       httpDuration.observe({ route: sample.route, method: sample.method }, sample.seconds);
+      if (sample.route !== 'unmatched' && sample.route !== 'health') hopsPerRequest.observe({ route: sample.route }, sample.remoteHops);
     },
     messageCreated(sendingType) {
       messagesCreated.inc({ sending_type: sendingType });

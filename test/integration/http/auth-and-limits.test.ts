@@ -124,12 +124,12 @@ describe('HTTP API: authentication, request order and rate limits', function () 
     });
 
     it('when verification rejects with an exception, then it is 500 with exactly {detail}', async () => {
-      sinon.stub(fixture.node.gateway.useCases.apiKeys, 'authenticate').rejects(new Error('directory unreachable'));
+      sinon.stub(fixture.node.gateway.useCases.apiKeys, 'verify').rejects(new Error('directory unreachable'));
       expectDetail(await http.balance(shop.apiKey), 500);
     });
 
     it('when verification throws synchronously, then it is still 500 with exactly {detail}', async () => {
-      sinon.stub(fixture.node.gateway.useCases.apiKeys, 'authenticate').throws(new Error('directory unreachable'));
+      sinon.stub(fixture.node.gateway.useCases.apiKeys, 'verify').throws(new Error('directory unreachable'));
       expectDetail(await http.balance(shop.apiKey), 500);
     });
   });

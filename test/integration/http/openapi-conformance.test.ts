@@ -278,7 +278,7 @@ describe('OpenAPI conformance: real responses match the served document', functi
     });
 
     it('500 {detail} when the key cannot be verified, and 500/1401 when a use case fails unexpectedly', async () => {
-      const stub = sinon.stub(gateway().useCases.apiKeys, 'authenticate').rejects(new Error('directory unreachable'));
+      const stub = sinon.stub(gateway().useCases.apiKeys, 'verify').rejects(new Error('directory unreachable'));
       for (const route of everyRoute(shop.apiKey)) conforms(await route.call(), route.method, route.path, 500);
       stub.restore();
       sinon.stub(gateway().useCases.wallets, 'getBalance').rejects(new Error('bug'));

@@ -27,7 +27,8 @@ describe('HTTP request deadlines', () => {
   before(async () => {
     const useCases = {
       apiKeys: {
-        authenticate: () => {
+        identify: () => Promise.resolve({ outcome: 'identified', merchantId: 'm1', keyId: 'k1', hash: 'h1' }),
+        verify: () => {
           duringAuthentication();
           return Promise.resolve({ outcome: 'authenticated', merchantId: 'm1', keyId: 'k1' });
         },

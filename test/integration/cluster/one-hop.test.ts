@@ -1,0 +1,107 @@
+import { expect } from 'chai';
+import { shardOf } from '../../../src/cluster/shards.js';
+import { call } from '../../helpers/http-fixture.js';
+import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
+import { eventually } from '../../helpers/webhook-receiver.js';
+import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
+
+
+/** `sms_gateway_remote_hops_per_request` of one route on a node: observations, and those of at most 0 and 1 hop. */
+async function hopsOf(node: ClusterNode, route: string): Promise<{ count: number; le0: number; le1: number }> {
+  const text = await (await fetch(node.metricsUrl)).text();
+  const value = (pattern: RegExp): number => Number(pattern.exec(text)?.[1] ?? 0);
+  return {
+    count: value(new RegExp(`^sms_gateway_remote_hops_per_request_count\\{route="${route}"\\} (\\d+)`, 'm')),
+    le0: value(new RegExp(`^sms_gateway_remote_hops_per_request_bucket\\{le="0",route="${route}"\\} (\\d+)`, 'm')),
+    le1: value(new RegExp(`^sms_gateway_remote_hops_per_request_bucket\\{le="1",route="${route}"\\} (\\d+)`, 'm')),
+  };
+}
+
+describe('cluster: a request reaching a node that does not own its merchant makes one remote hop', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let merchant: ClusterMerchant;
+  let owner: ClusterNode;
+  let other: ClusterNode;
+
+  before(async function () {
+    this.timeout(180_000);
+    cluster = await startCluster({ nodes: 2, simulator: true, env: GENEROUS_RATE_LIMITS });
+    const owners = await cluster.waitForBalance(['node-1', 'node-2']);
+    merchant = (await seedMerchants(cluster, { count: 1 }))[0]!;
+    const shard = shardOf(merchant.merchantId, cluster.shards);
+    const ownerId = [...owners].find(([, shards]) => shards.includes(shard))![0];
+    owner = cluster.node(ownerId);
+    other = cluster.running().find((node) => node.id !== ownerId)!;
+  });
+
+  after(async () => {
+    await (cluster as TestCluster | undefined)?.stop();
+  });
+
+  it('when every merchant route is called on the other node, then each answers as the owner would, each with exactly one remote hop', async () => {
+    const before = await hopsOf(other, 'send');
+    const sent = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'Idempotency-Key': 'one-hop-1' }, json: { to: ['+243812345600'], message: 'One hop' } });
+    expect(sent.status, sent.text).to.equal(201);
+    const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
+    // the replay is answered by the owner's wallet, with its header carried back
+    const replay = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'Idempotency-Key': 'one-hop-1' }, json: { to: ['+243812345600'], message: 'One hop' } });
+    expect(replay.status, replay.text).to.equal(201);
+    expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+    const after = await hopsOf(other, 'send');
+    expect(after.count - before.count, 'two sends observed').to.equal(2);
+    expect(after.le1 - before.le1, 'each within one hop').to.equal(2);
+    expect(after.le0 - before.le0, 'none served without a hop').to.equal(0);
+
+    await eventually(async () => {
+      const status = await call(`${other.api}/status/${messageId}`, { key: merchant.apiKey });
+      expect(status.status, status.text).to.equal(200);
+      expect((status.body as { data: { recipients: { status: string }[] } }).data.recipients[0]!.status).to.equal('delivered');
+      return true;
+    }, 30_000);
+    const balance = await call(`${other.api}/balance`, { key: merchant.apiKey });
+    expect(balance.status, balance.text).to.equal(200);
+    const calculate = await call(`${other.api}/calculate`, { method: 'POST', key: merchant.apiKey, json: { mode: 'sms_to_amount', sms_count: 10 } });
+    expect(calculate.status, calculate.text).to.equal(200);
+    const unknown = await call(`${other.api}/status/msg_00000000000000000000000000000000`, { key: merchant.apiKey });
+    expect(unknown.status).to.equal(404);
+    expect(unknown.body).to.deep.equal({ detail: 'Message not found.' });
+    const invalid = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [], message: '' } });
+    expect(invalid.status, invalid.text).to.equal(400);
+    expect((invalid.body as { error_code: string; request_id: string }).error_code).to.equal('1110');
+    expect(invalid.headers.get('x-request-id'), 'the envelope names the request id the client got').to.equal((invalid.body as { request_id: string }).request_id);
+
+    for (const route of ['status', 'balance', 'calculate']) {
+      const hops = await hopsOf(other, route);
+      expect(hops.count, route).to.be.greaterThan(0);
+      expect(hops.le1, `${route}: at most one hop`).to.equal(hops.count);
+      expect(hops.le0, `${route}: always forwarded`).to.equal(0);
+    }
+    // on the owner the same routes make none
+    const local = await call(`${owner.api}/balance`, { key: merchant.apiKey });
+    expect(local.status).to.equal(200);
+    const ownerHops = await hopsOf(owner, 'balance');
+    expect(ownerHops.le0).to.equal(ownerHops.count);
+  });
+
+  it('when the key is locked, then the very next request through the other node is refused, before its body is read', async () => {
+    expect(await cluster.operator.useCases.apiKeys.setStatus(merchant.keyId, 'locked')).to.equal(true);
+    const refused = await call(`${other.api}/balance`, { key: merchant.apiKey });
+    expect(refused.status, refused.text).to.equal(403);
+    // a malformed body with a locked key: the key's verdict comes first (verified on the owner on its own)
+    const malformed = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'content-type': 'application/json' }, raw: '{"to": [' });
+    expect(malformed.status, malformed.text).to.equal(403);
+    expect(await cluster.operator.useCases.apiKeys.setStatus(merchant.keyId, 'allowed')).to.equal(true);
+    const malformedAllowed = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'content-type': 'application/json' }, raw: '{"to": [' });
+    expect(malformedAllowed.status, malformedAllowed.text).to.equal(400);
+  });
+
+  it('when the key is rotated, then the old key is refused on the very next request through the other node and the new one works', async () => {
+    const rotated = await cluster.operator.useCases.apiKeys.rotateKey(merchant.keyId);
+    expect(rotated).to.not.equal(null);
+    const old = await call(`${other.api}/balance`, { key: merchant.apiKey });
+    expect(old.status, old.text).to.equal(401);
+    const fresh = await call(`${other.api}/balance`, { key: rotated!.apiKey });
+    expect(fresh.status, fresh.text).to.equal(200);
+  });
+});
