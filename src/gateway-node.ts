@@ -7,7 +7,7 @@ import { SANDBOX_CARRIER } from './messaging/send-message-use-case.js';
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
 import { createDocsRouter } from './entry-points/http/docs-routes.js';
 import { createHttpApp, type HealthReport } from './entry-points/http/http-app.js';
-import { createOperationHandler } from './entry-points/http/merchant-operations.js';
+import { createOperationHandler, MERCHANT_REQUEST, type ForwardedRequest } from './entry-points/http/merchant-operations.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
 import { createOperatorServer, type OperatorServer } from './entry-points/http/operator-server.js';
 import { buildOpenApiDocument } from './entry-points/http/openapi.js';
@@ -258,10 +258,18 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   }
 
   // requests forwarded by other nodes for the shards this one owns
-  gateway.clusterRouter?.handleOperations(createOperationHandler(gateway.useCases, logger));
+  const cluster = gateway.clusterRouter;
+  cluster?.handleOperations(MERCHANT_REQUEST, createOperationHandler(gateway.useCases, logger));
   const app = createHttpApp({
     useCases: gateway.useCases,
-    ...(gateway.clusterRouter ? { forwarding: gateway.clusterRouter } : {}),
+    ...(cluster
+      ? {
+          forwarding: {
+            ownsMerchant: (merchantId: string) => cluster.ownsMerchant(merchantId),
+            forward: (merchantId: string, request: ForwardedRequest, deadline: number | undefined) => cluster.forward(MERCHANT_REQUEST, merchantId, request, deadline),
+          },
+        }
+      : {}),
     environment: config.environment,
     version: config.version,
     bodyLimitBytes: config.http.bodyLimitBytes,

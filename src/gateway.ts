@@ -21,6 +21,8 @@ import {
   SCHEDULE_REGISTER_TOPIC,
   WALLET_ADJUST_TOPIC,
   WEBHOOK_TOPIC,
+  type CarrierReceipt,
+  type MessageReplies,
   type MessageSpec,
   type ReceiptDeadline,
   type ScheduleRegistration,
@@ -30,7 +32,9 @@ import type { AgendaBackend } from 'agenda';
 import { createOccurrenceScheduler, type OccurrenceScheduler } from './scheduling/occurrence-scheduler.js';
 import type { Transport } from './libraries/transport/transport-port.js';
 import { createDispatchRelay } from './carriers/dispatch-relay.js';
-import { createReceiptConsumer } from './carriers/receipt-consumer.js';
+import type { ApiKeyReplies } from './api-keys/api-key-behaviour.js';
+import { createReceiptConsumer, messageReceiptsOf, type MessageReceipts } from './carriers/receipt-consumer.js';
+import { createShardBatches } from './cluster/shard-batches.js';
 import { createWebhookRelay } from './webhooks/webhook-jobs.js';
 import { createWebhookSender, type WebhookSender } from './webhooks/webhook-sender.js';
 import { createWebhookWorker, replayDeadLetter } from './webhooks/webhook-worker.js';
@@ -399,12 +403,23 @@ export async function createGateway(options: GatewayOptions) {
 
   const sender =
     options.webhookSender ?? createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, policy: webhookUrlPolicyOf(config), userAgent: `sms-gateway/${config.version}` });
+  // in a cluster, the receipts of many messages reach their shard's owner in one hop per shard
+  const receiptBatches = clusterRouter
+    ? createShardBatches<MessageReceipts, MessageReplies['apply_receipts']>({
+        name: 'receipts',
+        router: clusterRouter,
+        itemOf: messageReceiptsOf,
+        maxBatch: 256,
+        perform: (merchantId, item) => router.message(merchantId, item.messageId).ask({ type: 'apply_receipts', receipts: item.receipts }),
+      })
+    : null;
   const receipts = transport
     ? createReceiptConsumer({
         transport,
         router,
         directory,
         concurrency: 64,
+        ...(receiptBatches ? { applyReceipts: (merchantId: string, messageId: string, carrierReceipts: readonly CarrierReceipt[]) => receiptBatches.run(merchantId, { messageId, receipts: carrierReceipts }) } : {}),
         onRejected: (reason) => {
           report({ what: 'receipt_rejected', error: new Error(reason) });
         },
@@ -413,11 +428,21 @@ export async function createGateway(options: GatewayOptions) {
         },
       })
     : null;
+  const targetBatches = clusterRouter
+    ? createShardBatches<{ readonly keyId: string }, ApiKeyReplies['webhook_target']>({
+        name: 'webhook-targets',
+        router: clusterRouter,
+        itemOf: (value) => (typeof value === 'object' && value !== null && typeof (value as { keyId?: unknown }).keyId === 'string' ? { keyId: (value as { keyId: string }).keyId } : null),
+        maxBatch: 256,
+        perform: (merchantId, item) => router.apiKey(merchantId, item.keyId).ask({ type: 'webhook_target' }),
+      })
+    : null;
   const webhooks = transport
     ? createWebhookWorker({
         transport,
         router,
         sender,
+        ...(targetBatches ? { webhookTarget: (merchantId: string, keyId: string) => targetBatches.run(merchantId, { keyId }) } : {}),
         deadLetters: metrics ? meteredDeadLetters(persistence.deadLetters, metrics) : persistence.deadLetters,
         clock,
         retryDelaysMs: config.webhooks.retryDelaysMs,

@@ -4,7 +4,31 @@ import type { Directory } from '../libraries/persistence/directory-port.js';
 import { RECEIPTS_DURABLE, receiptSubject } from '../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
 import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
+import { isCarrierStatus } from './carrier-outcomes.js';
 import { parseDispatchId, readReceipts, type Receipt } from './carrier-protocol.js';
+
+/** One message's receipts on their way to its actor (a batch item between nodes). */
+export interface MessageReceipts {
+  readonly messageId: string;
+  readonly receipts: readonly CarrierReceipt[];
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+const isOptionalText = (value: unknown): boolean => value === undefined || value === null || typeof value === 'string';
+
+/** A message's receipts off the wire, checked field by field (null: malformed). */
+export function messageReceiptsOf(value: unknown): MessageReceipts | null {
+  if (!isRecord(value) || typeof value.messageId !== 'string' || !Array.isArray(value.receipts)) return null;
+  const receipts: CarrierReceipt[] = [];
+  for (const receipt of value.receipts as unknown[]) {
+    if (!isRecord(receipt) || !isCarrierStatus(receipt.status)) return null;
+    const { occurrence, recipient, at, errorCode, errorMessage, carrierStatus } = receipt;
+    if (![occurrence, recipient, at].every((n) => typeof n === 'number' && Number.isFinite(n))) return null;
+    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string')) return null;
+    receipts.push(receipt as unknown as CarrierReceipt);
+  }
+  return { messageId: value.messageId, receipts };
+}
 
 /** A receipt as published, and as its message's actor takes it. */
 interface Addressed {
@@ -18,6 +42,11 @@ export interface ReceiptConsumerOptions {
   /** Finds a message's merchant (the gateway's directory remembers owners). */
   readonly directory: Directory;
   readonly concurrency: number;
+  /**
+   * Hands one message's receipts to its actor (by default one ask through the router; in a cluster, batched per
+   * shard so that the receipts of many messages reach their owner in one hop).
+   */
+  readonly applyReceipts?: (merchantId: string, messageId: string, receipts: readonly CarrierReceipt[]) => Promise<MessageReplies['apply_receipts']>;
   readonly onReceipt?: (sample: { lagSeconds: number; changed: boolean }) => void;
   readonly onRejected?: (reason: string, delivery: Delivery) => void;
 }
@@ -31,6 +60,9 @@ export interface ReceiptConsumerOptions {
 export function createReceiptConsumer(options: ReceiptConsumerOptions) {
   let consumer: Consumer | null = null;
   const reject = (reason: string, delivery: Delivery): void => options.onRejected?.(reason, delivery);
+  const applyReceipts =
+    options.applyReceipts ??
+    ((merchantId: string, messageId: string, receipts: readonly CarrierReceipt[]) => options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts }));
 
   /** Applies one message's receipts; false when its actor failed and the whole delivery must come again. */
   async function applyToMessage(messageId: string, receipts: readonly Addressed[], delivery: Delivery): Promise<boolean> {
@@ -41,7 +73,11 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
     }
     let reply: MessageReplies['apply_receipts'];
     try {
-      reply = await options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts: receipts.map((r) => r.carrierReceipt) });
+      reply = await applyReceipts(
+        merchantId,
+        messageId,
+        receipts.map((r) => r.carrierReceipt),
+      );
     } catch (error) {
       if (error instanceof ActorFailureError) return false;
       throw error;

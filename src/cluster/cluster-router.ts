@@ -21,7 +21,7 @@ type ShardRequest =
       /** Absolute (ms since the epoch): the owner refuses the command if it has not taken it by then. */
       readonly deadline?: number;
     }
-  | { readonly kind: 'operation'; readonly merchantId: string; readonly operation: unknown; readonly deadline?: number };
+  | { readonly kind: 'operation'; readonly name: string; readonly merchantId: string; readonly operation: unknown; readonly deadline?: number };
 
 const ACTOR_KINDS: readonly string[] = ['wallet', 'apiKey', 'message'] satisfies ActorKind[];
 
@@ -31,7 +31,7 @@ function shardRequestOf(payload: unknown): ShardRequest | null {
   const request = payload as Record<string, unknown>;
   if (request.deadline !== undefined && typeof request.deadline !== 'number') return null;
   if (request.kind === 'operation') {
-    return typeof request.merchantId === 'string' && 'operation' in request ? (request as ShardRequest) : null;
+    return typeof request.name === 'string' && typeof request.merchantId === 'string' && 'operation' in request ? (request as ShardRequest) : null;
   }
   const command = request.command;
   const wellFormed =
@@ -87,11 +87,11 @@ export interface ClusterRouter extends ActorRouter {
    * Runs `operation` with the operation handler on the node owning the merchant's shard: here when it is ours,
    * otherwise in one remote hop, waiting for an owner through hand-overs and failovers like an ask.
    */
-  forward(merchantId: string, operation: unknown, deadline?: number): Promise<unknown>;
+  forward(name: string, merchantId: string, operation: unknown, deadline?: number): Promise<unknown>;
   /** Whether this node owns the merchant's shard now. */
   ownsMerchant(merchantId: string): boolean;
-  /** The handler of forwarded operations (set once, when the node's use cases exist). */
-  handleOperations(handler: OperationHandler): void;
+  /** The handler of the operations called `name` (merchants' requests, batches of receipts…), set once. */
+  handleOperations(name: string, handler: OperationHandler): void;
 }
 
 /**
@@ -175,20 +175,21 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     );
   }
 
-  let operationHandler: OperationHandler | null = null;
+  const operationHandlers = new Map<string, OperationHandler>();
 
-  async function runOperation(merchantId: string, operation: unknown, deadline: number): Promise<unknown> {
-    if (!operationHandler) throw new NotApplied('this node does not serve requests yet');
-    const handler = operationHandler;
+  async function runOperation(name: string, merchantId: string, operation: unknown, deadline: number): Promise<unknown> {
+    const handler = operationHandlers.get(name);
+    if (!handler) throw new NotApplied(`this node does not serve ${name} operations yet`);
     return withDeadline(deadline, () => handler(merchantId, operation));
   }
 
-  function forward(merchantId: string, operation: unknown, explicitDeadline: number | undefined): Promise<unknown> {
+  function forward(name: string, merchantId: string, operation: unknown, explicitDeadline: number | undefined): Promise<unknown> {
+    const target = `${name} of ${merchantId}`;
     return routed(
       merchantId,
-      `requests of ${merchantId}`,
-      (_shard, deadline) => runOperation(merchantId, operation, deadline),
-      (shard, deadline) => askRemote(`requests of ${merchantId}`, shard, { kind: 'operation', merchantId, operation }, deadline),
+      target,
+      (_shard, deadline) => runOperation(name, merchantId, operation, deadline),
+      (shard, deadline) => askRemote(target, shard, { kind: 'operation', name, merchantId, operation }, deadline),
       explicitDeadline,
     );
   }
@@ -249,7 +250,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       if (request.kind === 'operation') {
         if (shardOf(request.merchantId, options.shards) !== shard) return { outcome: 'refused', detail: `merchant not in shard ${shard}` };
         const deadline = request.deadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
-        return { outcome: 'ok', value: await runOperation(request.merchantId, request.operation, deadline) };
+        return { outcome: 'ok', value: await runOperation(request.name, request.merchantId, request.operation, deadline) };
       }
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
@@ -268,8 +269,8 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     shardOf: (merchantId) => shardOf(merchantId, options.shards),
     forward,
     ownsMerchant: (merchantId) => manager.owns(shardOf(merchantId, options.shards)),
-    handleOperations(handler) {
-      operationHandler = handler;
+    handleOperations(name, handler) {
+      operationHandlers.set(name, handler);
     },
     async serveShard(shard) {
       if (serving.has(shard)) return;

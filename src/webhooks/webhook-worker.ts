@@ -1,4 +1,4 @@
-import { secretContext } from '../api-keys/api-key-behaviour.js';
+import { secretContext, type ApiKeyReplies } from '../api-keys/api-key-behaviour.js';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
 import { toIsoUtc, type Clock } from '../libraries/clock/clock.js';
@@ -29,6 +29,11 @@ export interface WebhookWorkerOptions {
   readonly logger: Logger;
   readonly onAttempt?: (outcome: { merchantId: string; verdict: string; seconds: number }) => void;
   readonly onError?: (error: unknown) => void;
+  /**
+   * Reads a key's webhook target from its actor, for credentials not cached here (by default one ask through the
+   * router; in a cluster, batched per shard).
+   */
+  readonly webhookTarget?: (merchantId: string, keyId: string) => Promise<ApiKeyReplies['webhook_target']>;
 }
 
 type DeadLetterReason = 'rejected' | 'retries_exhausted' | 'refused_address';
@@ -93,12 +98,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId), WAITING_BUDGET_MS);
   const credentials = new Map<string, { value: WebhookCredentials; at: number }>();
   let consumer: Consumer | null = null;
+  const webhookTarget =
+    options.webhookTarget ?? ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
 
   async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
     if (job.auth === 'none') return NO_CREDENTIALS;
     const cached = credentials.get(job.keyId);
     if (cached && options.clock.now() - cached.at < CREDENTIALS_TTL_MS) return cached.value;
-    const reply = await options.router.apiKey(job.merchantId, job.keyId).ask({ type: 'webhook_target' });
+    const reply = await webhookTarget(job.merchantId, job.keyId);
     const webhook = reply.ok ? reply.target.webhook : null;
     const password = webhook?.password ?? null;
     const signingSecret = reply.ok ? reply.target.signingSecret : null;

@@ -86,6 +86,9 @@ export function authenticationAnswer(auth: Authentication, requestId: string): A
   }
 }
 
+/** The name of the cluster operation that carries merchants' requests to their shard's owner. */
+export const MERCHANT_REQUEST = 'merchant-request';
+
 /** A request forwarded to the owner of the merchant's shard: the key to verify there, then the operation. */
 export interface ForwardedRequest {
   readonly key: IdentifiedKey;
