@@ -11,7 +11,7 @@
  *      to a shard's owner shows there even when the machine has fewer cores than processes).
  *      And what each send cost the rest of the system (scripts/bench/cluster-costs.ts): rows inserted, updated and
  *      deleted per table, transactions (all, and those that wrote, from the WAL), WAL bytes, NATS messages and bytes
- *      in and out (the server's /varz), and the CPU of PostgreSQL, nats-server and the connector; over the window
+ *      in and out (the server's /varz) and what JetStream keeps (/jsz), and the CPU of PostgreSQL, nats-server and the connector; over the window
  *      alone, and until the window's sends have drained through the pipeline less the idle background measured
  *      just before. The cluster runs without the harness's audit triggers, so the database does the product's work.
  *   2. Failover, at the largest count (≥ 2): a paced load (--failover-rate sends/s, each with its Idempotency-Key);
@@ -212,7 +212,7 @@ async function closedLoop(targets: readonly ClusterNode[], merchants: readonly L
 // Costs: CPU of every process, the database's counters, NATS's totals (scripts/bench/cluster-costs.ts)
 
 /** The idle stretch measured before each window: the background (pollers, lease renewals, heartbeats) to subtract. */
-const IDLE_MS = 3_000;
+const IDLE_MS = 5_000;
 /** PostgreSQL backends flush their statistics counters at most once a second while busy, and within a second of going idle. */
 const STATS_FLUSH_MS = 1_200;
 
@@ -539,7 +539,7 @@ function costsRow(nodes: number, scope: string, sends: number, c: SendCosts): st
   return (
     `| ${nodes} | ${scope} | ${fmt(sends)} | ${num(c.rows.inserted)} / ${num(c.rows.updated)} / ${num(c.rows.deleted)} | ` +
     `${num(c.transactions)} (${c.writeCommits === null ? 'n/a' : num(c.writeCommits)}) | ${kb(c.walBytes)} | ` +
-    `${num(c.nats.msgsIn)} / ${num(c.nats.msgsOut)} | ${kb(c.nats.bytesIn)} / ${kb(c.nats.bytesOut)} | ` +
+    `${num(c.nats.msgsIn)} / ${num(c.nats.msgsOut)} | ${kb(c.nats.bytesIn)} / ${kb(c.nats.bytesOut)} | ${num(c.nats.storedMsgs)} / ${kb(c.nats.storedBytes)} | ` +
     `${num(c.cpuMs.gateway)} | ${num(c.cpuMs.postgres)} | ${num(c.cpuMs.nats)} | ${num(c.cpuMs.connector)} |`
   );
 }
@@ -559,6 +559,8 @@ function costsJson(c: SendCosts): Record<string, unknown> {
     natsMsgsOut: round2(c.nats.msgsOut),
     natsBytesIn: round2(c.nats.bytesIn),
     natsBytesOut: round2(c.nats.bytesOut),
+    jetStreamStoredMsgs: round2(c.nats.storedMsgs),
+    jetStreamStoredBytes: round2(c.nats.storedBytes),
     cpuMs: { node: round2(c.cpuMs.gateway), postgres: round2(c.cpuMs.postgres), nats: round2(c.cpuMs.nats), connector: round2(c.cpuMs.connector) },
   };
 }
@@ -691,12 +693,15 @@ async function main(): Promise<void> {
       `idle ${fmt(IDLE_MS / 1000)} s before the window (pollers, lease renewals, heartbeats) at its rate: the whole pipeline of those sends. ` +
       'Rows: inserted / updated / deleted in the product\'s tables (pg_stat_user_tables; no audit triggers in this cluster). Transactions: pg_stat_database xact_commit, reads included; ' +
       `in brackets the COMMIT records in the WAL (transactions that wrote; pg_walinspect${walInspection ? '' : ', not available here'}). WAL: bytes of WAL written, whole server. ` +
-      'NATS: the server\'s /varz totals (in: messages published by clients, out: delivered to them; JetStream API requests and acknowledgements included). ' +
+      'NATS: the server\'s /varz totals (in: messages published by clients, out: delivered to them; JetStream API requests and acknowledgements included); ' +
+      'JetStream stored: the growth of what /jsz says JetStream keeps (receipts and webhook jobs stay 7 days in their streams; dispatch jobs leave theirs once acknowledged). ' +
       'CPU: ms per send of the node processes, PostgreSQL (postmaster and backends), nats-server and the simulator connector.',
   );
   console.log('');
-  console.log('| Nodes | Scope | Sends | Rows ins / upd / del | Transactions (writing) | WAL KB | NATS msgs in / out | NATS KB in / out | Node CPU ms | PostgreSQL CPU ms | NATS CPU ms | Connector CPU ms |');
-  console.log('|---:|---|---:|---|---:|---:|---|---|---:|---:|---:|---:|');
+  console.log(
+    '| Nodes | Scope | Sends | Rows ins / upd / del | Transactions (writing) | WAL KB | NATS msgs in / out | NATS KB in / out | JetStream stored msgs / KB | Node CPU ms | PostgreSQL CPU ms | NATS CPU ms | Connector CPU ms |',
+  );
+  console.log('|---:|---|---:|---|---:|---:|---|---|---|---:|---:|---:|---:|');
   for (const phase of phases) {
     const accepted = acceptedIn(phase.stats);
     console.log(costsRow(phase.nodes, 'window', accepted, phase.costs.window));

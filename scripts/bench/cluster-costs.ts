@@ -7,7 +7,8 @@
  *   WAL written (pg_current_wal_flush_lsn) and, with pg_walinspect, the COMMIT records in that WAL: the transactions that
  *   wrote something, which are what a primary must flush.
  * - NATS: the server's message and byte totals (`/varz` of its monitoring endpoint: in = published by clients,
- *   out = delivered to them; JetStream's own API requests and acknowledgements included).
+ *   out = delivered to them; JetStream's own API requests and acknowledgements included), and what JetStream
+ *   stores (`/jsz`).
  * - CPU: the groups of process-cpu.ts (gateway nodes, PostgreSQL with its backends, nats-server, the connector).
  *
  * PostgreSQL's statistics counters reach pg_stat_* only when a backend flushes them, at most once a second while it
@@ -96,16 +97,27 @@ export async function walCommits(query: Query, fromLsn: string, toLsn: string): 
   }
 }
 
-/** The nats-server's totals from `<monitorUrl>/varz`. */
+/**
+ * The nats-server's totals from `<monitorUrl>/varz` (messages and bytes in and out) and `/jsz` (what JetStream
+ * stores now, every stream and key-value bucket: its growth is what the streams with limits retention keep).
+ */
 export async function readNatsCounters(monitorUrl: string): Promise<Record<string, number>> {
-  const response = await fetch(`${monitorUrl}/varz`);
-  if (!response.ok) throw new Error(`${monitorUrl}/varz answered ${response.status}`);
-  const varz = (await response.json()) as Partial<Record<'in_msgs' | 'out_msgs' | 'in_bytes' | 'out_bytes', number>>;
+  const read = async <T>(path: string): Promise<Partial<T>> => {
+    const response = await fetch(`${monitorUrl}${path}`);
+    if (!response.ok) throw new Error(`${monitorUrl}${path} answered ${response.status}`);
+    return (await response.json()) as Partial<T>;
+  };
+  const [varz, jsz] = await Promise.all([
+    read<Record<'in_msgs' | 'out_msgs' | 'in_bytes' | 'out_bytes', number>>('/varz'),
+    read<Record<'messages' | 'bytes', number>>('/jsz'),
+  ]);
   return {
     'nats.in_msgs': varz.in_msgs ?? Number.NaN,
     'nats.out_msgs': varz.out_msgs ?? Number.NaN,
     'nats.in_bytes': varz.in_bytes ?? Number.NaN,
     'nats.out_bytes': varz.out_bytes ?? Number.NaN,
+    'nats.stored_msgs': jsz.messages ?? Number.NaN,
+    'nats.stored_bytes': jsz.bytes ?? Number.NaN,
   };
 }
 
@@ -158,7 +170,15 @@ export interface SendCosts {
   /** COMMIT records in the WAL: transactions that wrote (null without pg_walinspect). */
   readonly writeCommits: number | null;
   readonly walBytes: number;
-  readonly nats: { readonly msgsIn: number; readonly msgsOut: number; readonly bytesIn: number; readonly bytesOut: number };
+  readonly nats: {
+    readonly msgsIn: number;
+    readonly msgsOut: number;
+    readonly bytesIn: number;
+    readonly bytesOut: number;
+    /** Growth of what JetStream stores (messages kept by streams with limits retention, key-value entries). */
+    readonly storedMsgs: number;
+    readonly storedBytes: number;
+  };
   /** CPU ms. */
   readonly cpuMs: Readonly<Record<CpuGroup, number>>;
 }
@@ -195,6 +215,8 @@ export function sendCosts(figures: Readonly<Record<string, number>>): SendCosts 
       msgsOut: figures['nats.out_msgs'] ?? Number.NaN,
       bytesIn: figures['nats.in_bytes'] ?? Number.NaN,
       bytesOut: figures['nats.out_bytes'] ?? Number.NaN,
+      storedMsgs: figures['nats.stored_msgs'] ?? Number.NaN,
+      storedBytes: figures['nats.stored_bytes'] ?? Number.NaN,
     },
     cpuMs: Object.fromEntries(CPU_GROUPS.map((group) => [group, figures[`cpu.${group}`] ?? Number.NaN])) as Record<CpuGroup, number>,
   };

@@ -74,6 +74,7 @@ describe('cluster: what bench:cluster measures of a send (database counters, NAT
     const natsAfter = await readNatsCounters(monitorUrl);
     expect((natsAfter['nats.in_msgs'] ?? 0) - (natsBefore['nats.in_msgs'] ?? 0), 'dispatches and receipts published').to.be.at.least(SENDS);
     expect((natsAfter['nats.out_msgs'] ?? 0) - (natsBefore['nats.out_msgs'] ?? 0), 'and delivered').to.be.at.least(SENDS);
+    expect((natsAfter['nats.stored_bytes'] ?? 0) - (natsBefore['nats.stored_bytes'] ?? 0), 'receipts kept by their stream').to.be.greaterThan(0);
 
     // since they started: every group has run, the node counted as the gateway rather than this process
     const simulator = cluster.simulatorPid();

@@ -70,19 +70,37 @@ describe('bench:cluster send costs', () => {
     expect(await walCommits(failing.query, '0/100', '0/900')).to.equal(null);
   });
 
-  it("reads the nats-server's message and byte totals from /varz", async () => {
+  it("reads the nats-server's message and byte totals from /varz and what JetStream stores from /jsz", async () => {
+    const pages: Record<string, object> = {
+      '/varz': { server_id: 'X', in_msgs: 12, out_msgs: 30, in_bytes: 4_096, out_bytes: 9_000, connections: 3 },
+      '/jsz': { streams: 3, consumers: 4, messages: 77, bytes: 65_536, api: { total: 5, errors: 0 } },
+    };
     const server: Server = createServer((req, res) => {
-      if (req.url !== '/varz') {
+      const page = pages[req.url ?? ''];
+      if (!page) {
         res.writeHead(404).end();
         return;
       }
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ server_id: 'X', in_msgs: 12, out_msgs: 30, in_bytes: 4_096, out_bytes: 9_000, connections: 3 }));
+      res.end(JSON.stringify(page));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      expect(await readNatsCounters(url)).to.deep.equal({ 'nats.in_msgs': 12, 'nats.out_msgs': 30, 'nats.in_bytes': 4_096, 'nats.out_bytes': 9_000 });
+      expect(await readNatsCounters(url)).to.deep.equal({
+        'nats.in_msgs': 12,
+        'nats.out_msgs': 30,
+        'nats.in_bytes': 4_096,
+        'nats.out_bytes': 9_000,
+        'nats.stored_msgs': 77,
+        'nats.stored_bytes': 65_536,
+      });
+      delete pages['/jsz'];
+      let failed: unknown = null;
+      await readNatsCounters(url).catch((error: unknown) => {
+        failed = error;
+      });
+      expect(String(failed)).to.match(/\/jsz answered 404/);
     } finally {
       server.close();
     }
@@ -128,6 +146,8 @@ describe('bench:cluster send costs', () => {
           'nats.out_msgs': 800,
           'nats.in_bytes': 51_200,
           'nats.out_bytes': 76_800,
+          'nats.stored_msgs': 300,
+          'nats.stored_bytes': 30_720,
           ...cpuCounters({ gateway: 0.3, postgres: 0.2, nats: 0.05, connector: 0.04, 'load generator': 0.1 }),
         },
       },
@@ -140,7 +160,7 @@ describe('bench:cluster send costs', () => {
     expect(costs.transactions).to.equal(5);
     expect(costs.writeCommits).to.equal(1.5);
     expect(costs.walBytes).to.equal(1_024);
-    expect(costs.nats).to.deep.equal({ msgsIn: 6, msgsOut: 8, bytesIn: 512, bytesOut: 768 });
+    expect(costs.nats).to.deep.equal({ msgsIn: 6, msgsOut: 8, bytesIn: 512, bytesOut: 768, storedMsgs: 3, storedBytes: 307.2 });
     expect(costs.cpuMs.gateway).to.be.closeTo(3, 1e-9);
     expect(costs.cpuMs.postgres).to.be.closeTo(2, 1e-9);
     expect(costs.cpuMs.nats).to.be.closeTo(0.5, 1e-9);
