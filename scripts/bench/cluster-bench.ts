@@ -9,6 +9,11 @@
  *      --warmup-s warm-up), spread round-robin over every node's HTTP port and over the merchants; req/s and
  *      p50/p99 latency, and the CPU time the node processes spent per request (from /proc: the cost of the NATS hops
  *      to a shard's owner shows there even when the machine has fewer cores than processes).
+ *      And what each send cost the rest of the system (scripts/bench/cluster-costs.ts): rows inserted, updated and
+ *      deleted per table, transactions (all, and those that wrote, from the WAL), WAL bytes, NATS messages and bytes
+ *      in and out (the server's /varz) and what JetStream keeps (/jsz), and the CPU of PostgreSQL, nats-server and the connector; over the window
+ *      alone, and until the window's sends have drained through the pipeline less the idle background measured
+ *      just before. The cluster runs without the harness's audit triggers, so the database does the product's work.
  *   2. Failover, at the largest count (≥ 2): a paced load (--failover-rate sends/s, each with its Idempotency-Key);
  *      after a third of --failover-s the node owning the most merchants is SIGKILLed and taken out of the
  *      rotation at once (as a load balancer would, eventually); reports the time until every shard is held again by
@@ -38,6 +43,25 @@ import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadMerc
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { stopSharedPostgres } from '../../test/helpers/postgres.js';
 import { deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep, parseBenchOptions, positiveOption, type BenchOptionSpec } from './bench-common.js';
+import {
+  between,
+  cpuCounters,
+  enableWalInspection,
+  formatByTable,
+  perSecond,
+  perSend,
+  readDatabaseCounters,
+  readNatsCounters,
+  readWalPosition,
+  sendCosts,
+  walCommits,
+  withMovement,
+  type CounterInterval,
+  type CounterSample,
+  type Query,
+  type SendCosts,
+} from './cluster-costs.js';
+import { sampleCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -133,29 +157,14 @@ interface LoadStats {
   readonly max: number;
   readonly statuses: Readonly<Record<string, number>>;
   readonly perNode: Readonly<Record<string, number>>;
-  /** CPU the gateway node processes used during the run, per request. */
-  readonly nodeCpuMsPerRequest: number;
-  /** The same less what the nodes use when idle (pollers, lease renewals), measured just before. */
-  readonly nodeCpuMsPerRequestNet: number;
-  /** The node processes' CPU when idle, in % of one core, all nodes together. */
-  readonly idleCpuShare: number;
 }
 
-/** The node processes' CPU over `ms` of no load, in ms of CPU per ms of wall time. */
-async function idleShare(nodes: readonly ClusterNode[], ms: number): Promise<number> {
-  const before = nodesCpuMs(nodes);
-  const t0 = performance.now();
-  await sleep(ms);
-  return (nodesCpuMs(nodes) - before) / (performance.now() - t0);
-}
-
-async function closedLoop(targets: readonly ClusterNode[], merchants: readonly LoadMerchant[], seconds: number, offset: number, idle = 0): Promise<LoadStats> {
+async function closedLoop(targets: readonly ClusterNode[], merchants: readonly LoadMerchant[], seconds: number, offset: number): Promise<LoadStats> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   const perNode: Record<string, number> = {};
   const numbers = deliverableNumbers(89, offset);
   let next = 0;
-  const cpuBefore = nodesCpuMs(targets);
   const started = performance.now();
   const until = started + seconds * 1000;
   await Promise.all(
@@ -186,9 +195,6 @@ async function closedLoop(targets: readonly ClusterNode[], merchants: readonly L
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  const nodeCpuMs = nodesCpuMs(targets) - cpuBefore;
-  const nodeCpuMsPerRequest = nodeCpuMs / Math.max(1, latencies.length);
-  const nodeCpuMsPerRequestNet = (nodeCpuMs - idle * elapsed * 1000) / Math.max(1, latencies.length);
   latencies.sort((a, b) => a - b);
   return {
     requests: latencies.length,
@@ -199,26 +205,59 @@ async function closedLoop(targets: readonly ClusterNode[], merchants: readonly L
     max: latencies[latencies.length - 1] ?? Number.NaN,
     statuses,
     perNode,
-    nodeCpuMsPerRequest,
-    nodeCpuMsPerRequestNet,
-    idleCpuShare: idle,
   };
 }
 
-/** CPU time (user + system) the node processes have used so far, in ms, from /proc (Linux reports it in 1/100 s). */
-function nodesCpuMs(nodes: readonly ClusterNode[]): number {
-  let total = 0;
-  for (const node of nodes) {
-    try {
-      // the fields after the command name, which is in parentheses and may hold spaces
-      const stat = readFileSync(`/proc/${String(node.process.pid)}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      return Number.NaN;
-    }
-  }
-  return total;
+// ---------------------------------------------------------------------------------------------------------------
+// Costs: CPU of every process, the database's counters, NATS's totals (scripts/bench/cluster-costs.ts)
+
+/** The idle stretch measured before each window: the background (pollers, lease renewals, heartbeats) to subtract. */
+const IDLE_MS = 5_000;
+/** PostgreSQL backends flush their statistics counters at most once a second while busy, and within a second of going idle. */
+const STATS_FLUSH_MS = 1_200;
+
+/** Queries on the cluster's database, as the operator. */
+const queryOf =
+  (running: TestCluster): Query =>
+  <T extends object>(text: string, params?: readonly unknown[]) =>
+    running.sql<T>(text, params);
+
+interface Taken {
+  readonly sample: CounterSample;
+  /** The WAL position, for pg_walinspect. */
+  readonly lsn: string;
+}
+
+/**
+ * CPU (the node processes of `targets`, PostgreSQL with its backends, nats-server, the connector), NATS's totals and
+ * the WAL position, now; the database's statistics counters too unless `withDatabase` is false (read them a second
+ * later, once flushed).
+ */
+async function takeSample(running: TestCluster, targets: readonly ClusterNode[], withDatabase = true): Promise<Taken> {
+  const atMs = performance.now();
+  const simulator = running.simulatorPid();
+  const cpu = cpuCounters(sampleCpu(simulator === null ? [] : [simulator], targets.map((n) => n.process.pid ?? -1)));
+  const monitorUrl = running.nats.monitorUrl;
+  const [nats, wal, database] = await Promise.all([
+    monitorUrl === null ? Promise.resolve({}) : readNatsCounters(monitorUrl),
+    readWalPosition(queryOf(running)),
+    withDatabase ? readDatabaseCounters(queryOf(running)) : Promise.resolve({}),
+  ]);
+  return { sample: { atMs, counters: { ...cpu, ...nats, ...wal.counters, ...database } }, lsn: wal.lsn };
+}
+
+/** What one node count's run cost, per accepted send, in two scopes, and the background rate measured before it. */
+interface PhaseCosts {
+  /** The measured window only (the database's counters read STATS_FLUSH_MS after its end). */
+  readonly window: SendCosts;
+  /** From the window's start until its sends had drained through the pipeline, less the idle background. */
+  readonly drained: SendCosts;
+  readonly drainSeconds: number;
+  /** False when the connector still lagged the window's sends after 60 s: the drained scope misses some. */
+  readonly drainComplete: boolean;
+  /** Every counter per second over the idle stretch. */
+  readonly idlePerSecond: Readonly<Record<string, number>>;
+  readonly idleWriteCommitsPerSecond: number | null;
 }
 
 /**
@@ -456,6 +495,76 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
 
 const ms = (n: number): string => (Number.isFinite(n) ? `${fmt(n, n < 10 ? 1 : 0)} ms` : 'n/a');
 
+interface Phase {
+  readonly nodes: number;
+  readonly stats: LoadStats;
+  readonly merchantsPerNode: Record<string, number>;
+  readonly settleS: number;
+  /** CPU the gateway node processes used during the window, per request. */
+  readonly nodeCpuMsPerRequest: number;
+  /** The same less what the nodes use when idle (pollers, lease renewals), measured just before. */
+  readonly nodeCpuMsPerRequestNet: number;
+  /** The node processes' CPU when idle, in ms of CPU per ms (1 = one core), all nodes together. */
+  readonly idleCpuShare: number;
+  readonly costs: PhaseCosts;
+}
+
+function nodeCpu(stats: LoadStats, inWindow: CounterInterval, idle: CounterInterval): Pick<Phase, 'nodeCpuMsPerRequest' | 'nodeCpuMsPerRequestNet' | 'idleCpuShare'> {
+  return {
+    nodeCpuMsPerRequest: perSend(inWindow, stats.requests)['cpu.gateway'] ?? Number.NaN,
+    nodeCpuMsPerRequestNet: perSend(inWindow, stats.requests, idle)['cpu.gateway'] ?? Number.NaN,
+    idleCpuShare: idle.ms > 0 ? (idle.delta['cpu.gateway'] ?? Number.NaN) / idle.ms : Number.NaN,
+  };
+}
+
+function phaseCosts(stats: LoadStats, idle: CounterInterval, inWindow: CounterInterval, throughDrain: CounterInterval, drain: { seconds: number; quiet: boolean }): PhaseCosts {
+  const accepted = acceptedIn(stats);
+  const idlePerSecond = perSecond(idle);
+  const idleCommits = idlePerSecond['wal.commits'];
+  return {
+    window: sendCosts(perSend(inWindow, accepted)),
+    drained: sendCosts(perSend(throughDrain, accepted, idle)),
+    drainSeconds: throughDrain.ms / 1000,
+    drainComplete: drain.quiet,
+    idlePerSecond,
+    idleWriteCommitsPerSecond: idleCommits === undefined || Number.isNaN(idleCommits) ? null : idleCommits,
+  };
+}
+
+const num = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const kb = (bytes: number): string => (Number.isFinite(bytes) ? (bytes / 1024).toFixed(2) : 'n/a');
+
+/** One row of the costs table. */
+function costsRow(nodes: number, scope: string, sends: number, c: SendCosts): string {
+  return (
+    `| ${nodes} | ${scope} | ${fmt(sends)} | ${num(c.rows.inserted)} / ${num(c.rows.updated)} / ${num(c.rows.deleted)} | ` +
+    `${num(c.transactions)} (${c.writeCommits === null ? 'n/a' : num(c.writeCommits)}) | ${kb(c.walBytes)} | ` +
+    `${num(c.nats.msgsIn)} / ${num(c.nats.msgsOut)} | ${kb(c.nats.bytesIn)} / ${kb(c.nats.bytesOut)} | ${num(c.nats.storedMsgs)} / ${kb(c.nats.storedBytes)} | ` +
+    `${num(c.cpuMs.gateway)} | ${num(c.cpuMs.postgres)} | ${num(c.cpuMs.nats)} | ${num(c.cpuMs.connector)} |`
+  );
+}
+
+const round2 = (n: number | null): number | null => (n !== null && Number.isFinite(n) ? Math.round(n * 100) / 100 : null);
+
+function costsJson(c: SendCosts): Record<string, unknown> {
+  return {
+    rowsInserted: round2(c.rows.inserted),
+    rowsUpdated: round2(c.rows.updated),
+    rowsDeleted: round2(c.rows.deleted),
+    byTable: Object.fromEntries(c.byTable.map((t) => [t.table, [round2(t.inserted), round2(t.updated), round2(t.deleted)]])),
+    transactions: round2(c.transactions),
+    writeCommits: round2(c.writeCommits),
+    walBytes: round2(c.walBytes),
+    natsMsgsIn: round2(c.nats.msgsIn),
+    natsMsgsOut: round2(c.nats.msgsOut),
+    natsBytesIn: round2(c.nats.bytesIn),
+    natsBytesOut: round2(c.nats.bytesOut),
+    jetStreamStoredMsgs: round2(c.nats.storedMsgs),
+    jetStreamStoredBytes: round2(c.nats.storedBytes),
+    cpuMs: { node: round2(c.cpuMs.gateway), postgres: round2(c.cpuMs.postgres), nats: round2(c.cpuMs.nats), connector: round2(c.cpuMs.connector) },
+  };
+}
+
 async function main(): Promise<void> {
   const first = NODE_COUNTS[0] ?? 1;
   const env: Record<string, string> = {
@@ -467,8 +576,11 @@ async function main(): Promise<void> {
   };
   process.stderr.write(`starting a cluster of ${first} node(s)…\n`);
   let t0 = performance.now();
-  const running = await startCluster({ nodes: first, shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, env });
+  // no audit triggers: the database does the product's work only; NATS with its monitoring endpoint (/varz)
+  const running = await startCluster({ nodes: first, shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, env, audit: false, natsMonitoring: true });
   harness.cluster = running;
+  const query = queryOf(running);
+  const walInspection = await enableWalInspection(query);
   const startup: { nodes: number; seconds: number }[] = [{ nodes: first, seconds: (performance.now() - t0) / 1000 }];
 
   const merchants: LoadMerchant[] = [];
@@ -477,7 +589,7 @@ async function main(): Promise<void> {
     merchants.push(seeded);
   }
 
-  const phases: { nodes: number; stats: LoadStats; merchantsPerNode: Record<string, number>; settleS: number }[] = [];
+  const phases: Phase[] = [];
   let acceptedSoFar = 0;
   for (const [index, count] of NODE_COUNTS.entries()) {
     if (running.running().length < count) {
@@ -507,11 +619,22 @@ async function main(): Promise<void> {
       settled = { seconds: settled.seconds + after.seconds, quiet: settled.quiet && after.quiet };
     }
     process.stderr.write(`${count} node(s): ${fmt(DURATION_S)} s of POST /send, ${CONCURRENCY} in flight…\n`);
-    const idle = await idleShare(targets, 2_000);
-    const stats = await closedLoop(targets, merchants, DURATION_S, index * 1_000_000 + 100_000, idle);
+    const idleStart = await takeSample(running, targets);
+    await sleep(IDLE_MS);
+    const windowStart = await takeSample(running, targets);
+    const stats = await closedLoop(targets, merchants, DURATION_S, index * 1_000_000 + 100_000);
+    const windowEnd = await takeSample(running, targets, false);
     acceptedSoFar += acceptedIn(stats);
-    process.stderr.write(`  ${fmt(stats.rps)} req/s, p50 ${ms(stats.p50)}, p99 ${ms(stats.p99)}\n`);
-    phases.push({ nodes: count, stats, merchantsPerNode, settleS: settled.seconds });
+    process.stderr.write(`  ${fmt(stats.rps)} req/s, p50 ${ms(stats.p50)}, p99 ${ms(stats.p99)}; draining…\n`);
+    await sleep(STATS_FLUSH_MS);
+    const windowCounters: CounterSample = { atMs: windowEnd.sample.atMs, counters: { ...windowEnd.sample.counters, ...(await readDatabaseCounters(query)) } };
+    const drain = await settle(running, acceptedSoFar);
+    const drained = await takeSample(running, targets);
+    // read from the WAL after the CPU samples, so that the reading's own work is outside them
+    const idle = withMovement(between(idleStart.sample, windowStart.sample), 'wal.commits', walInspection ? await walCommits(query, idleStart.lsn, windowStart.lsn) : null);
+    const inWindow = withMovement(between(windowStart.sample, windowCounters), 'wal.commits', walInspection ? await walCommits(query, windowStart.lsn, windowEnd.lsn) : null);
+    const throughDrain = withMovement(between(windowStart.sample, drained.sample), 'wal.commits', walInspection ? await walCommits(query, windowStart.lsn, drained.lsn) : null);
+    phases.push({ nodes: count, stats, merchantsPerNode, settleS: settled.seconds, ...nodeCpu(stats, inWindow, idle), costs: phaseCosts(stats, idle, inWindow, throughDrain, drain) });
   }
 
   // routing overhead: the operator is a cluster client (it owns no shard), so each of its asks is one NATS round trip
@@ -548,8 +671,8 @@ async function main(): Promise<void> {
   console.log(`Cluster start-up (processes healthy and shards balanced): ${startup.map((s) => `${s.nodes} node(s) ${fmt(s.seconds, 1)} s`).join(', ')}.`);
   console.log(
     `Before each measured run (and after its warm-up) the bench waited until the connector had taken every earlier send's dispatch, plus 2 s for receipts ` +
-      `(${phases.map((p) => `${fmt(p.settleS, 1)} s`).join(', ')} in all), then measured the nodes' idle CPU for 2 s. Node CPU counts the gateway processes only (not PostgreSQL, NATS, the connector or the load generator). ` +
-      "On a node that does not own the merchant's shard, each actor ask of a send (API key, wallet, message) is a NATS request to the owner: with N nodes about (N-1)/N of the requests take those hops.",
+      `(${phases.map((p) => `${fmt(p.settleS, 1)} s`).join(', ')} in all), then measured the idle background for ${fmt(IDLE_MS / 1000)} s. Node CPU counts the gateway processes only (not PostgreSQL, NATS, the connector or the load generator). ` +
+      "A request reaching a node that does not own its merchant's shard is forwarded to the owner over NATS: with N nodes about (N-1)/N of the requests take that hop.",
   );
   console.log('');
   console.log('| Nodes | Requests | req/s | p50 | p99 | max | non-201 | Node CPU per request (less idle) | Idle node CPU | Requests per node | Merchants per owner |');
@@ -558,14 +681,46 @@ async function main(): Promise<void> {
     const s = phase.stats;
     const non201 = Object.entries(s.statuses).filter(([status]) => status !== '201');
     console.log(
-      `| ${phase.nodes} | ${fmt(s.requests)} | ${fmt(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${fmt(non201.reduce((n, [, c]) => n + c, 0))} | ${ms(s.nodeCpuMsPerRequest)} (${ms(s.nodeCpuMsPerRequestNet)}) | ${fmt(s.idleCpuShare * 100)} % | ` +
+      `| ${phase.nodes} | ${fmt(s.requests)} | ${fmt(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${fmt(non201.reduce((n, [, c]) => n + c, 0))} | ${ms(phase.nodeCpuMsPerRequest)} (${ms(phase.nodeCpuMsPerRequestNet)}) | ${fmt(phase.idleCpuShare * 100)} % | ` +
         `${Object.entries(s.perNode).map(([id, n]) => `${id} ${fmt(n)}`).join(', ')} | ${Object.entries(phase.merchantsPerNode).map(([id, n]) => `${id} ${n}`).join(', ')} |`,
     );
   }
   console.log('');
   console.log(
+    'What a send costs, per accepted send (201). "window": the measured seconds only (CPU, NATS totals and the WAL position read at its end; ' +
+      `the database's row and transaction counters ${fmt(STATS_FLUSH_MS / 1000, 1)} s later, once the backends have flushed them, so they hold up to that much of the pipeline's tail). ` +
+      '"drained": from the window\'s start until the connector had taken every dispatch of its sends and 2 s more for their receipts, less the background measured over the ' +
+      `idle ${fmt(IDLE_MS / 1000)} s before the window (pollers, lease renewals, heartbeats) at its rate: the whole pipeline of those sends. ` +
+      'Rows: inserted / updated / deleted in the product\'s tables (pg_stat_user_tables; no audit triggers in this cluster). Transactions: pg_stat_database xact_commit, reads included; ' +
+      `in brackets the COMMIT records in the WAL (transactions that wrote; pg_walinspect${walInspection ? '' : ', not available here'}). WAL: bytes of WAL written, whole server. ` +
+      'NATS: the server\'s /varz totals (in: messages published by clients, out: delivered to them; JetStream API requests and acknowledgements included); ' +
+      'JetStream stored: the growth of what /jsz says JetStream keeps (receipts and webhook jobs stay 7 days in their streams; dispatch jobs leave theirs once acknowledged). ' +
+      'CPU: ms per send of the node processes, PostgreSQL (postmaster and backends), nats-server and the simulator connector.',
+  );
+  console.log('');
+  console.log(
+    '| Nodes | Scope | Sends | Rows ins / upd / del | Transactions (writing) | WAL KB | NATS msgs in / out | NATS KB in / out | JetStream stored msgs / KB | Node CPU ms | PostgreSQL CPU ms | NATS CPU ms | Connector CPU ms |',
+  );
+  console.log('|---:|---|---:|---|---:|---:|---|---|---|---:|---:|---:|---:|');
+  for (const phase of phases) {
+    const accepted = acceptedIn(phase.stats);
+    console.log(costsRow(phase.nodes, 'window', accepted, phase.costs.window));
+    console.log(costsRow(phase.nodes, `drained (${fmt(phase.costs.drainSeconds, 1)} s${phase.costs.drainComplete ? '' : ', connector still lagging'})`, accepted, phase.costs.drained));
+  }
+  console.log('');
+  for (const phase of phases) {
+    const idle = phase.costs.idlePerSecond;
+    const rate = (name: string, digits = 1): string => num(idle[name] ?? Number.NaN, digits);
+    console.log(
+      `${phase.nodes} node(s), rows per send by table (drained; inserted/updated/deleted): ${formatByTable(phase.costs.drained.byTable)}. ` +
+        `Idle background: ${rate('db.transactions')} transactions/s (${phase.costs.idleWriteCommitsPerSecond === null ? 'n/a' : num(phase.costs.idleWriteCommitsPerSecond, 1)} writing), ` +
+        `NATS ${rate('nats.in_msgs')} msgs/s in, ${rate('nats.out_msgs')} out; CPU ms/s: nodes ${rate('cpu.gateway')}, PostgreSQL ${rate('cpu.postgres')}, NATS ${rate('cpu.nats')}, connector ${rate('cpu.connector')}.`,
+    );
+  }
+  console.log('');
+  console.log(
     `Remote hop (routing overhead): ${fmt(HOP_SAMPLES)} sequential wallet-balance asks from a cluster client to the owning node over NATS, ` +
-      `answered from the actor in memory: p50 ${ms(hop.p50)}, p99 ${ms(hop.p99)} per ask (a local ask is a few microseconds; a send on a non-owner makes 3 such asks).`,
+      `answered from the actor in memory: p50 ${ms(hop.p50)}, p99 ${ms(hop.p99)} per ask (a local ask is a few microseconds; a send reaching a non-owner is forwarded in one such hop).`,
   );
   const odd = phases.flatMap((p) => Object.entries(p.stats.statuses).filter(([status]) => status !== '201').map(([status, n]) => `${p.nodes} nodes: ${n} × ${status}`));
   if (odd.length > 0) console.log(`\nNon-201 answers: ${odd.slice(0, 10).join('; ')}`);
@@ -618,9 +773,28 @@ async function main(): Promise<void> {
         p99Ms: round(p.stats.p99),
         maxMs: round(p.stats.max),
         non201: Object.entries(p.stats.statuses).reduce((n, [status, c]) => n + (status === '201' ? 0 : c), 0),
-        nodeCpuMsPerRequest: round(p.stats.nodeCpuMsPerRequest),
-        nodeCpuMsPerRequestNet: round(p.stats.nodeCpuMsPerRequestNet),
-        idleNodeCpuPercent: round(p.stats.idleCpuShare * 100),
+        nodeCpuMsPerRequest: round(p.nodeCpuMsPerRequest),
+        nodeCpuMsPerRequestNet: round(p.nodeCpuMsPerRequestNet),
+        idleNodeCpuPercent: round(p.idleCpuShare * 100),
+        costs: {
+          acceptedSends: acceptedIn(p.stats),
+          window: costsJson(p.costs.window),
+          drained: costsJson(p.costs.drained),
+          drainSeconds: round(p.costs.drainSeconds),
+          drainComplete: p.costs.drainComplete,
+          idlePerSecond: {
+            transactions: round2(p.costs.idlePerSecond['db.transactions'] ?? null),
+            writeCommits: round2(p.costs.idleWriteCommitsPerSecond),
+            natsMsgsIn: round2(p.costs.idlePerSecond['nats.in_msgs'] ?? null),
+            natsMsgsOut: round2(p.costs.idlePerSecond['nats.out_msgs'] ?? null),
+            cpuMs: {
+              node: round2(p.costs.idlePerSecond['cpu.gateway'] ?? null),
+              postgres: round2(p.costs.idlePerSecond['cpu.postgres'] ?? null),
+              nats: round2(p.costs.idlePerSecond['cpu.nats'] ?? null),
+              connector: round2(p.costs.idlePerSecond['cpu.connector'] ?? null),
+            },
+          },
+        },
       })),
       failover: failover
         ? {

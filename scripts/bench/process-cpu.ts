@@ -1,6 +1,6 @@
 /**
  * Where a benchmark's CPU went, by process (Linux /proc): this process (the gateway node, with the in-process
- * simulator), the PostgreSQL and nats-server processes it started, and its other children, running or finished (the
+ * simulator; or the gateway node processes it started, in bench:cluster), the PostgreSQL and nats-server processes it started, and its other children, running or finished (the
  * load generator or the webhook receiver; a finished one counts once it has been reaped). Elsewhere than Linux every figure is unavailable (null).
  */
 import { execFileSync } from 'node:child_process';
@@ -12,7 +12,7 @@ export type CpuGroup = (typeof CPU_GROUPS)[number];
 /** CPU seconds per group since boot, at one moment. */
 export type CpuSample = Readonly<Record<CpuGroup, number>>;
 
-interface ProcStat {
+export interface ProcStat {
   readonly pid: number;
   readonly ppid: number;
   readonly comm: string;
@@ -49,34 +49,71 @@ function readStat(pid: number): ProcStat | null {
   }
 }
 
-/** CPU seconds of each group now (`connectorPids`: the carrier connector's processes); null where /proc is not available. */
-export function sampleCpu(connectorPids: readonly number[] = []): CpuSample | null {
+/** The processes of /proc now; null where /proc is not available. */
+function readAllStats(): ProcStat[] | null {
   let pids: number[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
   } catch {
     return null;
   }
-  const stats = pids.map(readStat).filter((s): s is ProcStat => s !== null);
+  return pids.map(readStat).filter((s): s is ProcStat => s !== null);
+}
+
+/**
+ * CPU seconds of each group now; null where /proc is not available.
+ *
+ * - `connectorPids`: the carrier connector's processes.
+ * - `gatewayPids`: the gateway node processes when they are children of this one (bench:cluster); this process
+ *   then counts as the load generator. Without them, this process is the gateway.
+ */
+export function sampleCpu(connectorPids: readonly number[] = [], gatewayPids?: readonly number[]): CpuSample | null {
+  const stats = readAllStats();
+  if (!stats) return null;
+  const ticks = groupTicks(stats, process.pid, connectorPids, gatewayPids);
+  if (!ticks) return null;
+  const hz = clockTicks();
+  return Object.fromEntries(CPU_GROUPS.map((group) => [group, ticks[group] / hz])) as CpuSample;
+}
+
+/**
+ * Clock ticks of each group among `stats` (one reading of /proc), counting only `selfPid` and its descendants; null
+ * when `selfPid` is not among them. A process's ticks are its own plus those of its children it has reaped: a
+ * PostgreSQL backend that exits (a pool closing an idle connection) moves its CPU into the postmaster's, instead of
+ * out of the sum. A gateway pid that is not there (the node died) makes the gateway group NaN.
+ */
+export function groupTicks(
+  stats: readonly ProcStat[],
+  selfPid: number,
+  connectorPids: readonly number[] = [],
+  gatewayPids?: readonly number[],
+): Record<CpuGroup, number> | null {
   const byPid = new Map(stats.map((s) => [s.pid, s]));
-  const self = byPid.get(process.pid);
+  const self = byPid.get(selfPid);
   if (!self) return null;
   const descendsFromSelf = (stat: ProcStat): boolean => {
     for (let parent = byPid.get(stat.ppid), hops = 0; parent && hops < 64; parent = byPid.get(parent.ppid), hops++) {
-      if (parent.pid === process.pid) return true;
+      if (parent.pid === selfPid) return true;
     }
     return false;
   };
-  const ticks: Record<CpuGroup, number> = { gateway: self.own, postgres: 0, nats: 0, connector: 0, 'load generator': self.children };
+  const gateways = new Set(gatewayPids ?? []);
+  const ticks: Record<CpuGroup, number> =
+    gatewayPids === undefined
+      ? { gateway: self.own, postgres: 0, nats: 0, connector: 0, 'load generator': self.children }
+      : { gateway: 0, postgres: 0, nats: 0, connector: 0, 'load generator': self.own + self.children };
+  for (const pid of gateways) {
+    const stat = byPid.get(pid);
+    ticks.gateway += stat && descendsFromSelf(stat) ? stat.own + stat.children : Number.NaN;
+  }
   for (const stat of stats) {
-    if (stat.pid === process.pid || !descendsFromSelf(stat)) continue;
-    if (stat.comm === 'postgres') ticks.postgres += stat.own;
+    if (stat.pid === selfPid || gateways.has(stat.pid) || !descendsFromSelf(stat)) continue;
+    if (stat.comm === 'postgres') ticks.postgres += stat.own + stat.children;
     else if (stat.comm === 'nats-server') ticks.nats += stat.own;
-    else if (connectorPids.includes(stat.pid)) ticks.connector += stat.own;
+    else if (connectorPids.includes(stat.pid)) ticks.connector += stat.own + stat.children;
     else ticks['load generator'] += stat.own;
   }
-  const hz = clockTicks();
-  return Object.fromEntries(CPU_GROUPS.map((group) => [group, ticks[group] / hz])) as CpuSample;
+  return ticks;
 }
 
 /** CPU milliseconds per unit of work (a request, a recipient) of each group between two samples. */

@@ -145,6 +145,13 @@ export interface ClusterOptions {
   readonly postgres?: TestPostgres;
   /** A nats-server to share with other deployments (left running by `stop()`); a private one by default. */
   readonly nats?: TestNats;
+  /** Start the private nats-server with its monitoring endpoint (`nats.monitorUrl`); ignored with `nats`. */
+  readonly natsMonitoring?: boolean;
+  /**
+   * Record every journal insert and lease change by triggers (default true), for `staleWrites`, `writesByNode` and
+   * `journalAudit` checks. Off, the database does only the product's work (what bench:cluster measures).
+   */
+  readonly audit?: boolean;
   /** NATS_NAMESPACE of every process of the cluster (nodes, simulator, operator); none by default. */
   readonly namespace?: string;
   /**
@@ -220,6 +227,8 @@ export interface TestCluster {
   simulatorDeliveries(): readonly SimulatorDelivery[];
   /** Stops the simulator process with `signal` (SIGKILL: a crash) and waits for its exit. */
   stopSimulator(signal?: NodeJS.Signals): Promise<ExitStatus>;
+  /** The running simulator process's pid (null when none runs). */
+  simulatorPid(): number | null;
   /** Starts a simulator process (after `stopSimulator`) and waits for its first report. */
   startSimulator(): Promise<void>;
   /** One query on the cluster's database (as the operator). */
@@ -284,7 +293,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const databaseUrl = await (options.postgres ?? (await testPostgres())).createDatabase('cluster');
   const logFile = (name: string): string | undefined => (options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`));
   const ownsNats = options.nats === undefined;
-  const nats = options.nats ?? (await startTestNats({ logFile: logFile('nats-server') }));
+  const nats = options.nats ?? (await startTestNats({ logFile: logFile('nats-server'), monitoring: options.natsMonitoring === true }));
+  const audit = options.audit !== false;
+  const needsAudit = (what: string): void => {
+    if (!audit) throw new Error(`${what} needs the journal audit: start the cluster without audit: false`);
+  };
   const namespace = options.namespace ?? '';
 
   async function stop(): Promise<void> {
@@ -303,7 +316,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     const store = persistence;
     const db = store.sql;
     if (!db) throw new Error('the cluster harness needs PostgreSQL');
-    await db.query(AUDIT_SQL);
+    if (audit) await db.query(AUDIT_SQL);
     operatorTransport = await connectNatsTransport({ servers: nats.url, name: 'operator', names: natsNames(namespace) });
     operator = await createGateway({
       config: testConfig({ database: { url: databaseUrl }, nats: { url: nats.url, namespace }, cluster: { shards, leaseTtlMs, failoverDeadlineMs } }),
@@ -457,12 +470,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         return terminate(running, signal, 30_000);
       },
       startSimulator,
+      simulatorPid: () => simulator?.process.pid ?? null,
       sql: (text, params = []) => db.query(text, [...params]),
       async dbNow() {
         const [row] = await db.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now');
         return row!.now;
       },
       async staleWrites() {
+        needsAudit('staleWrites');
         // every journal key to its shard, by its merchant (wallet:<merchant>, apikey:<key>, message:<message>)
         const keys = await db.query<{ key: string; merchant_id: string | null }>(
           `SELECT DISTINCT j.key, CASE
@@ -488,6 +503,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         );
       },
       async writesByNode(sinceMs = 0) {
+        needsAudit('writesByNode');
         const rows = await db.query<{ writer: string; n: number }>(
           'SELECT writer, count(*)::int AS n FROM journal_audit WHERE at >= to_timestamp($1::float8 / 1000) GROUP BY writer',
           [sinceMs],

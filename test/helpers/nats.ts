@@ -11,6 +11,8 @@ export interface TestNats {
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
+  /** `http://127.0.0.1:<port>` of the server's monitoring endpoint (`/varz`, `/jsz`, ...); null unless started with `monitoring`. */
+  readonly monitorUrl: string | null;
   /** Stops the server (SIGTERM) and starts it again on the same port and store (fault tests). */
   restart(): Promise<void>;
   /** Stops the server (SIGTERM), keeping its store, until `startServer` (outage tests). */
@@ -40,17 +42,21 @@ export async function stopSharedNats(): Promise<void> {
 export interface TestNatsOptions {
   /** Appends the server's whole log to this file, across restarts. */
   readonly logFile?: string;
+  /** Also serve the monitoring endpoint (`-m`) on a free port of 127.0.0.1, across restarts (`monitorUrl`). */
+  readonly monitoring?: boolean;
 }
 
 export async function startTestNats(options: TestNatsOptions = {}): Promise<TestNats> {
   const storeDir = mkdtempSync(path.join(tmpdir(), 'gw-nats-'));
   const port = await freePort();
+  const monitorPort = options.monitoring === true ? await freePort() : null;
   let server: ChildProcess | null = null;
   let output = '';
 
   async function startServer(): Promise<void> {
     output = '';
-    const proc = spawn('nats-server', ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(monitorPort === null ? [] : ['-m', String(monitorPort)])];
+    const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     server = proc;
     // keep the tail of the log for the error message if it never comes up
     const append = appendOutput(options.logFile, `nats-server started (pid ${String(proc.pid)})`);
@@ -88,6 +94,7 @@ export async function startTestNats(options: TestNatsOptions = {}): Promise<Test
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    monitorUrl: monitorPort === null ? null : `http://127.0.0.1:${monitorPort}`,
     async restart() {
       await stopServer();
       await startServer();
