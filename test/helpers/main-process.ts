@@ -53,6 +53,29 @@ export interface MainCommand {
 /** A SECRETS_KEY for server-mode processes started without the test profile (a test value, sealing nothing real). */
 export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
+/**
+ * The environment of a server-mode node started as operators start it, on the given database and NATS: free ports,
+ * info logs, no demo merchant; `extra` adds or overrides settings.
+ */
+export function serverNodeEnvironment(
+  where: { readonly databaseUrl: string; readonly natsUrl: string; readonly nodeId: string },
+  extra: Readonly<Record<string, string>> = {},
+): Record<string, string> {
+  return {
+    GATEWAY_MODE: 'server',
+    DATABASE_URL: where.databaseUrl,
+    NATS_URL: where.natsUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    METRICS_PORT: '0',
+    NODE_ID: where.nodeId,
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    SEED_DEMO_MERCHANT: 'false',
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
 export function startMain(env: Record<string, string>, command: MainCommand = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
   const detached = command.detached ?? false;

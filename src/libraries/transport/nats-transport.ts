@@ -112,9 +112,15 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   }
 
   // losing the server is reported at once (the node's outage log), not only through the operations it fails
+  let disconnectedFrom: string | null = null;
   const watchStatus = async (): Promise<void> => {
     for await (const status of nc.status()) {
-      if (status.type === 'disconnect') onError(new DependencyUnavailableError('transport', new Error(`disconnected from ${status.server}`)), 'connection');
+      if (status.type === 'disconnect') {
+        disconnectedFrom = status.server;
+        onError(new DependencyUnavailableError('transport', new Error(`disconnected from ${status.server}`)), 'connection');
+      } else if (status.type === 'reconnect') {
+        disconnectedFrom = null;
+      }
     }
   };
   watchStatus().catch((error: unknown) => {
@@ -193,6 +199,9 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   }
 
   async function request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown> {
+    // while disconnected the client would buffer the request and send it on reconnecting, perhaps after its caller
+    // gave up: a request that may still be applied later. It is refused instead, unsent: nothing applied.
+    if (disconnectedFrom !== null) throw new DependencyUnavailableError('transport', new Error(`not connected (disconnected from ${disconnectedFrom})`));
     let reply: Msg;
     try {
       reply = await nc.request(names.subject(subject), encode(payload), { timeout: timeoutMs });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startMain, TEST_SECRETS_KEY, type MainProcess } from '../../helpers/main-process.js';
+import { serverNodeEnvironment, startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
@@ -32,21 +32,12 @@ describe('start-up output of a server-mode node', function () {
   });
 
   const start = (nodeId: string): MainProcess => {
-    const node = startMain({
-      GATEWAY_MODE: 'server',
-      GATEWAY_ENVIRONMENT: 'sandbox',
-      DATABASE_URL: databaseUrl,
-      NATS_URL: nats.url,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      METRICS_PORT: '0',
-      NODE_ID: nodeId,
-      SECRETS_KEY: TEST_SECRETS_KEY,
-      CLUSTER_SHARDS: String(SHARDS),
-      CLUSTER_LEASE_TTL_MS: '3000',
-      SEED_DEMO_MERCHANT: 'true',
-      LOG_LEVEL: 'info',
-    });
+    const node = startMain(
+      serverNodeEnvironment(
+        { databaseUrl, natsUrl: nats.url, nodeId },
+        { GATEWAY_ENVIRONMENT: 'sandbox', CLUSTER_SHARDS: String(SHARDS), CLUSTER_LEASE_TTL_MS: '3000', SEED_DEMO_MERCHANT: 'true' },
+      ),
+    );
     nodes.push(node);
     return node;
   };

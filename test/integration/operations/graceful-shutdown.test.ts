@@ -9,7 +9,7 @@ import { connectNatsTransport } from '../../../src/libraries/transport/nats-tran
 import { STREAMS } from '../../../src/libraries/transport/transport-port.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { API_ROOT, call, startApi } from '../../helpers/http-fixture.js';
-import { httpCall, startMain, TEST_SECRETS_KEY, type HttpOutcome, type MainProcess } from '../../helpers/main-process.js';
+import { httpCall, serverNodeEnvironment, startMain, type HttpOutcome, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
@@ -72,20 +72,9 @@ describe('graceful shutdown of src/main.ts', function () {
 
     it('finishes the requests in flight, refuses new ones, releases its leases and exits 0; a fresh node finds every acknowledged send and relays its dispatches', async () => {
       // Arrange: the node as operators run it
-      main = startMain({
-        GATEWAY_MODE: 'server',
-        DATABASE_URL: databaseUrl,
-        NATS_URL: nats.url,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        METRICS_PORT: '0',
-        SEED_DEMO_MERCHANT: 'false',
-        LOG_LEVEL: 'info',
-        NODE_ID,
-        SECRETS_KEY: TEST_SECRETS_KEY,
-        SHUTDOWN_GRACE_MS: String(GRACE_MS),
-        RATE_LIMIT_SEND: '10000',
-      });
+      main = startMain(
+        serverNodeEnvironment({ databaseUrl, natsUrl: nats.url, nodeId: NODE_ID }, { SHUTDOWN_GRACE_MS: String(GRACE_MS), RATE_LIMIT_SEND: '10000' }),
+      );
       const listening = await main.waitForLog((line) => line.msg === 'listening', 60_000);
       const api = `http://127.0.0.1:${String(listening.port)}${API_ROOT}`;
       const { rows: held } = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM shard_leases WHERE owner = $1 AND expires_at > now()', [NODE_ID]);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { API_ROOT } from '../../helpers/http-fixture.js';
-import { httpCall, startMain, TEST_SECRETS_KEY, type MainProcess } from '../../helpers/main-process.js';
+import { httpCall, serverNodeEnvironment, startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
@@ -67,20 +67,8 @@ describe('a signal to the whole process group of `npm start` (server mode, two n
     await nats.stop();
   });
 
-  const environment = (nodeId: string): Record<string, string> => ({
-    GATEWAY_MODE: 'server',
-    DATABASE_URL: databaseUrl,
-    NATS_URL: nats.url,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    METRICS_PORT: '0',
-    NODE_ID: nodeId,
-    SECRETS_KEY: TEST_SECRETS_KEY,
-    CLUSTER_SHARDS: String(SHARDS),
-    CLUSTER_LEASE_TTL_MS: '3000',
-    SEED_DEMO_MERCHANT: 'false',
-    LOG_LEVEL: 'info',
-  });
+  const environment = (nodeId: string): Record<string, string> =>
+    serverNodeEnvironment({ databaseUrl, natsUrl: nats.url, nodeId }, { CLUSTER_SHARDS: String(SHARDS), CLUSTER_LEASE_TTL_MS: '3000' });
 
   const ownership = async (): Promise<Map<string, number>> => {
     const { rows } = await db.query<{ owner: string; n: number }>('SELECT owner, count(*)::integer AS n FROM shard_leases WHERE expires_at > now() GROUP BY owner');

@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
 import { NO_NAMESPACE, natsNames, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
 import { ACK, NoResponderError, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import { dependencyOf } from '../../../src/libraries/errors/dependency-failure.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
 
@@ -247,6 +248,32 @@ describe('NATS transport', function () {
     await transport.publish('sms.dispatch.orange', { n: 2 }, { id: 'job-1' });
     await transport.publish('sms.dispatch.orange', { n: 3 }, { id: 'job-2' });
     expect((await jsm.streams.info(STREAMS.dispatch.name)).state.messages).to.equal(2);
+  });
+
+  it('when the server is gone, then a request is refused unsent (dependency unavailable), and nothing is delivered once it is back', async () => {
+    const served: unknown[] = [];
+    const server2 = await transport.serve('gw.shard.7', (payload) => {
+      served.push(payload);
+      return Promise.resolve('ok');
+    });
+    expect(await transport.request('gw.shard.7', { n: 1 }, 2_000)).to.equal('ok');
+    const errors: unknown[] = [];
+    await server.stopServer();
+    // the client notices the loss (its status stream says disconnect) before the request below
+    await waitUntilAsync(async () => {
+      try {
+        await transport.request('gw.shard.7', { n: 2 }, 200);
+        return false;
+      } catch (error) {
+        errors.push(error);
+        return dependencyOf(error) === 'transport';
+      }
+    }, 'a request refused as the transport being unavailable');
+    await server.startServer();
+    await waitUntilAsync(async () => (await transport.request('gw.shard.7', { n: 3 }, 1_000).catch(() => null)) === 'ok', 'served again after the restart');
+    // what was refused while away never reached the server, not even once it was back
+    expect(served.filter((p) => (p as { n: number }).n === 2).length, 'refused requests are not sent later').to.be.at.most(errors.filter((e) => dependencyOf(e) === null).length);
+    await server2.stop();
   });
 
   it('when nats-server restarts mid-stream, then the consumer resumes and every message is delivered', async () => {
