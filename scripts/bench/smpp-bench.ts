@@ -24,9 +24,7 @@
  *   BENCH_RUNS           which runs, comma-separated: smpp,simulator (both)
  *   BENCH_TIMEOUT_S      give up waiting for the last webhook of a run after this long (600)
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createGatewayNode } from '../../src/gateway-node.js';
@@ -37,8 +35,7 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
-import type { SmscReply, SmscRequest } from './smsc-process.ts';
-import type { ReceiverMessage } from './webhook-receiver-process.js';
+import { startReceiver, startSmppConnector, startSmsc, type SmscProcess } from './bench-children.js';
 import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep, startSimulatorProcess } from './bench-common.js';
 
 const PER_SEND = envNumber('BENCH_PER_SEND', 1);
@@ -73,144 +70,6 @@ interface RunResult {
   readonly warnings: string;
 }
 
-/** A child process stopped by SIGTERM (then SIGKILL after 15 s), awaited. */
-async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-  const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(guard);
-}
-
-const exitOf = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else
-      child.once('exit', () => {
-        resolve();
-      });
-  });
-
-/** The merchant's endpoint in a child process (scripts/bench/webhook-receiver-process.ts): 204 at once, every request reported. */
-async function startReceiver(onArrival: (type: string, messageId: string, recipientIndex: number | null, at: number) => void): Promise<{ url: string; close(): Promise<void> }> {
-  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const exited = exitOf(child);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.on('message', (message: ReceiverMessage) => {
-      if (message.kind === 'listening') {
-        resolve({
-          url: message.url,
-          async close() {
-            child.disconnect();
-            await exited;
-          },
-        });
-        return;
-      }
-      for (const webhook of message.webhooks) onArrival(webhook.type, webhook.messageId, webhook.recipientIndex, webhook.at - performance.timeOrigin);
-    });
-  });
-}
-
-interface SmscProcess {
-  readonly port: number;
-  ask<K extends SmscReply['kind']>(kind: K): Promise<Extract<SmscReply, { kind: K }>>;
-  stop(): Promise<void>;
-}
-
-/** scripts/bench/smsc-process.ts in its own process; resolves with its port. */
-async function startSmsc(): Promise<SmscProcess> {
-  const child = fork(fileURLToPath(new URL('./smsc-process.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  const exited = exitOf(child);
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.once('error', reject);
-    void exited.then(() => {
-      reject(new Error(`the test SMSC exited before listening: ${out}`));
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /\{"port":(\d+)\}/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-  });
-  return {
-    port,
-    ask(kind) {
-      return new Promise((resolve) => {
-        const listener = (reply: SmscReply): void => {
-          if (reply.kind !== kind) return;
-          child.off('message', listener);
-          resolve(reply as Extract<SmscReply, { kind: typeof kind }>);
-        };
-        child.on('message', listener);
-        child.send({ kind } satisfies SmscRequest);
-      });
-    },
-    stop: () => stopChild(child, exited),
-  };
-}
-
-interface ConnectorProcess {
-  readonly pid: number;
-  stop(): Promise<void>;
-}
-
-/** `npm run connector:smpp` against the centre on `port`; resolves once it logged that it consumes. */
-async function startSmppConnector(natsUrl: string, port: number): Promise<ConnectorProcess> {
-  const entry = fileURLToPath(new URL('../../src/carriers/smpp/smpp-main.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: {
-      ...process.env,
-      NATS_URL: natsUrl,
-      CONNECTOR_CARRIER: 'simulator',
-      CONNECTOR_NAME: 'bench-smpp',
-      LOG_LEVEL: 'info',
-      SMPP_HOST: '127.0.0.1',
-      SMPP_PORT: String(port),
-      SMPP_SYSTEM_ID: 'smsc',
-      SMPP_PASSWORD: 'secret',
-      SMPP_BINDS: String(BINDS),
-      SMPP_WINDOW: String(WINDOW),
-      SMPP_MAX_SUBMITS_PER_SECOND: '100000',
-      ...(CONNECTOR_CONCURRENCY === '' ? {} : { CONNECTOR_CONCURRENCY }),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = exitOf(child);
-  let output = '';
-  let binds = 0;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`connector:smpp did not start within 60 s:\n${output}`));
-    }, 60_000);
-    let ready = false;
-    const read = (chunk: Buffer): void => {
-      const text = chunk.toString();
-      output = (output + text).slice(-20_000);
-      binds += text.split('"smpp bind up"').length - 1;
-      if (!ready && output.includes('connector ready')) ready = true;
-      if (ready && binds >= BINDS) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', read);
-    child.stderr.on('data', read);
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`connector:smpp exited:\n${output}`));
-    });
-  });
-  return { pid: child.pid ?? -1, stop: () => stopChild(child, exited) };
-}
-
 async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
   const log = countingLogger();
   const cleanups: (() => Promise<void>)[] = [];
@@ -238,7 +97,7 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
       const centre = await startSmsc();
       smsc = centre;
       cleanups.unshift(() => centre.stop());
-      const connector = await startSmppConnector(nats.url, centre.port);
+      const connector = await startSmppConnector({ natsUrl: nats.url, port: centre.port, binds: BINDS, window: WINDOW, connectorConcurrency: CONNECTOR_CONCURRENCY });
       cleanups.unshift(() => connector.stop());
       connectorPid = connector.pid;
     } else {
@@ -251,7 +110,7 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
     let failedEvents = 0;
     let lastDeliveredAt = 0;
     let wake: (() => void) | null = null;
-    const receiver = await startReceiver((type, messageId, recipientIndex, at) => {
+    const receiver = await startReceiver(({ type, messageId, recipientIndex }, at) => {
       if (type === 'sms.failed') failedEvents++;
       const key = `${messageId}:${recipientIndex ?? -1}`;
       if (type !== 'sms.delivered' || deliveredAt.has(key)) return;
