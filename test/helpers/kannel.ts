@@ -38,6 +38,12 @@ export interface TestKannelOptions {
   readonly httpRequestRetry?: number;
   /** smsbox `http-queue-delay`, seconds between such retries. Default 1. */
   readonly httpQueueDelaySeconds?: number;
+  /** `log-level` of both boxes and their `-v` (0 debug … 4 panic). Default 0: everything, for failure messages. */
+  readonly logLevel?: number;
+  /** Write bearerbox's and smsbox's access logs (one line per message). Default true. */
+  readonly accessLogs?: boolean;
+  /** The smsc's `max-pending-submits` (submit_sm in flight on the bind). Default 10. */
+  readonly maxPendingSubmits?: number;
 }
 
 export interface TestKannel {
@@ -48,6 +54,8 @@ export interface TestKannel {
   readonly password: string;
   readonly smscId: string;
   readonly dir: string;
+  /** Process ids of bearerbox and smsbox. */
+  readonly pids: { readonly bearerbox: number; readonly smsbox: number };
   /** bearerbox's status page (status.txt). */
   status(): Promise<string>;
   /** The last `lines` lines of every log, for failure messages. */
@@ -79,19 +87,31 @@ const sleep = (ms: number): Promise<void> =>
     setTimeout(resolve, ms);
   });
 
-function kannelConf(o: {
-  dir: string;
-  adminPort: number;
-  smsboxPort: number;
-  sendsmsPort: number;
-  smsc: KannelSmscTarget;
-  smscId: string;
-  username: string;
-  password: string;
-  httpRequestRetry: number;
-  httpQueueDelaySeconds: number;
-}): string {
+/** What `kannelConf` writes: ports, the message centre, the sendsms user and the boxes' logging. */
+export interface KannelConfOptions {
+  /** Where the logs go. */
+  readonly dir: string;
+  readonly adminPort: number;
+  readonly smsboxPort: number;
+  readonly sendsmsPort: number;
+  readonly smsc: KannelSmscTarget;
+  readonly smscId: string;
+  readonly username: string;
+  readonly password: string;
+  readonly httpRequestRetry: number;
+  readonly httpQueueDelaySeconds: number;
+  readonly logLevel: number;
+  readonly accessLogs: boolean;
+  readonly maxPendingSubmits: number;
+}
+
+/**
+ * kannel.conf: a core group (admin and smsbox ports on 127.0.0.1, internal DLR storage), one `smpp` smsc group
+ * (transceiver) towards the centre, an smsbox group (sendsms port, dlr-url retries) and one sendsms-user.
+ */
+export function kannelConf(o: KannelConfOptions): string {
   const q = (value: string): string => `"${value.replace(/["\\]/g, '')}"`;
+  const accessLog = (name: string): string => (o.accessLogs ? `access-log = ${q(path.join(o.dir, name))}\n` : '');
   return `group = core
 admin-port = ${o.adminPort}
 admin-password = ${q('admin-secret')}
@@ -102,9 +122,8 @@ smsbox-port = ${o.smsboxPort}
 smsbox-interface = 127.0.0.1
 box-allow-ip = "127.0.0.1"
 log-file = ${q(path.join(o.dir, 'bearerbox.log'))}
-log-level = 0
-access-log = ${q(path.join(o.dir, 'access.log'))}
-dlr-storage = internal
+log-level = ${o.logLevel}
+${accessLog('access.log')}dlr-storage = internal
 
 group = smsc
 smsc = smpp
@@ -117,7 +136,7 @@ smsc-password = ${q(o.smsc.password)}
 system-type = ""
 reconnect-delay = 1
 enquire-link-interval = 30
-max-pending-submits = 10
+max-pending-submits = ${o.maxPendingSubmits}
 source-addr-ton = 5
 source-addr-npi = 0
 dest-addr-ton = 1
@@ -129,9 +148,8 @@ bearerbox-port = ${o.smsboxPort}
 sendsms-port = ${o.sendsmsPort}
 sendsms-interface = 127.0.0.1
 log-file = ${q(path.join(o.dir, 'smsbox.log'))}
-log-level = 0
-access-log = ${q(path.join(o.dir, 'smsbox-access.log'))}
-http-request-retry = ${o.httpRequestRetry}
+log-level = ${o.logLevel}
+${accessLog('smsbox-access.log')}http-request-retry = ${o.httpRequestRetry}
 http-queue-delay = ${o.httpQueueDelaySeconds}
 
 group = sendsms-user
@@ -169,6 +187,7 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
   const password = options.password ?? 'sendsms-secret';
   const smscId = options.smscId ?? 'testsmsc';
   const confFile = path.join(dir, 'kannel.conf');
+  const logLevel = options.logLevel ?? 0;
   writeFileSync(
     confFile,
     kannelConf({
@@ -182,13 +201,16 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
       password,
       httpRequestRetry: options.httpRequestRetry ?? 5,
       httpQueueDelaySeconds: options.httpQueueDelaySeconds ?? 1,
+      logLevel,
+      accessLogs: options.accessLogs ?? true,
+      maxPendingSubmits: options.maxPendingSubmits ?? 10,
     }),
   );
   const children: ChildProcess[] = [];
   const launch = (binary: string, name: string): ChildProcess => {
     const out = path.join(dir, `${name}.out`);
     writeFileSync(out, '');
-    const child = spawn(binary, ['-v', '1', confFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(binary, ['-v', String(Math.max(1, logLevel)), confFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     const append = (chunk: Buffer): void => {
       writeFileSync(out, chunk, { flag: 'a' });
     };
@@ -211,8 +233,10 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
 
   const status = async (): Promise<string> => (await httpGet(adminPort, `/status.txt?password=status-secret`)).body;
 
+  const pids = { bearerbox: -1, smsbox: -1 };
   try {
     const bearerbox = launch(BEARERBOX, 'bearerbox');
+    pids.bearerbox = bearerbox.pid ?? -1;
     // smsbox connects to bearerbox's smsbox port: start it once bearerbox listens
     await waitFor(async () => {
       if (bearerbox.exitCode !== null) throw new Error(`bearerbox exited with ${bearerbox.exitCode}`);
@@ -220,6 +244,7 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
       return true;
     }, 20_000, 'bearerbox admin port');
     const smsbox = launch(SMSBOX, 'smsbox');
+    pids.smsbox = smsbox.pid ?? -1;
     await waitFor(async () => {
       if (smsbox.exitCode !== null) throw new Error(`smsbox exited with ${smsbox.exitCode}`);
       await httpGet(sendsmsPort, '/cgi-bin/sendsms');
@@ -239,6 +264,7 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
     password,
     smscId,
     dir,
+    pids,
     status,
     logs,
     async waitForSmscOnline(timeoutMs = 20_000): Promise<void> {
