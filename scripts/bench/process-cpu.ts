@@ -76,6 +76,48 @@ export function sampleCpu(connectorPids: readonly number[] = [], gatewayPids?: r
   return Object.fromEntries(CPU_GROUPS.map((group) => [group, ticks[group] / hz])) as CpuSample;
 }
 
+/** Whether a process descends from `selfPid`, by the parent links of `byPid`. */
+function descendsFrom(byPid: ReadonlyMap<number, ProcStat>, selfPid: number): (stat: ProcStat) => boolean {
+  return (stat) => {
+    for (let parent = byPid.get(stat.ppid), hops = 0; parent && hops < 64; parent = byPid.get(parent.ppid), hops++) {
+      if (parent.pid === selfPid) return true;
+    }
+    return false;
+  };
+}
+
+/**
+ * Clock ticks among `stats` of the descendants of `selfPid`, by the group `classify` gives each from its pid and
+ * command name (null: not counted), each process with the children it has reaped (so a group's difference between
+ * two readings is what it used in between, exited processes included). Null when `selfPid` is not among `stats`.
+ */
+export function namedGroupTicks<G extends string>(
+  stats: readonly ProcStat[],
+  selfPid: number,
+  groups: readonly G[],
+  classify: (pid: number, comm: string) => G | null,
+): Record<G, number> | null {
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  if (!byPid.has(selfPid)) return null;
+  const descendsFromSelf = descendsFrom(byPid, selfPid);
+  const ticks = Object.fromEntries(groups.map((group) => [group, 0])) as Record<G, number>;
+  for (const stat of stats) {
+    if (stat.pid === selfPid || !descendsFromSelf(stat)) continue;
+    const group = classify(stat.pid, stat.comm);
+    if (group !== null) ticks[group] += stat.own + stat.children;
+  }
+  return ticks;
+}
+
+/** CPU seconds now of this process's descendants by the groups of `classify` (see namedGroupTicks); null without /proc. */
+export function sampleProcessCpu<G extends string>(groups: readonly G[], classify: (pid: number, comm: string) => G | null): Readonly<Record<G, number>> | null {
+  const stats = readAllStats();
+  const ticks = stats === null ? null : namedGroupTicks(stats, process.pid, groups, classify);
+  if (!ticks) return null;
+  const hz = clockTicks();
+  return Object.fromEntries(groups.map((group) => [group, ticks[group] / hz])) as Record<G, number>;
+}
+
 /**
  * Clock ticks of each group among `stats` (one reading of /proc), counting only `selfPid` and its descendants; null
  * when `selfPid` is not among them. A process's ticks are its own plus those of its children it has reaped: a
@@ -91,12 +133,7 @@ export function groupTicks(
   const byPid = new Map(stats.map((s) => [s.pid, s]));
   const self = byPid.get(selfPid);
   if (!self) return null;
-  const descendsFromSelf = (stat: ProcStat): boolean => {
-    for (let parent = byPid.get(stat.ppid), hops = 0; parent && hops < 64; parent = byPid.get(parent.ppid), hops++) {
-      if (parent.pid === selfPid) return true;
-    }
-    return false;
-  };
+  const descendsFromSelf = descendsFrom(byPid, selfPid);
   const gateways = new Set(gatewayPids ?? []);
   const ticks: Record<CpuGroup, number> =
     gatewayPids === undefined

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { groupTicks, sampleCpu, type ProcStat } from '../../../scripts/bench/process-cpu.js';
+import { groupTicks, namedGroupTicks, sampleCpu, type ProcStat } from '../../../scripts/bench/process-cpu.js';
 
 const stat = (pid: number, ppid: number, comm: string, own: number, children = 0): ProcStat => ({ pid, ppid, comm, own, children });
 
@@ -49,5 +49,14 @@ describe('bench CPU by process', () => {
     const sample = sampleCpu();
     if (sample === null) this.skip();
     expect(sample.gateway).to.be.greaterThan(0);
+  });
+
+  it('counts named groups of a caller\'s choosing among this process\'s descendants only, reaped children included', () => {
+    const ticks = namedGroupTicks(TREE, 100, ['db', 'node', 'nats'], (pid, comm) => (comm === 'postgres' ? 'db' : pid === 400 || pid === 401 ? 'node' : null));
+    expect(ticks).to.deep.equal({ db: 50 + 700 + 120 + 80, node: 1_000 + 900 + 5, nats: 0 });
+  });
+
+  it('has no named groups when this process is not in the reading', () => {
+    expect(namedGroupTicks(TREE, 12_345, ['db'], () => 'db')).to.equal(null);
   });
 });
