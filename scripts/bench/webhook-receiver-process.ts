@@ -2,6 +2,9 @@
  * The merchant's webhook endpoint of bench:pipeline, in its own process (as a merchant's endpoint would be): answers
  * 204 at once and reports every request to the parent over IPC, in batches every 10 ms. `at` is absolute
  * (performance.timeOrigin + performance.now()), so the parent can place it on its own clock.
+ *
+ * A GET is a Kannel dlr-url call (bench:kannel): `?id=<the bench's message id>&type=<Kannel's %d>` is reported as
+ * type `kannel:<%d>` (1 delivered, 2 failed, 8 accepted by the SMSC, 16 rejected by it) with that id.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +19,12 @@ export interface ReceivedWebhook {
 }
 
 export type ReceiverMessage = { readonly kind: 'listening'; readonly url: string } | { readonly kind: 'received'; readonly webhooks: readonly ReceivedWebhook[] };
+
+/** A Kannel dlr-url call: `?id=…&type=…` → `kannel:<type>` for that id. */
+function describeDlr(url: string, at: number): ReceivedWebhook {
+  const query = new URL(url, 'http://receiver').searchParams;
+  return { at, eventId: '', type: `kannel:${query.get('type') ?? ''}`, messageId: query.get('id') ?? '', recipientIndex: null };
+}
 
 function describe(raw: string, at: number): ReceivedWebhook {
   try {
@@ -47,7 +56,7 @@ function main(): void {
     req.on('end', () => {
       const at = performance.timeOrigin + performance.now();
       res.writeHead(204).end();
-      pending.push(describe(Buffer.concat(chunks).toString('utf8'), at));
+      pending.push(req.method === 'GET' ? describeDlr(req.url ?? '', at) : describe(Buffer.concat(chunks).toString('utf8'), at));
     });
   });
   server.keepAliveTimeout = 60_000;
