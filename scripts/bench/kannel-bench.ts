@@ -1,0 +1,404 @@
+/**
+ * npm run bench:kannel — this gateway and Kannel side by side, one recipient per message, on the same machine, with
+ * the same load generator, the same kind of message centre and the same kind of report receiver.
+ *
+ * The two systems run alternately (Kannel, gateway, Kannel, gateway… --rounds), each started fresh for its round and
+ * stopped after it:
+ * - Kannel: bearerbox + smsbox (Debian's 1.4.5, not installed by the bench) from a kannel.conf written by
+ *   test/helpers/kannel.ts: an `smpp` smsc (one transceiver bind, max-pending-submits BINDS × WINDOW) to the test
+ *   SMSC, a sendsms-user, internal DLR storage, logs at warning level and no access logs. Load: GET
+ *   /cgi-bin/sendsms with dlr-mask 31 and a dlr-url at the receiver, over at most --kannel-connections (10)
+ *   keep-alive connections (smsbox listens with a backlog of 10).
+ * - This gateway: one node (`src/main.ts`, server mode) on a private PostgreSQL and nats-server
+ *   (test/helpers/cluster.ts), `connector:smpp` (BINDS binds × window WINDOW) to the test SMSC, a merchant whose
+ *   webhook URL is the receiver. Load: POST /send, over one keep-alive connection per request in flight.
+ * The test SMSC (scripts/bench/smsc-process.ts) answers every submit_sm at once and sends a DELIVRD receipt 10 ms
+ * later; the receiver (scripts/bench/webhook-receiver-process.ts) answers 204 at once. Both, and the load generator
+ * (this process), are outside the systems' CPU.
+ *
+ * Per system and round:
+ *   (a) submit throughput: a closed loop of --concurrency requests for --duration-s (after --warmup-s unmeasured):
+ *       requests/s, p50/p99 latency; then every report of those messages is awaited;
+ *   (b) end to end: --messages messages by the same closed loop, time from the first request to the last final
+ *       report (Kannel: dlr-url with type 1, 2 or 16; gateway: sms.delivered or sms.failed) → messages/s;
+ *   (c) the CPU of every process of the system during (b), from /proc, per message (Kannel: bearerbox, smsbox;
+ *       gateway: the node, PostgreSQL's server and backends, nats-server, the connector);
+ *   (d) the gateway's database rows per message during (b) (pg_stat_database tup_inserted + tup_deleted of its
+ *       database, read after the statistics are flushed); Kannel keeps no database.
+ * Prints a Markdown table (medians over the rounds, ratios gateway / Kannel, then each round) and a JSON line.
+ * Measures and reports; exits 1 only when a system could not run or a round did not complete.
+ *
+ * Options (each also an environment variable):
+ *   --rounds N              rounds, each system once per round (BENCH_ROUNDS, 2)
+ *   --concurrency C         requests in flight (BENCH_CONCURRENCY, 32)
+ *   --kannel-connections K  keep-alive connections to smsbox, at most 10 (BENCH_KANNEL_CONNECTIONS, 10)
+ *   --duration-s S          measured seconds of (a) (BENCH_DURATION_S, 20)
+ *   --warmup-s S            unmeasured seconds before (a) (BENCH_WARMUP_S, 3)
+ *   --messages M            messages of (b) (BENCH_MESSAGES, 5000)
+ *   --only kannel|gateway   one system only (BENCH_ONLY)
+ *   --timeout-s S           give up waiting for the reports of a phase after this long (BENCH_TIMEOUT_S, 300)
+ */
+import { Agent, request } from 'node:http';
+import os from 'node:os';
+import { startCluster, type TestCluster } from '../../test/helpers/cluster.js';
+import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
+import { kannelInstalled, startTestKannel, type TestKannel } from '../../test/helpers/kannel.js';
+import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
+import { API_ROOT, commandLine, deliverableNumbers, exitSoon, fmt, machineLine, parseBenchOptions, positiveOption, sleep, type BenchOptionSpec } from './bench-common.js';
+import { startReceiver, startSmppConnector, startSmsc, type ReceiverProcess, type SmscProcess } from './bench-children.js';
+import { comparisonTable, KANNEL_FINAL_TYPES, latencyPercentiles, sendsmsPath, summaryLine, type BenchSystem, type SystemRound, type TableShape } from './kannel-report.js';
+import { sampleProcessCpu } from './process-cpu.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Options
+
+const USAGE =
+  'usage: npm run bench:kannel -- [--rounds N] [--concurrency C] [--kannel-connections K] [--duration-s S] [--warmup-s S] ' +
+  '[--messages M] [--only kannel|gateway] [--timeout-s S]';
+
+const OPTION_SPECS: readonly BenchOptionSpec[] = [
+  { flag: 'rounds', env: 'BENCH_ROUNDS', kind: 'value' },
+  { flag: 'concurrency', env: 'BENCH_CONCURRENCY', kind: 'value' },
+  { flag: 'kannel-connections', env: 'BENCH_KANNEL_CONNECTIONS', kind: 'value' },
+  { flag: 'duration-s', env: 'BENCH_DURATION_S', kind: 'value' },
+  { flag: 'warmup-s', env: 'BENCH_WARMUP_S', kind: 'value' },
+  { flag: 'messages', env: 'BENCH_MESSAGES', kind: 'value' },
+  { flag: 'only', env: 'BENCH_ONLY', kind: 'value' },
+  { flag: 'timeout-s', env: 'BENCH_TIMEOUT_S', kind: 'value' },
+];
+
+const options = parseBenchOptions(process.argv.slice(2), OPTION_SPECS, USAGE);
+const numberOption = (flag: string, fallback: number): number => {
+  const raw = options.get(flag);
+  return raw === undefined ? fallback : positiveOption(flag, raw);
+};
+const ROUNDS = Math.floor(numberOption('rounds', 2));
+const CONCURRENCY = Math.floor(numberOption('concurrency', 32));
+const KANNEL_CONNECTIONS = Math.min(10, Math.floor(numberOption('kannel-connections', 10)), CONCURRENCY);
+const DURATION_S = numberOption('duration-s', 20);
+const WARMUP_S = numberOption('warmup-s', 3);
+const MESSAGES = Math.floor(numberOption('messages', 5_000));
+const TIMEOUT_S = numberOption('timeout-s', 300);
+const ONLY = options.get('only');
+if (ONLY !== undefined && ONLY !== 'kannel' && ONLY !== 'gateway') throw new Error(`--only takes kannel or gateway, got ${JSON.stringify(ONLY)}\n${USAGE}`);
+const SYSTEMS: readonly BenchSystem[] = ONLY === undefined ? ['kannel', 'gateway'] : [ONLY];
+
+/** The gateway's connector binds and window; Kannel gets one bind with BINDS × WINDOW submits in flight. */
+const BINDS = 2;
+const WINDOW = 10;
+/** PostgreSQL flushes an idle backend's statistics within 10 s: wait that long before reading pg_stat_database. */
+const STATS_FLUSH_MS = 11_000;
+const MANY = '10000000';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load generator: a closed loop of HTTP requests over a keep-alive agent
+
+interface HttpAnswer {
+  readonly status: number;
+  readonly body: string;
+}
+
+function httpCall(agent: Agent, url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body?: string): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: url.hostname, port: url.port, path: `${url.pathname}${url.search}`, method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** What one system takes from the load generator: one message to one recipient. */
+interface Submitter {
+  readonly system: BenchSystem;
+  readonly connections: number;
+  /** Submits one message; resolves with the id its reports will carry, or null when it was refused. */
+  submit(tag: string, index: number): Promise<string | null>;
+}
+
+/**
+ * `concurrency` workers, each sending its next message as soon as its previous one was answered, while `more(i)`
+ * holds for the next index; every accepted message's id, each request's latency (ms) and the refused count.
+ */
+async function closedLoop(submitter: Submitter, tag: string, more: (index: number) => boolean): Promise<{ ids: string[]; latencies: number[]; failed: number }> {
+  const ids: string[] = [];
+  const latencies: number[] = [];
+  let failed = 0;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (more(next)) {
+        const index = next++;
+        const started = performance.now();
+        const id = await submitter.submit(tag, index).catch((error: unknown) => {
+          if (failed === 0) process.stderr.write(`${submitter.system}: a request failed: ${String(error)}\n`);
+          return null;
+        });
+        latencies.push(performance.now() - started);
+        if (id === null) failed++;
+        else ids.push(id);
+      }
+    }),
+  );
+  return { ids, latencies, failed };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reports
+
+/** Final reports by message id, with when they arrived (this process's performance.now()). */
+class ReportBook {
+  private readonly finals = new Map<string, { at: number; delivered: boolean }>();
+
+  take(id: string, delivered: boolean, at: number): void {
+    if (!this.finals.has(id)) this.finals.set(id, { at, delivered });
+  }
+
+  /** How many of `ids` have a final report, how many of them delivered, and when the last one came. */
+  of(ids: readonly string[]): { finals: number; delivered: number; lastAt: number } {
+    let finals = 0;
+    let delivered = 0;
+    let lastAt = 0;
+    for (const id of ids) {
+      const final = this.finals.get(id);
+      if (!final) continue;
+      finals++;
+      if (final.delivered) delivered++;
+      lastAt = Math.max(lastAt, final.at);
+    }
+    return { finals, delivered, lastAt };
+  }
+
+  /** Resolves true once every one of `ids` has its final report, false after TIMEOUT_S. */
+  async settle(ids: readonly string[]): Promise<boolean> {
+    const deadline = performance.now() + TIMEOUT_S * 1000;
+    while (this.of(ids).finals < ids.length) {
+      if (performance.now() > deadline) return false;
+      await sleep(20);
+    }
+    return true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The systems
+
+interface RunningSystem {
+  readonly submitter: Submitter;
+  readonly book: ReportBook;
+  /** CPU seconds of each of the system's processes now. */
+  cpu(): Readonly<Record<string, number>> | null;
+  /** Rows inserted and deleted so far in the system's database; null: it has none. */
+  rows(): Promise<{ inserted: number; deleted: number } | null>;
+}
+
+type Cleanups = (() => Promise<void>)[];
+
+function cpuDelta(before: Readonly<Record<string, number>> | null, after: Readonly<Record<string, number>> | null, messages: number): Record<string, number> | null {
+  if (!before || !after || messages <= 0) return null;
+  return Object.fromEntries(Object.keys(after).map((name) => [name, (((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / messages]));
+}
+
+async function startKannelSystem(round: number, cleanups: Cleanups): Promise<RunningSystem> {
+  const book = new ReportBook();
+  const receiver: ReceiverProcess = await startReceiver((report, at) => {
+    const type = report.type.startsWith('kannel:') ? report.type.slice('kannel:'.length) : '';
+    if (KANNEL_FINAL_TYPES.includes(type)) book.take(report.messageId, type === '1', at);
+  });
+  cleanups.unshift(() => receiver.close());
+  const smsc: SmscProcess = await startSmsc();
+  cleanups.unshift(() => smsc.stop());
+  const kannel: TestKannel = await startTestKannel({
+    smsc: { host: '127.0.0.1', port: smsc.port, systemId: 'smsc', password: 'secret' },
+    logLevel: 2,
+    accessLogs: false,
+    maxPendingSubmits: BINDS * WINDOW,
+  });
+  cleanups.unshift(() => kannel.stop());
+  await kannel.waitForSmscOnline();
+  const agent = new Agent({ keepAlive: true, maxSockets: KANNEL_CONNECTIONS });
+  cleanups.unshift(() => {
+    agent.destroy();
+    return Promise.resolve();
+  });
+  const base = `http://${kannel.sendsmsHost}:${kannel.sendsmsPort}`;
+  return {
+    book,
+    submitter: {
+      system: 'kannel',
+      connections: KANNEL_CONNECTIONS,
+      async submit(tag, index) {
+        const id = `r${round}${tag}${index}`;
+        const [to = ''] = deliverableNumbers(1, index);
+        const path = sendsmsPath({ username: kannel.username, password: kannel.password, from: 'Bench', to, text: `Bench kannel ${id}`, dlrMask: 31, dlrUrl: receiver.url, id });
+        const answer = await httpCall(agent, new URL(`${base}${path}`), 'GET', {});
+        return answer.status === 202 ? id : null;
+      },
+    },
+    cpu: () => sampleProcessCpu(['bearerbox', 'smsbox'], (_pid, comm) => (comm === 'bearerbox' || comm === 'smsbox' ? comm : null)),
+    rows: () => Promise.resolve(null),
+  };
+}
+
+async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise<RunningSystem> {
+  const book = new ReportBook();
+  const receiver: ReceiverProcess = await startReceiver((report, at) => {
+    if (report.type === 'sms.delivered' || report.type === 'sms.failed') book.take(report.messageId, report.type === 'sms.delivered', at);
+  });
+  cleanups.unshift(() => receiver.close());
+  const smsc: SmscProcess = await startSmsc();
+  cleanups.unshift(() => smsc.stop());
+  const cluster: TestCluster = await startCluster({
+    nodes: 1,
+    simulator: false,
+    postgres: pg,
+    audit: false,
+    env: { RATE_LIMIT_SEND: MANY, RATE_LIMIT_STATUS: MANY, RATE_LIMIT_BALANCE: MANY, RATE_LIMIT_CALCULATE: MANY, RATE_LIMIT_MANAGEMENT: MANY },
+  });
+  cleanups.unshift(() => cluster.stop());
+  const connector = await startSmppConnector({ natsUrl: cluster.nats.url, port: smsc.port, binds: BINDS, window: WINDOW });
+  cleanups.unshift(() => connector.stop());
+  const shop = await seedMerchant(cluster.operator, { name: 'Bench shop', prepaid: '100000000' });
+  if (!(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null }))) throw new Error('setWebhook failed');
+  const node = cluster.nodes[0];
+  if (!node) throw new Error('no node started');
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  cleanups.unshift(() => {
+    agent.destroy();
+    return Promise.resolve();
+  });
+  const sendUrl = new URL(`${node.baseUrl}${API_ROOT}/send`);
+  const nodePid = node.process.pid ?? -1;
+  const database = new URL(cluster.databaseUrl).pathname.slice(1);
+  return {
+    book,
+    submitter: {
+      system: 'gateway',
+      connections: CONCURRENCY,
+      async submit(tag, index) {
+        const [to = ''] = deliverableNumbers(1, index);
+        const answer = await httpCall(agent, sendUrl, 'POST', { 'app-key': shop.apiKey, 'content-type': 'application/json' }, JSON.stringify({ to: [to], message: `Bench gateway ${tag}${index}` }));
+        if (answer.status !== 201) return null;
+        const id = (JSON.parse(answer.body) as { data?: { message_id?: string } }).data?.message_id;
+        return id ?? null;
+      },
+    },
+    cpu: () =>
+      sampleProcessCpu(['node', 'postgres', 'nats-server', 'connector'], (pid, comm) => {
+        if (pid === nodePid) return 'node';
+        if (pid === connector.pid) return 'connector';
+        if (comm === 'postgres') return 'postgres';
+        if (comm === 'nats-server') return 'nats-server';
+        return null;
+      }),
+    async rows() {
+      const [row] = await cluster.sql<{ inserted: number; deleted: number }>(
+        'SELECT tup_inserted::float8 AS inserted, tup_deleted::float8 AS deleted FROM pg_stat_database WHERE datname = $1',
+        [database],
+      );
+      if (!row) throw new Error(`no pg_stat_database row for ${database}`);
+      return { inserted: row.inserted, deleted: row.deleted };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One round of one system
+
+async function measure(system: BenchSystem, round: number, pg: TestPostgres): Promise<SystemRound> {
+  const cleanups: Cleanups = [];
+  try {
+    process.stderr.write(`round ${round}, ${system}: starting…\n`);
+    const running = system === 'kannel' ? await startKannelSystem(round, cleanups) : await startGatewaySystem(pg, cleanups);
+    const { submitter, book } = running;
+
+    // warm-up, then (a): a closed loop for DURATION_S
+    const warmupEnd = performance.now() + WARMUP_S * 1000;
+    const warmup = await closedLoop(submitter, 'w', () => performance.now() < warmupEnd);
+    const started = performance.now();
+    const end = started + DURATION_S * 1000;
+    const loop = await closedLoop(submitter, 'a', () => performance.now() < end);
+    const seconds = (performance.now() - started) / 1000;
+    const { p50Ms, p99Ms } = latencyPercentiles(loop.latencies);
+    process.stderr.write(`round ${round}, ${system}: ${fmt(loop.ids.length / seconds)} req/s; waiting for the reports of ${fmt(warmup.ids.length + loop.ids.length)} messages…\n`);
+    if (!(await book.settle([...warmup.ids, ...loop.ids]))) process.stderr.write(`round ${round}, ${system}: not every report of (a) came within ${TIMEOUT_S} s\n`);
+
+    // (b): MESSAGES as fast as the loop allows, until the last final report
+    if (system === 'gateway') await sleep(STATS_FLUSH_MS);
+    const rowsBefore = await running.rows();
+    const cpuBefore = running.cpu();
+    const e2eStarted = performance.now();
+    let sent = 0;
+    const e2e = await closedLoop(submitter, 'b', () => sent++ < MESSAGES);
+    const complete = await book.settle(e2e.ids);
+    const cpuAfter = running.cpu();
+    const reports = book.of(e2e.ids);
+    const e2eSeconds = ((complete ? reports.lastAt : performance.now()) - e2eStarted) / 1000;
+    let rowsPerMessage: SystemRound['dbRowsPerMessage'] = null;
+    if (rowsBefore !== null) {
+      await sleep(STATS_FLUSH_MS);
+      const rowsAfter = await running.rows();
+      if (rowsAfter !== null && e2e.ids.length > 0)
+        rowsPerMessage = { inserted: (rowsAfter.inserted - rowsBefore.inserted) / e2e.ids.length, deleted: (rowsAfter.deleted - rowsBefore.deleted) / e2e.ids.length };
+    }
+    process.stderr.write(`round ${round}, ${system}: end to end ${fmt(reports.finals)} final reports of ${fmt(e2e.ids.length)} in ${fmt(e2eSeconds, 2)} s\n`);
+    return {
+      system,
+      round,
+      submit: { requests: loop.ids.length, failed: loop.failed, seconds, p50Ms, p99Ms },
+      endToEnd: { messages: e2e.ids.length, finals: reports.finals, delivered: reports.delivered, seconds: e2eSeconds, complete: complete && e2e.failed === 0 },
+      cpuMsPerMessage: cpuDelta(cpuBefore, cpuAfter, e2e.ids.length),
+      dbRowsPerMessage: rowsPerMessage,
+    };
+  } finally {
+    for (const cleanup of cleanups) await cleanup().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  if (SYSTEMS.includes('kannel') && !kannelInstalled()) {
+    process.stderr.write('bench:kannel: Kannel is not installed (/usr/sbin/bearerbox, /usr/sbin/smsbox): apt-get install kannel\n');
+    process.exitCode = 1;
+    return;
+  }
+  const loadBefore = os.loadavg();
+  const pg = SYSTEMS.includes('gateway') ? await startTestPostgres() : null;
+  const rounds: SystemRound[] = [];
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const system of SYSTEMS) {
+        if (system === 'gateway' && pg === null) throw new Error('no PostgreSQL');
+        rounds.push(await measure(system, round, pg as TestPostgres));
+        await sleep(1_000);
+      }
+    }
+  } finally {
+    await pg?.stop();
+  }
+  const loadAfter = os.loadavg();
+  const shape: TableShape = { concurrency: CONCURRENCY, kannelConnections: KANNEL_CONNECTIONS, gatewayConnections: CONCURRENCY, durationS: DURATION_S, messages: MESSAGES };
+  const load = (l: number[]): string => l.map((n) => n.toFixed(2)).join(', ');
+  console.log(machineLine());
+  console.log(commandLine('bench:kannel'));
+  console.log(
+    `Shape: ${fmt(ROUNDS)} round(s), ${SYSTEMS.join(' then ')} in each; ${fmt(CONCURRENCY)} requests in flight over ${fmt(KANNEL_CONNECTIONS)} keep-alive connections to smsbox / ` +
+      `${fmt(CONCURRENCY)} to the node; ${fmt(WARMUP_S)} s warm-up; test SMSC in its own process (receipts 10 ms after acceptance), gateway connector:smpp ${fmt(BINDS)} binds × window ${fmt(WINDOW)}, ` +
+      `Kannel one bind with max-pending-submits ${fmt(BINDS * WINDOW)}; report receiver in its own process.`,
+  );
+  console.log(`Load average (1, 5, 15 min) at the start ${load(loadBefore)}, at the end ${load(loadAfter)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`);
+  console.log('');
+  console.log(comparisonTable(rounds, shape));
+  console.log('');
+  console.log(summaryLine(rounds, shape));
+  if (rounds.some((r) => !r.endToEnd.complete)) process.exitCode = 1;
+}
+
+await main();
+exitSoon();
