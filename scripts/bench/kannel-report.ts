@@ -12,8 +12,19 @@ export interface SystemRound {
   readonly round: number;
   /** (a) The closed loop of --duration-s. */
   readonly submit: { readonly requests: number; readonly failed: number; readonly seconds: number; readonly p50Ms: number; readonly p99Ms: number };
-  /** (b) --messages sent as fast as the loop allows; `seconds` from the first request to the last final report. */
-  readonly endToEnd: { readonly messages: number; readonly finals: number; readonly delivered: number; readonly seconds: number; readonly complete: boolean };
+  /**
+   * (b) --messages sent as fast as the loop allows; `seconds` from the first request to the last final report;
+   * p50/p99 of each message's request → final report.
+   */
+  readonly endToEnd: {
+    readonly messages: number;
+    readonly finals: number;
+    readonly delivered: number;
+    readonly seconds: number;
+    readonly complete: boolean;
+    readonly p50Ms: number;
+    readonly p99Ms: number;
+  };
   /** (c) CPU milliseconds per message of each of the system's processes during (b); null without /proc. */
   readonly cpuMsPerMessage: Readonly<Record<string, number>> | null;
   /** (d) Rows inserted and deleted in the system's database per message during (b); null: it has none. */
@@ -131,15 +142,15 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
     `| CPU per message (all the system's processes, during the end-to-end run) | ${cpu(kannel)} | ${cpu(gateway)} | ${ratio(gateway.cpuMsPerMessage, kannel.cpuMsPerMessage)} |`,
     `| DB rows per message (inserted + deleted) | ${rows(kannel, 'none: no database (internal DLR storage, in memory)')} | ${rows(gateway, 'n/a')} | — (Kannel writes none) |`,
     '',
-    '| round | system | submit req/s | p50 / p99 | end to end msg/s | final reports | CPU ms per message |',
-    '|---:|---|---:|---:|---:|---:|---|',
+    '| round | system | submit req/s | p50 / p99 | end to end msg/s | request → final report p50 / p99 | final reports | CPU ms per message |',
+    '|---:|---|---:|---:|---:|---:|---:|---|',
     ...[...rounds]
       .sort((a, b) => a.round - b.round || a.system.localeCompare(b.system))
       .map((r) => {
         const total = r.cpuMsPerMessage === null ? Number.NaN : Object.values(r.cpuMsPerMessage).reduce((a, b) => a + b, 0);
         return (
           `| ${fmt(r.round)} | ${r.system} | ${fmt(r.submit.requests / r.submit.seconds)}${r.submit.failed > 0 ? ` (${fmt(r.submit.failed)} failed)` : ''} | ${ms(r.submit.p50Ms)} / ${ms(r.submit.p99Ms)} | ` +
-          `${fmt(r.endToEnd.finals / r.endToEnd.seconds)} | ${fmt(r.endToEnd.finals)} of ${fmt(r.endToEnd.messages)}${r.endToEnd.delivered === r.endToEnd.finals ? '' : ` (${fmt(r.endToEnd.delivered)} delivered)`} | ` +
+          `${fmt(r.endToEnd.finals / r.endToEnd.seconds)} | ${ms(r.endToEnd.p50Ms)} / ${ms(r.endToEnd.p99Ms)} | ${fmt(r.endToEnd.finals)} of ${fmt(r.endToEnd.messages)}${r.endToEnd.delivered === r.endToEnd.finals ? '' : ` (${fmt(r.endToEnd.delivered)} delivered)`} | ` +
           `${Number.isFinite(total) ? `${fmt(total, 2)} (${split(r.cpuMsPerMessage ?? {})})` : 'n/a'} |`
         );
       }),
