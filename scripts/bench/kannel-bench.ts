@@ -34,7 +34,7 @@
  *   --concurrency C         requests in flight (BENCH_CONCURRENCY, 32)
  *   --kannel-connections K  keep-alive connections to smsbox, at most 10 (BENCH_KANNEL_CONNECTIONS, 10)
  *   --duration-s S          measured seconds of (a) (BENCH_DURATION_S, 20)
- *   --warmup-s S            unmeasured seconds of the same loop first, reports awaited (BENCH_WARMUP_S, 2)
+ *   --warmup-s S            unmeasured seconds of the same loop first, reports awaited (BENCH_WARMUP_S, 3)
  *   --messages M            messages of (b) (BENCH_MESSAGES, 5000)
  *   --only kannel|gateway   one system only (BENCH_ONLY)
  *   --timeout-s S           give up waiting for the reports of a phase after this long (BENCH_TIMEOUT_S, 300)
@@ -77,7 +77,7 @@ const ROUNDS = Math.floor(numberOption('rounds', 2));
 const CONCURRENCY = Math.floor(numberOption('concurrency', 32));
 const KANNEL_CONNECTIONS = Math.min(10, Math.floor(numberOption('kannel-connections', 10)), CONCURRENCY);
 const DURATION_S = numberOption('duration-s', 20);
-const WARMUP_S = numberOption('warmup-s', 2);
+const WARMUP_S = numberOption('warmup-s', 3);
 const MESSAGES = Math.floor(numberOption('messages', 5_000));
 const TIMEOUT_S = numberOption('timeout-s', 300);
 const ONLY = options.get('only');
