@@ -47,7 +47,7 @@ import { kannelInstalled, startTestKannel, type TestKannel } from '../../test/he
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { API_ROOT, commandLine, deliverableNumbers, exitSoon, fmt, machineLine, parseBenchOptions, positiveOption, sleep, type BenchOptionSpec } from './bench-common.js';
 import { startReceiver, startSmppConnector, startSmsc, type ReceiverProcess, type SmscProcess } from './bench-children.js';
-import { comparisonTable, KANNEL_FINAL_TYPES, latencyPercentiles, sendsmsPath, summaryLine, type BenchSystem, type SystemRound, type TableShape } from './kannel-report.js';
+import { comparisonTable, KANNEL_FINAL_TYPES, latencyPercentiles, sendsmsPath, summaryLine, type BenchSystem, type RowCounts, type SystemRound, type TableShape } from './kannel-report.js';
 import { sampleProcessCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -207,10 +207,21 @@ interface RunningSystem {
   /** CPU seconds of each of the system's processes now. */
   cpu(): Readonly<Record<string, number>> | null;
   /** Rows inserted and deleted so far in the system's database; null: it has none. */
-  rows(): Promise<{ inserted: number; deleted: number } | null>;
+  rows(): Promise<RowCounts | null>;
 }
 
 type Cleanups = (() => Promise<void>)[];
+
+function rowsBetween(before: RowCounts, after: RowCounts, messages: number): RowCounts {
+  const per = (a: number, b: number): number => (a - b) / messages;
+  return {
+    inserted: per(after.inserted, before.inserted),
+    deleted: per(after.deleted, before.deleted),
+    byTable: Object.fromEntries(
+      Object.entries(after.byTable).map(([name, t]) => [name, { inserted: per(t.inserted, before.byTable[name]?.inserted ?? 0), deleted: per(t.deleted, before.byTable[name]?.deleted ?? 0) }]),
+    ),
+  };
+}
 
 function cpuDelta(before: Readonly<Record<string, number>> | null, after: Readonly<Record<string, number>> | null, messages: number): Record<string, number> | null {
   if (!before || !after || messages <= 0) return null;
@@ -310,12 +321,15 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
         return null;
       }),
     async rows() {
-      const [row] = await cluster.sql<{ inserted: number; deleted: number }>(
+      const [total] = await cluster.sql<{ inserted: number; deleted: number }>(
         'SELECT tup_inserted::float8 AS inserted, tup_deleted::float8 AS deleted FROM pg_stat_database WHERE datname = $1',
         [database],
       );
-      if (!row) throw new Error(`no pg_stat_database row for ${database}`);
-      return { inserted: row.inserted, deleted: row.deleted };
+      if (!total) throw new Error(`no pg_stat_database row for ${database}`);
+      const tables = await cluster.sql<{ name: string; inserted: number; deleted: number }>(
+        'SELECT relname AS name, n_tup_ins::float8 AS inserted, n_tup_del::float8 AS deleted FROM pg_stat_user_tables',
+      );
+      return { inserted: total.inserted, deleted: total.deleted, byTable: Object.fromEntries(tables.map((t) => [t.name, { inserted: t.inserted, deleted: t.deleted }])) };
     },
   };
 }
@@ -351,7 +365,7 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
       await sleep(STATS_FLUSH_MS);
       const rowsAfter = await running.rows();
       if (rowsAfter !== null && e2e.ids.length > 0)
-        rowsPerMessage = { inserted: (rowsAfter.inserted - rowsBefore.inserted) / e2e.ids.length, deleted: (rowsAfter.deleted - rowsBefore.deleted) / e2e.ids.length };
+        rowsPerMessage = rowsBetween(rowsBefore, rowsAfter, e2e.ids.length);
     }
 
     // (a): a closed loop for DURATION_S (what it leaves queued is not awaited: the system is stopped after)

@@ -6,6 +6,13 @@ import { fmt, percentile } from './bench-common.js';
 
 export type BenchSystem = 'kannel' | 'gateway';
 
+/** Rows inserted and deleted (per message), in all and by table. */
+export interface RowCounts {
+  readonly inserted: number;
+  readonly deleted: number;
+  readonly byTable: Readonly<Record<string, { readonly inserted: number; readonly deleted: number }>>;
+}
+
 /** One system's figures in one round. */
 export interface SystemRound {
   readonly system: BenchSystem;
@@ -28,7 +35,7 @@ export interface SystemRound {
   /** (c) CPU milliseconds per message of each of the system's processes during (b); null without /proc. */
   readonly cpuMsPerMessage: Readonly<Record<string, number>> | null;
   /** (d) Rows inserted and deleted in the system's database per message during (b); null: it has none. */
-  readonly dbRowsPerMessage: { readonly inserted: number; readonly deleted: number } | null;
+  readonly dbRowsPerMessage: RowCounts | null;
 }
 
 export interface SendsmsRequest {
@@ -82,7 +89,19 @@ export interface SystemFigures {
   readonly incomplete: number;
   readonly cpuMsPerMessage: number;
   readonly cpuSplit: Readonly<Record<string, number>>;
-  readonly dbRowsPerMessage: { readonly inserted: number; readonly deleted: number } | null;
+  readonly dbRowsPerMessage: RowCounts | null;
+}
+
+/** Medians of each count over rounds (a table missing from a round counts 0 there). */
+function medianRows(rounds: readonly RowCounts[]): RowCounts {
+  const tables = [...new Set(rounds.flatMap((r) => Object.keys(r.byTable)))].sort();
+  return {
+    inserted: median(rounds.map((r) => r.inserted)),
+    deleted: median(rounds.map((r) => r.deleted)),
+    byTable: Object.fromEntries(
+      tables.map((t) => [t, { inserted: median(rounds.map((r) => r.byTable[t]?.inserted ?? 0)), deleted: median(rounds.map((r) => r.byTable[t]?.deleted ?? 0)) }]),
+    ),
+  };
 }
 
 export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
@@ -100,8 +119,7 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
     incomplete: rounds.filter((r) => !r.endToEnd.complete).length,
     cpuMsPerMessage: withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
     cpuSplit,
-    dbRowsPerMessage:
-      withRows.length === 0 ? null : { inserted: median(withRows.map((r) => r.inserted)), deleted: median(withRows.map((r) => r.deleted)) },
+    dbRowsPerMessage: withRows.length === 0 ? null : medianRows(withRows),
   };
 }
 
@@ -112,6 +130,14 @@ const split = (parts: Readonly<Record<string, number>>): string =>
   Object.entries(parts)
     .map(([name, value]) => `${name} ${fmt(value, 2)}`)
     .join(' · ');
+
+/** `17.8 (10.8 inserted + 7.0 deleted: journal +4.0 · outbox +6.8 −7.0)`: tables under 0.05 a message left out. */
+export function rowsCell(rows: RowCounts): string {
+  const tables = Object.entries(rows.byTable)
+    .filter(([, t]) => t.inserted >= 0.05 || t.deleted >= 0.05)
+    .map(([name, t]) => `${name}${t.inserted >= 0.05 ? ` +${fmt(t.inserted, 1)}` : ''}${t.deleted >= 0.05 ? ` −${fmt(t.deleted, 1)}` : ''}`);
+  return `${fmt(rows.inserted + rows.deleted, 1)} (${fmt(rows.inserted, 1)} inserted + ${fmt(rows.deleted, 1)} deleted${tables.length === 0 ? '' : `: ${tables.join(' · ')}`})`;
+}
 
 export interface TableShape {
   readonly concurrency: number;
@@ -133,7 +159,7 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
     `${perSecond(f.endToEndPerSecond, 'msg')} (${Number.isFinite(f.endToEndSeconds) ? fmt(f.endToEndSeconds, 1) : 'n/a'} s)${f.incomplete > 0 ? `, ${fmt(f.incomplete)} round(s) incomplete` : ''}`;
   const cpu = (f: SystemFigures): string => (Number.isFinite(f.cpuMsPerMessage) ? `${fmt(f.cpuMsPerMessage, 2)} ms (${split(f.cpuSplit)})` : 'n/a');
   const rows = (f: SystemFigures, none: string): string =>
-    f.dbRowsPerMessage === null ? none : `${fmt(f.dbRowsPerMessage.inserted + f.dbRowsPerMessage.deleted, 1)} (${fmt(f.dbRowsPerMessage.inserted, 1)} inserted + ${fmt(f.dbRowsPerMessage.deleted, 1)} deleted)`;
+    f.dbRowsPerMessage === null ? none : rowsCell(f.dbRowsPerMessage);
   const lines = [
     '| per message, 1 recipient | Kannel (sendsms + dlr-url) | this gateway (POST /send + webhooks) | gateway / Kannel |',
     '|---|---|---|---:|',

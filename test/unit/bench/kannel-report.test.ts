@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { comparisonTable, latencyPercentiles, median, sendsmsPath, summaryLine, systemFigures, type SystemRound, type TableShape } from '../../../scripts/bench/kannel-report.js';
+import { comparisonTable, latencyPercentiles, median, sendsmsPath, summaryLine, systemFigures, type RowCounts, type SystemRound, type TableShape } from '../../../scripts/bench/kannel-report.js';
 
 const shape: TableShape = { concurrency: 32, kannelConnections: 10, gatewayConnections: 32, durationS: 20, messages: 1_000 };
 
-function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: { inserted: number; deleted: number } }): SystemRound {
+function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts }): SystemRound {
   return {
     system,
     round: n,
@@ -16,9 +16,9 @@ function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: 
 
 const rounds: SystemRound[] = [
   round('kannel', 1, { rps: 500, e2e: 250, cpu: { bearerbox: 0.2, smsbox: 1.8 } }),
-  round('gateway', 1, { rps: 100, e2e: 100, cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 10, deleted: 7 } }),
+  round('gateway', 1, { rps: 100, e2e: 100, cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 10, deleted: 7, byTable: { journal: { inserted: 4, deleted: 0 }, outbox: { inserted: 6, deleted: 7 }, merchants: { inserted: 0.01, deleted: 0 } } } }),
   round('kannel', 2, { rps: 700, e2e: 350, cpu: { bearerbox: 0.4, smsbox: 2.2 } }),
-  round('gateway', 2, { rps: 200, e2e: 150, cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 12, deleted: 7 } }),
+  round('gateway', 2, { rps: 200, e2e: 150, cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 12, deleted: 7, byTable: { journal: { inserted: 5, deleted: 0 }, outbox: { inserted: 7, deleted: 7 } } } }),
 ];
 
 describe('bench:kannel report', () => {
@@ -55,7 +55,11 @@ describe('bench:kannel report', () => {
     expect(kannel.dbRowsPerMessage).to.equal(null);
     const gateway = systemFigures(rounds.filter((r) => r.system === 'gateway'));
     expect(gateway.cpuMsPerMessage).to.equal(6);
-    expect(gateway.dbRowsPerMessage).to.deep.equal({ inserted: 11, deleted: 7 });
+    expect(gateway.dbRowsPerMessage).to.deep.equal({
+      inserted: 11,
+      deleted: 7,
+      byTable: { journal: { inserted: 4.5, deleted: 0 }, merchants: { inserted: 0.005, deleted: 0 }, outbox: { inserted: 6.5, deleted: 7 } },
+    });
   });
 
   it('prints one row per measure with the ratio gateway / Kannel, then one row per round', () => {
@@ -66,7 +70,7 @@ describe('bench:kannel report', () => {
     expect(row('| submit throughput')).to.include('600 req/s').and.include('150 req/s').and.include('0.25×');
     expect(row('| end to end')).to.include('300 msg/s').and.include('125 msg/s').and.include('0.42×');
     expect(row('| CPU per message')).to.include('2.30 ms (bearerbox 0.30 · smsbox 2.00)').and.include('6.00 ms (node 4.00 · postgres 1.00 · nats-server 0.50 · connector 0.50)').and.include('2.61×');
-    expect(row('| DB rows per message')).to.include('none: no database').and.include('18.0 (11.0 inserted + 7.0 deleted)');
+    expect(row('| DB rows per message')).to.include('none: no database').and.include('18.0 (11.0 inserted + 7.0 deleted: journal +4.5 · outbox +6.5 −7.0)');
     const perRound = lines.filter((l) => /^\| \d \| (kannel|gateway) \|/.test(l));
     expect(perRound).to.have.length(4);
     expect(perRound[0]).to.include('| 900 ms / 2,500 ms |');
@@ -82,7 +86,7 @@ describe('bench:kannel report', () => {
     expect(line).to.not.include('\n');
     const summary = JSON.parse(line) as { kannel: { submitPerSecond: number }; gateway: { dbRowsPerMessage: unknown }; gatewayOverKannel: { submitPerSecond: number; cpuMsPerMessage: number } };
     expect(summary.kannel.submitPerSecond).to.equal(600);
-    expect(summary.gateway.dbRowsPerMessage).to.deep.equal({ inserted: 11, deleted: 7 });
+    expect(summary.gateway.dbRowsPerMessage).to.deep.include({ inserted: 11, deleted: 7 });
     expect(summary.gatewayOverKannel.submitPerSecond).to.equal(0.25);
     expect(summary.gatewayOverKannel.cpuMsPerMessage).to.equal(2.609);
   });
