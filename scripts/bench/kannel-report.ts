@@ -31,6 +31,8 @@ export interface SystemRound {
     readonly complete: boolean;
     readonly p50Ms: number;
     readonly p99Ms: number;
+    /** Calls of the report receiver per message (Kannel: dlr-url calls; gateway: webhooks of every event type). */
+    readonly receiverCallsPerMessage: number;
   };
   /** (c) CPU milliseconds per message of each of the system's processes during (b); null without /proc. */
   readonly cpuMsPerMessage: Readonly<Record<string, number>> | null;
@@ -87,6 +89,7 @@ export interface SystemFigures {
   readonly endToEndPerSecond: number;
   readonly endToEndSeconds: number;
   readonly incomplete: number;
+  readonly receiverCallsPerMessage: number;
   readonly cpuMsPerMessage: number;
   readonly cpuSplit: Readonly<Record<string, number>>;
   readonly dbRowsPerMessage: RowCounts | null;
@@ -117,6 +120,7 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
     endToEndPerSecond: median(rounds.map((r) => r.endToEnd.finals / r.endToEnd.seconds)),
     endToEndSeconds: median(rounds.map((r) => r.endToEnd.seconds)),
     incomplete: rounds.filter((r) => !r.endToEnd.complete).length,
+    receiverCallsPerMessage: median(rounds.map((r) => r.endToEnd.receiverCallsPerMessage)),
     cpuMsPerMessage: withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
     cpuSplit,
     dbRowsPerMessage: withRows.length === 0 ? null : medianRows(withRows),
@@ -165,6 +169,7 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
     '|---|---|---|---:|',
     `| submit throughput (closed loop, ${fmt(shape.concurrency)} in flight, ${fmt(shape.durationS)} s) | ${submit(kannel)} | ${submit(gateway)} | ${ratio(gateway.submitPerSecond, kannel.submitPerSecond)} |`,
     `| end to end (${fmt(shape.messages)} messages, first request → last final report) | ${e2e(kannel)} | ${e2e(gateway)} | ${ratio(gateway.endToEndPerSecond, kannel.endToEndPerSecond)} |`,
+    `| report calls per message (dlr-url / webhooks) | ${fmt(kannel.receiverCallsPerMessage, 2)} | ${fmt(gateway.receiverCallsPerMessage, 2)} | ${ratio(gateway.receiverCallsPerMessage, kannel.receiverCallsPerMessage)} |`,
     `| CPU per message (all the system's processes, during the end-to-end run) | ${cpu(kannel)} | ${cpu(gateway)} | ${ratio(gateway.cpuMsPerMessage, kannel.cpuMsPerMessage)} |`,
     `| DB rows per message (inserted + deleted) | ${rows(kannel, 'none: no database (internal DLR storage, in memory)')} | ${rows(gateway, 'n/a')} | — (Kannel writes none) |`,
     '',
@@ -196,6 +201,7 @@ export function summaryLine(rounds: readonly SystemRound[], shape: TableShape): 
     p99Ms: finite(f.p99Ms),
     endToEndPerSecond: finite(f.endToEndPerSecond),
     incompleteRounds: f.incomplete,
+    receiverCallsPerMessage: finite(f.receiverCallsPerMessage),
     cpuMsPerMessage: finite(f.cpuMsPerMessage),
     cpuSplit: Object.fromEntries(Object.entries(f.cpuSplit).map(([k, v]) => [k, finite(v)])),
     dbRowsPerMessage: f.dbRowsPerMessage,

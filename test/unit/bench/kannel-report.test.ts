@@ -3,12 +3,12 @@ import { comparisonTable, latencyPercentiles, median, sendsmsPath, summaryLine, 
 
 const shape: TableShape = { concurrency: 32, kannelConnections: 10, gatewayConnections: 32, durationS: 20, messages: 1_000 };
 
-function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts }): SystemRound {
+function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts; calls?: number }): SystemRound {
   return {
     system,
     round: n,
     submit: { requests: o.rps * 10, failed: 0, seconds: 10, p50Ms: 4, p99Ms: 20 },
-    endToEnd: { messages: 1_000, finals: 1_000, delivered: 1_000, seconds: 1_000 / o.e2e, complete: true, p50Ms: 900, p99Ms: 2_500 },
+    endToEnd: { messages: 1_000, finals: 1_000, delivered: 1_000, seconds: 1_000 / o.e2e, complete: true, p50Ms: 900, p99Ms: 2_500, receiverCallsPerMessage: o.calls ?? 2 },
     cpuMsPerMessage: o.cpu,
     dbRowsPerMessage: o.rows ?? null,
   };
@@ -16,9 +16,9 @@ function round(system: SystemRound['system'], n: number, o: { rps: number; e2e: 
 
 const rounds: SystemRound[] = [
   round('kannel', 1, { rps: 500, e2e: 250, cpu: { bearerbox: 0.2, smsbox: 1.8 } }),
-  round('gateway', 1, { rps: 100, e2e: 100, cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 10, deleted: 7, byTable: { journal: { inserted: 4, deleted: 0 }, outbox: { inserted: 6, deleted: 7 }, merchants: { inserted: 0.01, deleted: 0 } } } }),
+  round('gateway', 1, { rps: 100, e2e: 100, calls: 4, cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 10, deleted: 7, byTable: { journal: { inserted: 4, deleted: 0 }, outbox: { inserted: 6, deleted: 7 }, merchants: { inserted: 0.01, deleted: 0 } } } }),
   round('kannel', 2, { rps: 700, e2e: 350, cpu: { bearerbox: 0.4, smsbox: 2.2 } }),
-  round('gateway', 2, { rps: 200, e2e: 150, cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 12, deleted: 7, byTable: { journal: { inserted: 5, deleted: 0 }, outbox: { inserted: 7, deleted: 7 } } } }),
+  round('gateway', 2, { rps: 200, e2e: 150, calls: 4, cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 }, rows: { inserted: 12, deleted: 7, byTable: { journal: { inserted: 5, deleted: 0 }, outbox: { inserted: 7, deleted: 7 } } } }),
 ];
 
 describe('bench:kannel report', () => {
@@ -69,6 +69,7 @@ describe('bench:kannel report', () => {
     const row = (start: string): string => lines.find((l) => l.startsWith(start)) ?? '';
     expect(row('| submit throughput')).to.include('600 req/s').and.include('150 req/s').and.include('0.25×');
     expect(row('| end to end')).to.include('300 msg/s').and.include('125 msg/s').and.include('0.42×');
+    expect(row('| report calls per message')).to.equal('| report calls per message (dlr-url / webhooks) | 2.00 | 4.00 | 2.00× |');
     expect(row('| CPU per message')).to.include('2.30 ms (bearerbox 0.30 · smsbox 2.00)').and.include('6.00 ms (node 4.00 · postgres 1.00 · nats-server 0.50 · connector 0.50)').and.include('2.61×');
     expect(row('| DB rows per message')).to.include('none: no database').and.include('18.0 (11.0 inserted + 7.0 deleted: journal +4.5 · outbox +6.5 −7.0)');
     const perRound = lines.filter((l) => /^\| \d \| (kannel|gateway) \|/.test(l));
