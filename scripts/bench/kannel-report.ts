@@ -204,7 +204,18 @@ export function summaryLine(rounds: readonly SystemRound[], shape: TableShape): 
     receiverCallsPerMessage: finite(f.receiverCallsPerMessage),
     cpuMsPerMessage: finite(f.cpuMsPerMessage),
     cpuSplit: Object.fromEntries(Object.entries(f.cpuSplit).map(([k, v]) => [k, finite(v)])),
-    dbRowsPerMessage: f.dbRowsPerMessage,
+    dbRowsPerMessage:
+      f.dbRowsPerMessage === null
+        ? null
+        : {
+            inserted: finite(f.dbRowsPerMessage.inserted),
+            deleted: finite(f.dbRowsPerMessage.deleted),
+            byTable: Object.fromEntries(
+              Object.entries(f.dbRowsPerMessage.byTable)
+                .filter(([, t]) => t.inserted >= 0.0005 || t.deleted >= 0.0005)
+                .map(([name, t]) => [name, { inserted: finite(t.inserted), deleted: finite(t.deleted) }]),
+            ),
+          },
   });
   const quotient = (a: number, b: number): number | null => finite(b > 0 ? a / b : Number.NaN);
   return JSON.stringify({
