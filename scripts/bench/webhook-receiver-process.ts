@@ -4,7 +4,8 @@
  * (performance.timeOrigin + performance.now()), so the parent can place it on its own clock.
  *
  * A GET is a Kannel dlr-url call (bench:kannel): `?id=<the bench's message id>&type=<Kannel's %d>` is reported as
- * type `kannel:<%d>` (1 delivered, 2 failed, 8 accepted by the SMSC, 16 rejected by it) with that id.
+ * type `kannel:<%d>` (1 delivered, 2 failed, 8 accepted by the SMSC, 16 rejected by it) with that id, and answered
+ * 200 (smsbox takes a 204 for a failure and calls again).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -55,7 +56,8 @@ function main(): void {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const at = performance.timeOrigin + performance.now();
-      res.writeHead(204).end();
+      // Kannel takes only 200 and 202 as success: anything else (204 too) and smsbox calls the dlr-url again
+      res.writeHead(req.method === 'GET' ? 200 : 204).end();
       pending.push(req.method === 'GET' ? describeDlr(req.url ?? '', at) : describe(Buffer.concat(chunks).toString('utf8'), at));
     });
   });
