@@ -13,8 +13,8 @@
  *   (test/helpers/cluster.ts), `connector:smpp` (BINDS binds × window WINDOW) to the test SMSC, a merchant whose
  *   webhook URL is the receiver. Load: POST /send, over one keep-alive connection per request in flight.
  * The test SMSC (scripts/bench/smsc-process.ts) answers every submit_sm at once and sends a DELIVRD receipt 10 ms
- * later; the receiver (scripts/bench/webhook-receiver-process.ts) answers 204 at once. Both, and the load generator
- * (this process), are outside the systems' CPU.
+ * later; the receiver (scripts/bench/webhook-receiver-process.ts) answers at once (200 to Kannel, 204 to webhooks).
+ * Both, and the load generator (this process), are outside the systems' CPU.
  *
  * Per system and round, after --warmup-s of the same loop (unmeasured; its reports awaited):
  *   (b) end to end, first (on a system that holds no backlog): --messages messages by a closed loop of --concurrency
