@@ -48,6 +48,7 @@ import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgre
 import { API_ROOT, commandLine, deliverableNumbers, exitSoon, fmt, machineLine, parseBenchOptions, positiveOption, sleep, type BenchOptionSpec } from './bench-common.js';
 import { startReceiver, startSmppConnector, startSmsc, type ReceiverProcess, type SmscProcess } from './bench-children.js';
 import { comparisonTable, KANNEL_FINAL_TYPES, latencyPercentiles, sendsmsPath, summaryLine, type BenchSystem, type RowCounts, type SystemRound, type TableShape } from './kannel-report.js';
+import { between, perSend, readDatabaseCounters, sendCosts, type CounterSample } from './cluster-costs.js';
 import { sampleProcessCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -217,20 +218,22 @@ interface RunningSystem {
   readonly book: ReportBook;
   /** CPU seconds of each of the system's processes now. */
   cpu(): Readonly<Record<string, number>> | null;
-  /** Rows inserted and deleted so far in the system's database; null: it has none. */
-  rows(): Promise<RowCounts | null>;
+  /** The database's counters now (cluster-costs.ts names, and `db.tup_inserted`/`db.tup_deleted`); null: it has none. */
+  rows(): Promise<CounterSample | null>;
 }
 
 type Cleanups = (() => Promise<void>)[];
 
-function rowsBetween(before: RowCounts, after: RowCounts, messages: number): RowCounts {
-  const per = (a: number, b: number): number => (a - b) / messages;
+/**
+ * Rows per message between two readings: in all from pg_stat_database (tup_inserted, tup_deleted), by table from
+ * pg_stat_user_tables (cluster-costs.ts).
+ */
+function rowsBetween(before: CounterSample, after: CounterSample, messages: number): RowCounts {
+  const figures = perSend(between(before, after), messages);
   return {
-    inserted: per(after.inserted, before.inserted),
-    deleted: per(after.deleted, before.deleted),
-    byTable: Object.fromEntries(
-      Object.entries(after.byTable).map(([name, t]) => [name, { inserted: per(t.inserted, before.byTable[name]?.inserted ?? 0), deleted: per(t.deleted, before.byTable[name]?.deleted ?? 0) }]),
-    ),
+    inserted: figures['db.tup_inserted'] ?? Number.NaN,
+    deleted: figures['db.tup_deleted'] ?? Number.NaN,
+    byTable: Object.fromEntries(sendCosts(figures).byTable.map((t) => [t.table, { inserted: t.inserted, deleted: t.deleted }])),
   };
 }
 
@@ -311,7 +314,6 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
   });
   const sendUrl = new URL(`${node.baseUrl}${API_ROOT}/send`);
   const nodePid = node.process.pid ?? -1;
-  const database = new URL(cluster.databaseUrl).pathname.slice(1);
   return {
     book,
     submitter: {
@@ -335,14 +337,11 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
       }),
     async rows() {
       const [total] = await cluster.sql<{ inserted: number; deleted: number }>(
-        'SELECT tup_inserted::float8 AS inserted, tup_deleted::float8 AS deleted FROM pg_stat_database WHERE datname = $1',
-        [database],
+        'SELECT tup_inserted::float8 AS inserted, tup_deleted::float8 AS deleted FROM pg_stat_database WHERE datname = current_database()',
       );
-      if (!total) throw new Error(`no pg_stat_database row for ${database}`);
-      const tables = await cluster.sql<{ name: string; inserted: number; deleted: number }>(
-        'SELECT relname AS name, n_tup_ins::float8 AS inserted, n_tup_del::float8 AS deleted FROM pg_stat_user_tables',
-      );
-      return { inserted: total.inserted, deleted: total.deleted, byTable: Object.fromEntries(tables.map((t) => [t.name, { inserted: t.inserted, deleted: t.deleted }])) };
+      if (!total) throw new Error('no pg_stat_database row for the cluster database');
+      const counters = await readDatabaseCounters(<T extends object>(text: string, params?: readonly unknown[]) => cluster.sql<T>(text, params));
+      return { atMs: performance.now(), counters: { ...counters, 'db.tup_inserted': total.inserted, 'db.tup_deleted': total.deleted } };
     },
   };
 }
