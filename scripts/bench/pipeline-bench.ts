@@ -13,8 +13,6 @@
  *   BENCH_WEBHOOK_PER_MERCHANT  override webhooks.concurrencyPerMerchant (the configured default otherwise)
  *   BENCH_WEBHOOK_CONCURRENCY   override webhooks.concurrency (the configured default otherwise)
  */
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createGatewayNode } from '../../src/gateway-node.js';
@@ -27,7 +25,7 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
-import type { ReceiverMessage } from './webhook-receiver-process.js';
+import { startReceiver } from './bench-children.js';
 import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
 
 const MESSAGES = envNumber('BENCH_MESSAGES', 5);
@@ -53,35 +51,6 @@ interface Arrival {
   readonly type: string;
   readonly messageId: string;
   readonly recipientIndex: number | null;
-}
-
-/** The merchant's endpoint in a child process (scripts/bench/webhook-receiver-process.ts): 204 at once, every request reported. */
-function startReceiver(onArrival: (arrival: Arrival) => void): Promise<{ url: string; close(): Promise<void> }> {
-  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => {
-      resolve();
-    });
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.on('message', (message: ReceiverMessage) => {
-      if (message.kind === 'listening') {
-        resolve({
-          url: message.url,
-          async close() {
-            child.disconnect();
-            await exited;
-          },
-        });
-        return;
-      }
-      for (const webhook of message.webhooks) onArrival({ ...webhook, at: webhook.at - performance.timeOrigin });
-    });
-  });
 }
 
 /** Call counts and durations of one stage, from wrappers around the persistence and transport the node is given. */
@@ -205,7 +174,8 @@ async function main(): Promise<void> {
     const delivered = new Map<string, number>(); // `${messageId}:${recipientIndex}` → first arrival
     let lastDeliveredAt = 0;
     let wake: (() => void) | null = null;
-    const receiver = await startReceiver((arrival) => {
+    const receiver = await startReceiver((webhook, at) => {
+      const arrival: Arrival = { ...webhook, at };
       arrivals.push(arrival);
       if (arrival.type === 'sms.delivered') {
         const key = `${arrival.messageId}:${arrival.recipientIndex ?? -1}`;
