@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pRetry, { AbortError } from 'p-retry';
 import { ActorFailureError, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
@@ -62,6 +63,12 @@ const PATIENCE_BACKSTOP = 10;
 /** Tried again elsewhere: nothing was applied (nobody served the shard, the server did not own it, or its write was fenced). */
 class NotApplied extends Error {}
 
+/**
+ * Whether a forwarded operation failed because this node no longer owns its shard (nothing of the step applied):
+ * the operation's handler lets it through, and the node that forwarded it tries the shard's new owner.
+ */
+export const isNotApplied = (error: unknown): boolean => error instanceof NotApplied;
+
 export interface ClusterRouterOptions {
   readonly hosts: DomainHosts;
   readonly shards: number;
@@ -102,6 +109,8 @@ export interface ClusterRouter extends ActorRouter {
  */
 export function createClusterRouter(options: ClusterRouterOptions): ClusterRouter {
   const { hosts, manager, transport } = options;
+  /** The shard of the forwarded operation being served (its asks do not wait for a new owner of that shard). */
+  const forwardedFor = new AsyncLocalStorage<number>();
   const serving = new Map<number, { stop(): Promise<void> }>();
 
   function hostOf(kind: ActorKind): ActorHost<Command, ReplyMap<Command>> {
@@ -217,6 +226,10 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         if (!(error instanceof NotApplied)) throw error;
       }
     }
+    // serving an operation another node forwarded for this shard, which this node no longer holds: the forwarder
+    // finds the new owner itself. Waiting here would hold up this node's hand-over of the shard (its server waits for
+    // the operations in flight), the very thing the wait would be waiting for.
+    if (forwardedFor.getStore() === shard) throw new NotApplied(`shard ${shard} left this node while serving a forwarded operation`);
     // waiting for an owner stops at the failover deadline, or at the request's own deadline if sooner
     const request = explicitDeadline ?? requestDeadline();
     const retryMs = Math.min(options.failoverDeadlineMs, request === null ? Infinity : request - options.clock.now());
@@ -250,7 +263,8 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       if (request.kind === 'operation') {
         if (shardOf(request.merchantId, options.shards) !== shard) return { outcome: 'refused', detail: `merchant not in shard ${shard}` };
         const deadline = request.deadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
-        return { outcome: 'ok', value: await runOperation(request.name, request.merchantId, request.operation, deadline) };
+        const { name, merchantId, operation } = request;
+        return { outcome: 'ok', value: await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)) };
       }
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};

@@ -1,5 +1,5 @@
 import { ActorFailureError, type ActorFailureReason } from '../libraries/actors/actor-runtime.js';
-import type { ClusterRouter } from './cluster-router.js';
+import { isNotApplied, type ClusterRouter } from './cluster-router.js';
 
 /**
  * Work items for merchants' actors, sent to their shards' owners in batches: the items queued in one turn of the
@@ -67,6 +67,8 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
         try {
           return { ok: true, value: await options.perform(owner, item) };
         } catch (error) {
+          // the shard left this node: the whole batch goes to its new owner (items are idempotent or reads)
+          if (isNotApplied(error)) throw error;
           if (error instanceof ActorFailureError) return { ok: false, reason: error.reason, detail: error.message };
           return { ok: false, reason: 'crashed', detail: error instanceof Error ? error.message : String(error) };
         }

@@ -1,5 +1,6 @@
 import type { Authentication, IdentifiedKey } from '../../api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateBucket } from '../../api-keys/rate-limiter.js';
+import { isNotApplied } from '../../cluster/cluster-router.js';
 import type { Gateway } from '../../gateway.js';
 import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
 import { DeadlineExpiredError } from '../../libraries/actors/request-deadline.js';
@@ -164,6 +165,8 @@ export function createOperationHandler(useCases: UseCases, logger: Logger) {
     try {
       return { auth, answer: await performOperation(useCases, auth, request.operation, request.requestId) };
     } catch (error) {
+      // the shard left this node mid-operation before anything was decided: the forwarder goes to its new owner
+      if (isNotApplied(error)) throw error;
       const appError = toAppError(error, isReadOnly(request.operation));
       if (appError.httpStatus >= 500 && appError.errorName !== 'SERVICE_UNAVAILABLE') {
         logger.error({ err: error, request_id: request.requestId, merchant_id: merchantId }, 'forwarded request failed');
