@@ -262,7 +262,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   cluster?.handleOperations(MERCHANT_REQUEST, createOperationHandler(gateway.useCases, logger));
   const app = createHttpApp({
     useCases: gateway.useCases,
-    ...(cluster
+    ...(cluster && config.cluster.forwardRequests
       ? {
           forwarding: {
             ownsMerchant: (merchantId: string) => cluster.ownsMerchant(merchantId),

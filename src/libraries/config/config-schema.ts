@@ -140,6 +140,11 @@ export const configSchema = Joi.object({
       'CLUSTER_STALL_TOLERANCE_MS',
       "How long a node's busy main thread keeps its leases (renewed by a worker thread, PostgreSQL); silent longer, it is treated as wedged.",
     ),
+    forwardRequests: setting(
+      Joi.boolean(),
+      'CLUSTER_FORWARD_REQUESTS',
+      "Forward a merchant's request whole to the node owning its shard (one remote hop) instead of asking each of its actors there (up to three). Off by default until it has passed the long chaos run.",
+    ),
     failoverDeadlineMs: setting(
       positiveInt(),
       'CLUSTER_FAILOVER_DEADLINE_MS',

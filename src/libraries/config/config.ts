@@ -48,7 +48,7 @@ export interface Config {
     readonly concurrency: number;
     readonly allowHttpLocalhost: boolean;
   };
-  readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number; readonly stallToleranceMs: number; readonly failoverDeadlineMs: number };
+  readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number; readonly stallToleranceMs: number; readonly forwardRequests: boolean; readonly failoverDeadlineMs: number };
   readonly carriers: { readonly defaultCarrier: string };
   readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number; readonly receiptBatchMax: number };
   readonly outbox: { readonly pollIntervalMs: number };

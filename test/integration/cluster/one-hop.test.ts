@@ -26,7 +26,7 @@ describe('cluster: a request reaching a node that does not own its merchant make
 
   before(async function () {
     this.timeout(180_000);
-    cluster = await startCluster({ nodes: 2, simulator: true, env: GENEROUS_RATE_LIMITS });
+    cluster = await startCluster({ nodes: 2, simulator: true, env: { ...GENEROUS_RATE_LIMITS, CLUSTER_FORWARD_REQUESTS: 'true' } });
     const owners = await cluster.waitForBalance(['node-1', 'node-2']);
     merchant = (await seedMerchants(cluster, { count: 1 }))[0]!;
     const shard = shardOf(merchant.merchantId, cluster.shards);

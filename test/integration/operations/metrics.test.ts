@@ -289,7 +289,7 @@ describe('metrics on the operator port', function () {
     async function node(options: { metrics?: Metrics } = {}): Promise<ApiFixture> {
       const transport = await connectNatsTransport({ servers: nats.url, name: `metrics-node-${transports.length + 1}` });
       transports.push(transport);
-      return startApi(clusterUrl, { ...options, transport, config: { rateLimits: GENEROUS } });
+      return startApi(clusterUrl, { ...options, transport, config: { rateLimits: GENEROUS, cluster: { forwardRequests: true } } });
     }
 
     before(async () => {
