@@ -255,8 +255,14 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     await publishJob('rt-redeliver', dispatch, `${dispatch.dispatch_id}-again`);
     await waitFor('the copy to be settled', () => runtime.stats().jobsSkipped >= 1);
     expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
-    const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-redeliver');
-    expect(consumer.num_ack_pending + consumer.num_pending).to.equal(0);
+    // the copy's acknowledgement reaches the server just after the runtime counts it skipped
+    let outstanding = -1;
+    await waitFor('the copy acknowledged on the server', async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-redeliver');
+      outstanding = consumer.num_ack_pending + consumer.num_pending;
+      return outstanding === 0;
+    });
+    expect(outstanding).to.equal(0);
   });
 
   async function writeRecord(carrier: string, dispatchId: string, record: DispatchRecord): Promise<void> {
