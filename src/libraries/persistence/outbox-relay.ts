@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.js';
-import { createGroupCommit } from './group-commit.js';
+import { createGroupCommit, settledTogether } from './group-commit.js';
 import type { Outbox, PendingOutboxEntry } from './journal-port.js';
 
 /** Relays one topic: returns the ids it has carried out (they are then marked done). */
@@ -65,14 +65,12 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   type Lane = (typeof lanes)[number];
   const laneOf = new Map(lanes.map((lane) => [lane.topic, lane]));
   // the lanes' done marks meet: while one delete runs, the marks arriving wait and go out together in the next
-  const markDone = createGroupCommit<readonly string[]>({ groupCommit: true, maxBatch: 64, maxConcurrentBatches: 1 }, async (batch) => {
-    try {
-      await options.outbox.markDone(batch.flatMap((pending) => pending.item));
-      for (const pending of batch) pending.resolve();
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    }
-  });
+  const markDone = createGroupCommit<readonly string[]>(
+    { groupCommit: true, maxBatch: 64, maxConcurrentBatches: 1 },
+    settledTogether(async (marks) => {
+      await options.outbox.markDone(marks.flat());
+    }),
+  );
   let unsubscribe: (() => void) | null = null;
 
   /** Carries a batch out and marks what was done; returns the ids done. */

@@ -1,4 +1,5 @@
 import { systemClock, type Clock } from '../clock/clock.js';
+import { createGroupCommit, settledTogether } from '../persistence/group-commit.js';
 import type { SqlExecutor } from '../persistence/sql/sql-executor.js';
 import { createHandlerSlots } from './handler-slots.js';
 import { subjectMatches, subjectPattern } from './subjects.js';
@@ -368,36 +369,12 @@ function streamOf(subject: string): StreamName {
 
 const copy = (value: unknown): unknown => (value === undefined ? null : JSON.parse(JSON.stringify(value)));
 
-const MAX_BATCH = 500;
-
 /**
- * Group commit: the first item is written at once; items that arrive while a write is in progress go together in
- * the next statement. Every statement costs a fixed overhead (large on PGlite), so under load this multiplies
- * throughput without adding latency when idle. Each caller's promise settles with its batch; a failed batch is
- * retried item by item.
+ * Group commit for publishes and settlements: the first item is written at once; items that arrive while a write is
+ * in progress go together in the next statement. Every statement costs a fixed overhead (large on PGlite), so under
+ * load this multiplies throughput without adding latency when idle. Each caller's promise settles with its batch; a
+ * failed batch is retried item by item.
  */
 function createGroupWriter<T>(write: (batch: readonly T[]) => Promise<void>): (item: T) => Promise<void> {
-  let queue: { item: T; done: () => void; failed: (error: unknown) => void }[] = [];
-  let writing = false;
-  async function writeAll(): Promise<void> {
-    writing = true;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(MAX_BATCH);
-      try {
-        await write(batch.map((entry) => entry.item));
-        for (const entry of batch) entry.done();
-      } catch (error) {
-        if (batch.length === 1) batch[0]?.failed(error);
-        // one bad item (say a payload jsonb refuses) must fail alone, not its neighbours
-        else for (const entry of batch) await write([entry.item]).then(entry.done, entry.failed);
-      }
-    }
-    writing = false;
-  }
-  return (item) =>
-    new Promise((resolve, reject) => {
-      queue.push({ item, done: resolve, failed: reject });
-      if (!writing) void writeAll();
-    });
+  return createGroupCommit<T>({ groupCommit: true, maxBatch: 500, maxConcurrentBatches: 1, firstWrite: 'at-once' }, settledTogether(write, { aloneOnFailure: true }));
 }

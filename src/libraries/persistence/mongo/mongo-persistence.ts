@@ -402,7 +402,9 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
   }
 
   return {
-    append: createGroupCommit(options, writeBatch),
+    // an append waits for the earlier one of its key still being written: the later one landing first would make
+    // the earlier look stale (a later record of its key exists) and refuse it
+    append: createGroupCommit({ ...options, keyOf: (append) => append.key }, writeBatch),
 
     async read(key, afterSeq) {
       const docs = await c.journal

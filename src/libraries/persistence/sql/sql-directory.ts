@@ -1,6 +1,6 @@
 import type { GatewayEnvironment } from '../../config/config.js';
 import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
-import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions } from '../group-commit.js';
+import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, settledTogether, type GroupCommitOptions } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
 
 interface MerchantRow {
@@ -66,18 +66,16 @@ interface OwnerRecord {
 
 export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOptions = DEFAULT_GROUP_COMMIT_OPTIONS): Directory {
   // one statement for the owners of every send waiting at once
-  const recordOwner = createGroupCommit<OwnerRecord>(groupCommit, async (batch) => {
-    try {
+  const recordOwner = createGroupCommit<OwnerRecord>(
+    groupCommit,
+    settledTogether(async (owners) => {
       await db.query(
         `INSERT INTO message_owners (message_id, merchant_id, created_at)
          SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT (message_id) DO NOTHING`,
-        [batch.map((p) => p.item.messageId), batch.map((p) => p.item.merchantId), batch.map((p) => p.item.at)],
+        [owners.map((o) => o.messageId), owners.map((o) => o.merchantId), owners.map((o) => o.at)],
       );
-      for (const pending of batch) pending.resolve();
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    }
-  });
+    }),
+  );
 
   async function merchant(id: string): Promise<MerchantRecord | null> {
     const rows = await db.query<MerchantRow>(`SELECT ${MERCHANT_COLUMNS} FROM merchants WHERE id = $1`, [id]);

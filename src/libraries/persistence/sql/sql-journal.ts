@@ -124,7 +124,9 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
   }
 
   return {
-    append: createGroupCommit(options, writeBatch),
+    // an append waits for the earlier one of its key still being written: the later one committing first would make
+    // the earlier look stale (a later record of its key exists) and refuse it
+    append: createGroupCommit({ ...options, keyOf: (append) => append.key }, writeBatch),
 
     async read(key, afterSeq) {
       const rows = await db.query<{ seq: number; events: unknown[]; at: number }>(
