@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
+import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { checkKeyFormat, displayKey, generateApiKey, hashApiKey, type KeyStatus } from './api-key.js';
@@ -48,16 +49,18 @@ export interface IssuedKey {
 }
 
 export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
-  const lookups = new Map<string, { keyId: string; merchantId: string; environment: GatewayEnvironment; at: number }>();
-  const MAX_CACHED = 10_000;
+  const lookups = createExpiringCache<string, { readonly keyId: string; readonly merchantId: string; readonly environment: GatewayEnvironment }>({
+    clock: deps.clock,
+    ttlMs: deps.lookupCacheMs,
+    max: 10_000,
+  });
 
   const newApiKey = deps.generateKey ?? ((environment: GatewayEnvironment) => generateApiKey(environment));
   const unknownKeys = createNegativeCache({ clock: deps.clock, ttlMs: deps.guards.negativeCacheMs });
   const failures = createFailureLimiter({ clock: deps.clock, limit: deps.guards.failuresPerAddress, windowMs: deps.guards.failureWindowMs });
 
   function cachedLookup(hash: string) {
-    const cached = lookups.get(hash);
-    return cached && deps.clock.now() - cached.at < deps.lookupCacheMs ? cached : null;
+    return lookups.get(hash) ?? null;
   }
 
   async function resolve(hash: string) {
@@ -70,8 +73,7 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
       unknownKeys.remember(hash);
       return null;
     }
-    const entry = { keyId: record.keyId, merchantId: record.merchantId, environment: record.environment, at: deps.clock.now() };
-    if (lookups.size >= MAX_CACHED) lookups.clear();
+    const entry = { keyId: record.keyId, merchantId: record.merchantId, environment: record.environment };
     lookups.set(hash, entry);
     return entry;
   }

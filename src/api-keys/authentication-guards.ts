@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../libraries/clock/clock.js';
 
 /**
@@ -8,15 +9,12 @@ import type { Clock } from '../libraries/clock/clock.js';
 /** Entries kept at most by each guard; the least recently used goes first. */
 export const GUARD_MAX_ENTRIES = 10_000;
 
-/** Map iteration order is insertion order: re-inserting on use keeps the least recently used first. */
-function touch<K, V>(map: Map<K, V>, key: K, value: V, maxEntries: number): void {
-  map.delete(key);
-  map.set(key, value);
-  while (map.size > maxEntries) {
-    const oldest = map.keys().next();
-    if (oldest.done === true) break;
-    map.delete(oldest.value);
-  }
+/**
+ * The guards' memory: writing an entry makes it the most recent; reading it does not (a flood of checks keeps
+ * nothing alive). Expiry is read against the injected clock, so that a manual clock drives it.
+ */
+function guardMemory<V extends object>(maxEntries: number): LRUCache<string, V> {
+  return new LRUCache<string, V>({ max: maxEntries });
 }
 
 export interface NegativeCache {
@@ -28,18 +26,17 @@ export interface NegativeCache {
 }
 
 export function createNegativeCache(options: { readonly clock: Clock; readonly ttlMs: number; readonly maxEntries?: number }): NegativeCache {
-  const until = new Map<string, number>();
-  const max = options.maxEntries ?? GUARD_MAX_ENTRIES;
+  const until = guardMemory<{ readonly expires: number }>(options.maxEntries ?? GUARD_MAX_ENTRIES);
   return {
     has(hash) {
-      const expires = until.get(hash);
-      if (expires === undefined) return false;
-      if (options.clock.now() < expires) return true;
+      const entry = until.peek(hash);
+      if (entry === undefined) return false;
+      if (options.clock.now() < entry.expires) return true;
       until.delete(hash);
       return false;
     },
     remember(hash) {
-      if (options.ttlMs > 0) touch(until, hash, options.clock.now() + options.ttlMs, max);
+      if (options.ttlMs > 0) until.set(hash, { expires: options.clock.now() + options.ttlMs });
     },
     forget(hash) {
       until.delete(hash);
@@ -61,11 +58,10 @@ export interface FailureLimiter {
  * window ends (Retry-After counts to that end).
  */
 export function createFailureLimiter(options: { readonly clock: Clock; readonly limit: number; readonly windowMs: number; readonly maxEntries?: number }): FailureLimiter {
-  const windows = new Map<string, { start: number; failures: number }>();
-  const max = options.maxEntries ?? GUARD_MAX_ENTRIES;
+  const windows = guardMemory<{ readonly start: number; readonly failures: number }>(options.maxEntries ?? GUARD_MAX_ENTRIES);
 
   function current(address: string, now: number) {
-    const window = windows.get(address);
+    const window = windows.peek(address);
     if (window && now - window.start < options.windowMs) return window;
     if (window) windows.delete(address);
     return null;
@@ -81,7 +77,7 @@ export function createFailureLimiter(options: { readonly clock: Clock; readonly 
     recordFailure(address) {
       const now = options.clock.now();
       const window = current(address, now) ?? { start: now, failures: 0 };
-      touch(windows, address, { start: window.start, failures: window.failures + 1 }, max);
+      windows.set(address, { start: window.start, failures: window.failures + 1 });
     },
   };
 }

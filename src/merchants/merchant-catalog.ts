@@ -1,4 +1,5 @@
 import type { Clock } from '../libraries/clock/clock.js';
+import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import type { Directory, MerchantRecord } from '../libraries/persistence/directory-port.js';
 import { fromUnits, mustParseMoney, type Money } from '../pricing/money.js';
 import { createPriceList, type PriceList, type PricingRow } from '../pricing/pricing-table.js';
@@ -15,20 +16,28 @@ export interface MerchantCatalog {
   invalidate(merchantId: string): void;
 }
 
-export function createMerchantCatalog(options: { directory: Directory; clock: Clock; ttlMs: number; defaultUnitPrice: string }): MerchantCatalog {
-  const merchants = new Map<string, { record: MerchantRecord | null; at: number }>();
-  const prices = new Map<string, { rows: readonly PricingRow[]; list: PriceList | null; at: number }>();
-  const defaultUnitPrice = mustParseMoney(options.defaultUnitPrice);
-  const fresh = (at: number) => options.clock.now() - at < options.ttlMs;
+/** Merchants whose settings and prices are kept at once; the least recently used go first. */
+const MERCHANTS_KEPT = 10_000;
 
-  async function rows(merchantId: string) {
+interface PriceEntry {
+  readonly rows: readonly PricingRow[];
+  /** Built on first use from the rows (the entry keeps its age). */
+  list: PriceList | null;
+}
+
+export function createMerchantCatalog(options: { directory: Directory; clock: Clock; ttlMs: number; defaultUnitPrice: string }): MerchantCatalog {
+  const cacheOptions = { clock: options.clock, ttlMs: options.ttlMs, max: MERCHANTS_KEPT };
+  const merchants = createExpiringCache<string, { readonly record: MerchantRecord | null }>(cacheOptions);
+  const prices = createExpiringCache<string, PriceEntry>(cacheOptions);
+  const defaultUnitPrice = mustParseMoney(options.defaultUnitPrice);
+
+  async function rows(merchantId: string): Promise<PriceEntry> {
     const cached = prices.get(merchantId);
-    if (cached && fresh(cached.at)) return cached;
+    if (cached) return cached;
     const records = await options.directory.pricing(merchantId);
-    const entry = {
+    const entry: PriceEntry = {
       rows: records.map((r): PricingRow => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: fromUnits(r.price), carrier: r.carrier })),
       list: null,
-      at: options.clock.now(),
     };
     prices.set(merchantId, entry);
     return entry;
@@ -39,16 +48,15 @@ export function createMerchantCatalog(options: { directory: Directory; clock: Cl
   return {
     async merchant(merchantId) {
       const cached = merchants.get(merchantId);
-      if (cached && fresh(cached.at)) return cached.record;
+      if (cached) return cached.record;
       const record = await options.directory.merchant(merchantId);
-      merchants.set(merchantId, { record, at: options.clock.now() });
+      merchants.set(merchantId, { record });
       return record;
     },
     async priceList(merchant) {
       const entry = await rows(merchant.id);
-      const list = entry.list ?? createPriceList(entry.rows, unitPrice(merchant));
-      prices.set(merchant.id, { ...entry, list });
-      return list;
+      entry.list ??= createPriceList(entry.rows, unitPrice(merchant));
+      return entry.list;
     },
     async pricingRows(merchantId) {
       return (await rows(merchantId)).rows;

@@ -2,6 +2,7 @@ import { secretContext, type ApiKeyReplies } from '../api-keys/api-key-behaviour
 import type { ActorRouter } from '../cluster/actor-router.js';
 import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
 import { toIsoUtc, type Clock } from '../libraries/clock/clock.js';
+import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import { loggableUrl } from '../libraries/logger/loggable-url.js';
 import type { Logger } from '../libraries/logger/logger.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
@@ -96,7 +97,7 @@ const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, sig
 export function createWebhookWorker(options: WebhookWorkerOptions) {
   const pace = createAttemptPace({ limit: options.concurrencyPerMerchant });
   const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId), WAITING_BUDGET_MS);
-  const credentials = new Map<string, { value: WebhookCredentials; at: number }>();
+  const credentials = createExpiringCache<string, WebhookCredentials>({ clock: options.clock, ttlMs: CREDENTIALS_TTL_MS, max: 10_000 });
   let consumer: Consumer | null = null;
   const webhookTarget =
     options.webhookTarget ?? ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
@@ -104,7 +105,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
     if (job.auth === 'none') return NO_CREDENTIALS;
     const cached = credentials.get(job.keyId);
-    if (cached && options.clock.now() - cached.at < CREDENTIALS_TTL_MS) return cached.value;
+    if (cached) return cached;
     const reply = await webhookTarget(job.merchantId, job.keyId);
     const webhook = reply.ok ? reply.target.webhook : null;
     const password = webhook?.password ?? null;
@@ -116,8 +117,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
           signingSecret: signingSecret === null ? null : options.secrets.open(signingSecret, secretContext.signingSecret(job.keyId)),
         }
       : NO_CREDENTIALS;
-    if (credentials.size > 10_000) credentials.clear();
-    credentials.set(job.keyId, { value, at: options.clock.now() });
+    credentials.set(job.keyId, value);
     return value;
   }
 

@@ -1,22 +1,18 @@
+import { LRUCache } from 'lru-cache';
 import type { Directory } from './directory-port.js';
 
 /**
  * The directory with a memory of message owners. A message's owner never changes once recorded, so a cached
  * answer is never stale: status reads and receipts find the owner without a database round trip. Concurrent
  * lookups of one message share one query. An unknown message is not remembered (it may be recorded later, on this
- * node or another). At `limit` entries the oldest is forgotten first.
+ * node or another). At `limit` entries the least recently used is forgotten first.
  */
 export function withMessageOwnerCache(directory: Directory, limit: number): Directory {
-  const owners = new Map<string, string>();
+  const owners = new LRUCache<string, string>({ max: limit });
   const lookups = new Map<string, Promise<string | null>>();
 
   function remember(messageId: string, merchantId: string): void {
-    if (owners.has(messageId)) return;
-    if (owners.size >= limit) {
-      const oldest = owners.keys().next();
-      if (!oldest.done) owners.delete(oldest.value);
-    }
-    owners.set(messageId, merchantId);
+    if (!owners.has(messageId)) owners.set(messageId, merchantId);
   }
 
   const cached: Pick<Directory, 'recordMessageOwner' | 'messageOwner'> = {
