@@ -1,4 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
+import pLimit from 'p-limit';
 import type { Clock } from '../clock/clock.js';
 import { createGroupCommit, settledTogether } from './group-commit.js';
 import type { Outbox, PendingOutboxEntry } from './journal-port.js';
@@ -240,25 +241,26 @@ export async function runEntryTasks(
   limit: number,
   onError: (error: unknown) => void,
 ): Promise<string[]> {
-  const queue = entries.flatMap((entry, index) => tasksOf(entry).map((task) => ({ index, task })));
+  const run = pLimit(Math.max(1, limit));
   const failed = new Set<number>();
   let reported = false;
-  let next = 0;
-  async function worker(): Promise<void> {
-    for (let item = queue[next++]; item !== undefined; item = queue[next++]) {
-      const { index, task } = item;
-      if (failed.has(index)) continue;
-      try {
-        await task();
-      } catch (error) {
-        failed.add(index);
-        if (!reported) {
-          reported = true;
-          onError(error);
+  // every task is queued at once, in entry order; a task of an entry that has already failed is skipped
+  const tasks = entries.flatMap((entry, index) =>
+    tasksOf(entry).map((task) =>
+      run(async () => {
+        if (failed.has(index)) return;
+        try {
+          await task();
+        } catch (error) {
+          failed.add(index);
+          if (!reported) {
+            reported = true;
+            onError(error);
+          }
         }
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, queue.length)) }, worker));
+      }),
+    ),
+  );
+  await Promise.all(tasks);
   return entries.filter((_, index) => !failed.has(index)).map((entry) => entry.id);
 }

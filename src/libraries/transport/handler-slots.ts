@@ -1,3 +1,5 @@
+import PQueue from 'p-queue';
+
 /**
  * Bounds the handlers a consumer runs at once and lets `stop()` wait for the ones in hand, for a while: a handler
  * that hangs must not hang shutdown (its delivery is redelivered by the broker once the ack wait ends).
@@ -17,47 +19,47 @@ export interface HandlerSlots {
 
 export function createHandlerSlots(limit: number): HandlerSlots {
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`concurrency must be a positive integer, got ${limit}`);
-  const running = new Set<Promise<void>>();
-  let waiters: (() => void)[] = [];
+  const handlers = new PQueue({ concurrency: limit });
+  /** Handlers started or queued (the consumer loop only starts what fits, so none wait in the queue). */
+  const inFlight = (): number => handlers.pending + handlers.size;
+  const waiters = new Set<() => void>();
   let released = false;
-
-  const wakeWaiters = (): void => {
-    const current = waiters;
-    waiters = [];
-    for (const wake of current) wake();
-  };
 
   return {
     get inFlight() {
-      return running.size;
+      return inFlight();
     },
     get free() {
-      return limit - running.size;
+      return limit - inFlight();
     },
     run(work) {
-      const task: Promise<void> = work()
-        .catch(() => undefined)
-        .finally(() => {
-          running.delete(task);
-          wakeWaiters();
-        });
-      running.add(task);
+      void handlers.add(work).catch(() => undefined);
     },
     whenFree() {
-      if (released || running.size < limit) return Promise.resolve();
-      return new Promise((resolve) => waiters.push(resolve));
+      if (released || inFlight() < limit) return Promise.resolve();
+      return new Promise((resolve) => {
+        // 'next': a handler has finished and its slot is counted free
+        const check = (): void => {
+          if (!released && inFlight() >= limit) return;
+          handlers.off('next', check);
+          waiters.delete(check);
+          resolve();
+        };
+        handlers.on('next', check);
+        waiters.add(check);
+      });
     },
     release() {
       released = true;
-      wakeWaiters();
+      for (const check of [...waiters]) check();
     },
     async settled(timeoutMs) {
-      if (running.size === 0) return;
+      if (inFlight() === 0) return;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       });
-      await Promise.race([Promise.all([...running]), timeout]);
+      await Promise.race([handlers.onIdle(), timeout]);
       clearTimeout(timer);
     },
   };
