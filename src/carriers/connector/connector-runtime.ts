@@ -4,6 +4,7 @@ import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
+import { createGroupCommit, settledTogether } from '../../libraries/persistence/group-commit.js';
 import {
   PRESENCE_BUCKET,
   connectorDurable,
@@ -228,15 +229,6 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   // ---- receipts ----
 
-  interface Pending {
-    readonly receipt: Receipt;
-    readonly resolve: () => void;
-    readonly reject: (error: unknown) => void;
-  }
-  /** Receipts waiting for the publisher: those ready in the same turn leave together, as one batch. */
-  const queued: Pending[] = [];
-  let publisher: Promise<void> | null = null;
-
   /** One receipt on its own, or a batch under an id made of its receipts' ids (the same batch, the same id). */
   function receiptMessage(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string } {
     const [first] = receipts;
@@ -245,41 +237,24 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId };
   }
 
-  async function drainReceipts(): Promise<void> {
-    while (queued.length > 0) {
-      const taken = queued.splice(0, receiptBatchMax);
-      const { payload, id } = receiptMessage(taken.map((pending) => pending.receipt));
-      try {
-        await transport.publish(receiptSubject(carrier), payload, { id });
-        counters.receiptsPublished += taken.length;
-        for (const pending of taken) pending.resolve();
-      } catch (error) {
-        for (const pending of taken) pending.reject(error);
-      }
-    }
-  }
+  /**
+   * The receipt publisher: receipts ready in the same turn leave together, as one message of at most
+   * receiptBatchMax, one message at a time; each receipt's promise settles with its message.
+   */
+  const publishChecked = createGroupCommit<Receipt>(
+    { groupCommit: true, maxBatch: receiptBatchMax, maxConcurrentBatches: 1 },
+    settledTogether(async (receipts) => {
+      const { payload, id } = receiptMessage(receipts);
+      await transport.publish(receiptSubject(carrier), payload, { id });
+      counters.receiptsPublished += receipts.length;
+    }),
+  );
 
   /** Resolves once the stream stored the receipt (alone or in a batch); rejects when that publish failed. */
   function publishReceipt(receipt: Receipt): Promise<void> {
     const checked = checkReceipt(receipt);
     if (!checked.ok) return Promise.reject(new Error(`invalid receipt ${receipt.receipt_id}: ${checked.errors.join('; ')}`));
-    return new Promise<void>((resolve, reject) => {
-      queued.push({ receipt: checked.value, resolve, reject });
-      kickPublisher();
-    });
-  }
-
-  /** Started after this turn, so the receipts of reports arriving together leave together. */
-  function kickPublisher(): void {
-    publisher ??= new Promise<void>((wake) => {
-      setImmediate(wake);
-    })
-      .then(drainReceipts)
-      .finally(() => {
-        publisher = null;
-        // receipts queued by code that resumed after the last publish
-        if (queued.length > 0) kickPublisher();
-      });
+    return publishChecked(checked.value);
   }
 
   /** For receipts no carrier waits on: a few attempts with the same id, then a log line. */
