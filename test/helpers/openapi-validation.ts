@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { OpenApiDocument } from '../../src/entry-points/http/openapi.js';
+import type { OpenApiDocument } from '../../src/entry-points/http/openapi/openapi-document.js';
 
 /**
  * Validates values against the schemas of the OpenAPI document with ajv (draft 2020-12, the dialect of OpenAPI 3.1).

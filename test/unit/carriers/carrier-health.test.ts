@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { carriersCheck, carriersDown, createCarrierMonitor, pricingCarriers, routedCarriers } from '../../../src/carriers/carrier-health.js';
 import { freshEntries, groupByCarrier, liveCountByCarrier, parsePresence } from '../../../src/carriers/connector/presence-reader.js';
 import { PRESENCE_TTL_MS, presenceKey } from '../../../src/carriers/connector/connector-presence.js';
-import { healthStatus } from '../../../src/entry-points/http/http-app.js';
+import { healthStatus } from '../../../src/entry-points/http/app/health.js';
 import { NO_NAMESPACE } from '../../../src/libraries/transport/nats-names.js';
 import { carrierViews, renderCarrierStatus } from '../../../src/entry-points/cli/carrier-commands.js';
 import { presenceEntry } from '../../helpers/presence.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { loggedPath } from '../../../src/entry-points/http/http-app.js';
+import { loggedPath } from '../../../src/entry-points/http/app/request-context.js';
 
 describe('HTTP request lines: the path they show', () => {
   it('when the target has a query string, then only the path is shown', () => {

@@ -1,0 +1,33 @@
+import type express from 'express';
+import type { Gateway } from '../../../gateway.js';
+import type { Clock } from '../../../libraries/clock/clock.js';
+import type { Logger } from '../../../libraries/logger/logger.js';
+import type { ForwardedRequest } from '../merchant-operations.js';
+import type { HealthReport } from './health.js';
+
+/** What the merchant API needs from the node that serves it. */
+export interface HttpAppDependencies {
+  readonly useCases: Gateway['useCases'];
+  readonly environment: 'sandbox' | 'production';
+  readonly version: string;
+  readonly bodyLimitBytes: number;
+  readonly health: () => Promise<HealthReport>;
+  readonly logger: Logger;
+  /** Extra routers mounted outside the API root (documentation). */
+  readonly extraRouters?: readonly express.Router[];
+  /**
+   * Each request's deadline: `budgetMs` after it arrives, on `clock`. No step of it starts later (503/1402,
+   * nothing applied), except what finishes a decision already journaled. Absent: asks have only their own timeouts.
+   */
+  readonly deadline?: { readonly clock: Clock; readonly budgetMs: number };
+  /** Observes each finished request (metrics); `remoteHops`: how often its work crossed to another node. */
+  readonly onRequestFinished?: (sample: { route: string; method: string; status: number; seconds: number; remoteHops: number }) => void;
+  /**
+   * In a cluster: a request for a merchant whose shard another node owns is forwarded there whole (key check and
+   * operation, one remote hop). Absent: every merchant is served here.
+   */
+  readonly forwarding?: {
+    ownsMerchant(merchantId: string): boolean;
+    forward(merchantId: string, request: ForwardedRequest, deadline: number | undefined): Promise<unknown>;
+  };
+}

@@ -1,0 +1,28 @@
+/** The names of components.schemas; `componentSchemas()` must define exactly these. */
+export const SCHEMA_NAMES = [
+  'SendRequest',
+  'CalculateRequest',
+  'FieldIssue',
+  'ServiceError',
+  'Detail',
+  'Health',
+  'SendResult',
+  'MessageStatus',
+  'Recipient',
+  'Schedule',
+  'Occurrence',
+  'Balance',
+  'Calculation',
+  'ScheduleActionResult',
+  'QueuedEventData',
+  'ProcessingEventData',
+  'SentEventData',
+  'DeliveredEventData',
+  'FailedEventData',
+  'SmsQueuedEvent',
+  'SmsProcessingEvent',
+  'SmsSentEvent',
+  'SmsDeliveredEvent',
+  'SmsFailedEvent',
+] as const;
+export type SchemaName = (typeof SCHEMA_NAMES)[number];
