@@ -2,7 +2,7 @@
 // test/unit/entry-points/openapi.test.ts fails when the file differs from what this writes.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { buildOpenApiDocument, serialiseOpenApiDocument } from '../../src/entry-points/http/openapi.js';
+import { buildOpenApiDocument, serialiseOpenApiDocument } from '../../src/entry-points/http/openapi/build-document.js';
 import { loadConfig } from '../../src/libraries/config/config.js';
 
 /** The version a node started with the default configuration reports (config/default.json). */
