@@ -46,7 +46,7 @@ export function errorResponse(status: number, names: readonly ServiceErrorName[]
   };
 }
 
-export function envelopeFor(status: number, names: readonly ServiceErrorName[]): JsonObject {
+function envelopeFor(status: number, names: readonly ServiceErrorName[]): JsonObject {
   const codes = serviceCodes(names);
   return {
     allOf: [ref('ServiceError'), { properties: { status_code: { const: status }, error_code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } }],
@@ -94,7 +94,7 @@ export const RESPONSES = {
   RouteNotFound: errorResponse(404, ['ROUTE_NOT_FOUND'], 'Any path that is not an endpoint (under the API root or elsewhere).'),
   MethodNotAllowed: errorResponse(405, ['METHOD_NOT_ALLOWED'], 'A known path with another method; `Allow` lists the methods of the path.', [], ['Allow']),
 } as const satisfies Record<string, JsonObject>;
-export type ResponseName = keyof typeof RESPONSES;
+type ResponseName = keyof typeof RESPONSES;
 
 export const responseRef = (name: ResponseName): JsonObject => ({ $ref: `#/components/responses/${name}` });
 

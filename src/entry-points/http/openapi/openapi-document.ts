@@ -1,7 +1,7 @@
 import type { ErrorName } from '../../../libraries/errors/error-catalogue.js';
 import type { JsonSchema } from '../joi-json-schema.js';
 
-/** The shape of the OpenAPI 3.1 document of the merchant API, as buildOpenApiDocument writes it. */
+// The shape of the OpenAPI 3.1 document of the merchant API, as buildOpenApiDocument writes it.
 
 export type JsonObject = { readonly [key: string]: unknown };
 

@@ -14,7 +14,7 @@ export const timestamp = (description: string): JsonObject => ({ type: 'string',
 export const nullableTimestamp = (description: string): JsonObject => ({ type: ['string', 'null'], format: 'date-time', description });
 export const oneOfValues = (values: readonly string[], description: string): JsonObject => ({ type: 'string', enum: [...values], description });
 
-export type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
+type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
 
 /**
  * An object schema whose properties are exactly the keys of `T` (the compiler refuses a missing or an extra one);

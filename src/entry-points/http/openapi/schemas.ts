@@ -294,7 +294,7 @@ export const EVENT_SCHEMA = {
   },
 } as const satisfies Record<EventType, { envelope: SchemaName; data: SchemaName; operationId: string; when: string }>;
 
-export function eventEnvelope(type: EventType): JsonObject {
+function eventEnvelope(type: EventType): JsonObject {
   return {
     type: 'object',
     description: `The \`${type}\` event. ${EVENT_SCHEMA[type].when}`,
