@@ -1,5 +1,6 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
 import { ActorFailureError } from '../libraries/actors/actor-runtime.js';
+import { systemClock, type Clock } from '../libraries/clock/clock.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { RECEIPTS_DURABLE, receiptSubject } from '../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
@@ -42,6 +43,8 @@ export interface ReceiptConsumerOptions {
   /** Finds a message's merchant (the gateway's directory remembers owners). */
   readonly directory: Directory;
   readonly concurrency: number;
+  /** Measures the receipts' lag (default: the system clock). */
+  readonly clock?: Clock;
   /**
    * Hands one message's receipts to its actor (by default one ask through the router; in a cluster, batched per
    * shard so that the receipts of many messages reach their owner in one hop).
@@ -58,6 +61,7 @@ export interface ReceiptConsumerOptions {
  * an unknown dispatch is left out and reported, and a message with nothing valid in it is dropped.
  */
 export function createReceiptConsumer(options: ReceiptConsumerOptions) {
+  const clock = options.clock ?? systemClock;
   let consumer: Consumer | null = null;
   const reject = (reason: string, delivery: Delivery): void => options.onRejected?.(reason, delivery);
   const applyReceipts =
@@ -82,7 +86,7 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
       if (error instanceof ActorFailureError) return false;
       throw error;
     }
-    const now = Date.now();
+    const now = clock.now();
     receipts.forEach(({ receipt, carrierReceipt }, index) => {
       const outcome = reply.ok ? reply.outcomes[index] : undefined;
       if (!outcome?.ok) {

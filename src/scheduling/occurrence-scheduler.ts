@@ -1,5 +1,6 @@
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { systemClock } from '../libraries/clock/clock.js';
 import type { ScheduleRegistration } from '../messaging/message-behaviour.js';
 
 /**
@@ -61,7 +62,7 @@ const iso = (date: Date | null | undefined): string | null => (date ? date.toISO
 const LOCK_LIMIT = 500;
 
 export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): OccurrenceScheduler {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? ((): number => systemClock.now());
   let started = false;
   const createAgenda = (backend: AgendaBackend): Agenda => {
     const agenda = new Agenda({

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool, errors as undiciErrors } from 'undici';
+import { systemClock } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import type { DispatchJob } from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, LinkStats, PartState, ReportHandler, SubmitOutcome } from '../connector/carrier-link.js';
@@ -161,7 +162,7 @@ function errorCode(error: unknown): string {
 }
 
 export function createKannelLink(settings: KannelSettings, options: KannelLinkOptions): KannelLink {
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? systemClock;
   const log = options.logger.child({ carrier_link: 'kannel' });
   const newToken = options.newToken ?? (() => randomBytes(16).toString('base64url'));
   const origin = `http://${settings.sendsms.host.includes(':') ? `[${settings.sendsms.host}]` : settings.sendsms.host}:${settings.sendsms.port}`;

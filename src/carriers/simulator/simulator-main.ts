@@ -1,5 +1,6 @@
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from './simulator-connector.js';
+import { systemClock } from '../../libraries/clock/clock.js';
 import { ConfigError, loadConfig } from '../../libraries/config/config.js';
 import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { dispatchSubject, natsNames, receiptSubject } from '../../libraries/transport/nats-names.js';
@@ -81,7 +82,7 @@ async function main(): Promise<void> {
   const reportFile = process.env.SIMULATOR_REPORT_FILE ?? '';
   const writeReport = (): void => {
     if (reportFile === '') return;
-    const report = { sent: Object.fromEntries(connector.dispatchesSeen()), writtenAt: Date.now() };
+    const report = { sent: Object.fromEntries(connector.dispatchesSeen()), writtenAt: systemClock.now() };
     writeFileSync(`${reportFile}.tmp`, JSON.stringify(report));
     renameSync(`${reportFile}.tmp`, reportFile);
   };

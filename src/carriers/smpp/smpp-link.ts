@@ -1,5 +1,6 @@
 import pRetry from 'p-retry';
 import smpp, { type PDU, type PduFields, type Session } from 'smpp';
+import { systemClock } from '../../libraries/clock/clock.js';
 import type { DispatchJob } from '../carrier-protocol.js';
 import type { CarrierLink, LinkStats, ReportHandler, SubmitOutcome } from '../connector/carrier-link.js';
 import { destinationAddressFor, sourceAddressFor, type SmppAccount } from './smpp-account.js';
@@ -358,7 +359,7 @@ interface Bind {
 }
 
 export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = {}): SmppLink {
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? systemClock;
   const emit = options.onEvent ?? ((): void => undefined);
   const nextReference = createReferenceCounter(Math.floor(Math.random() * 256));
   const takeToken = createSubmitPacer(account.maxSubmitsPerSecond);

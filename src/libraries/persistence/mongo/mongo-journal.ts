@@ -1,4 +1,5 @@
 import { MongoBulkWriteError } from 'mongodb';
+import { systemClock } from '../../clock/clock.js';
 import {
   JournalConflictError,
   outboxEntriesOf,
@@ -107,7 +108,7 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       for (const pending of fenced) pending.reject(error);
       return contenders.filter((p) => p.item.fence === undefined);
     }
-    const now = Date.now();
+    const now = systemClock.now();
     const allowed: PendingAppend[] = [];
     for (const pending of contenders) {
       const fence = pending.item.fence;
