@@ -1,6 +1,8 @@
-import type { Gateway } from '../gateway.js';
+import type { ApiKeyUseCases } from '../api-keys/api-key-use-cases.js';
 import { fromUnits, mustParseMoney, toDecimalString } from '../pricing/money.js';
-import { DuplicateRecordError } from '../libraries/persistence/directory-port.js';
+import { DuplicateRecordError, type Directory } from '../libraries/persistence/directory-port.js';
+import type { WalletUseCases } from '../wallets/wallet-use-cases.js';
+import type { MerchantUseCases } from './merchant-use-cases.js';
 
 /** What a new user gets on the first start of the sandbox: a funded merchant, a price list and a key. */
 export interface DemoMerchant {
@@ -25,11 +27,21 @@ export const DEMO_UNIT_PRICE = toDecimalString(fromUnits(Math.max(...DEMO_PRICIN
 
 export const DEMO_MERCHANT_ID = 'mer_demo';
 
+/** What seeding the demo merchant needs of the gateway. */
+export interface DemoMerchantSeeding {
+  readonly persistence: { readonly directory: Pick<Directory, 'merchants'> };
+  readonly useCases: {
+    readonly merchants: Pick<MerchantUseCases, 'createMerchant' | 'setPricing'>;
+    readonly wallets: Pick<WalletUseCases, 'openWallet' | 'topUp'>;
+    readonly apiKeys: Pick<ApiKeyUseCases, 'issueKey'>;
+  };
+}
+
 /**
  * Creates the demo merchant unless the directory already has a merchant; returns it (with its key) when created.
  * Its fixed id makes nodes that start together create it once.
  */
-export async function seedDemoMerchant(gateway: Gateway): Promise<DemoMerchant | null> {
+export async function seedDemoMerchant(gateway: DemoMerchantSeeding): Promise<DemoMerchant | null> {
   if ((await gateway.persistence.directory.merchants()).length > 0) return null;
   let created;
   try {
