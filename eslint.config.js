@@ -118,7 +118,7 @@ export default tseslint.config(
       'src/entry-points/cli/command.ts',
       'src/entry-points/cli/key-commands.ts',
       'src/entry-points/cli/run-cli.ts',
-      'src/entry-points/http/http-app.ts',
+      'src/entry-points/http/app/dependencies.ts',
       'src/entry-points/http/merchant-operations.ts',
     ],
     rules: { 'import-x/no-restricted-paths': ['warn', { basePath: import.meta.dirname, zones: LAYERS }] },
