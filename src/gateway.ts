@@ -10,24 +10,16 @@ import { hostname } from 'node:os';
 import { createActorRuntime, type ActorRuntime } from './libraries/actors/actor-runtime.js';
 import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
-import { createDoneMarker, createOutboxRelay, runEntryTasks, type OutboxRelay, type TopicHandler } from './libraries/persistence/outbox-relay.js';
+import { createDoneMarker, createOutboxRelay, type OutboxRelay, type TopicHandlers } from './libraries/persistence/outbox-relay.js';
 import { openPglitePersistence, openPostgresPersistence, type Persistence } from './libraries/persistence/persistence.js';
 import { createMerchantCatalog } from './merchants/merchant-catalog.js';
 import { createMerchantUseCases } from './merchants/merchant-use-cases.js';
 import { createGetStatusUseCase } from './messaging/get-status-use-case.js';
-import {
-  DISPATCH_TOPIC,
-  RECEIPT_TIMEOUT_TOPIC,
-  SCHEDULE_REGISTER_TOPIC,
-  WALLET_ADJUST_TOPIC,
-  WEBHOOK_TOPIC,
-  type CarrierReceipt,
-  type MessageReplies,
-  type MessageSpec,
-  type ReceiptDeadline,
-  type ScheduleRegistration,
-  type WalletAdjustment,
-} from './messaging/message-behaviour.js';
+import type { CarrierReceipt, MessageReplies } from './messaging/message-behaviour.js';
+import { DISPATCH_TOPIC } from './carriers/dispatch-outbox.js';
+import { createReceiptDeadlineRelay, RECEIPT_TIMEOUT_TOPIC } from './messaging/receipt-deadlines.js';
+import { createScheduleRegistrationRelay, SCHEDULE_REGISTER_TOPIC } from './scheduling/schedule-registration.js';
+import type { OutboxPayloads } from './outbox-effects.js';
 import type { AgendaBackend } from 'agenda';
 import { createOccurrenceScheduler, type OccurrenceScheduler } from './scheduling/occurrence-scheduler.js';
 import type { Transport } from './libraries/transport/transport-port.js';
@@ -35,22 +27,19 @@ import { createDispatchRelay } from './carriers/dispatch-relay.js';
 import type { ApiKeyReplies } from './api-keys/api-key-behaviour.js';
 import { createReceiptConsumer, messageReceiptsOf, type MessageReceipts } from './carriers/receipt-consumer.js';
 import { createShardBatches } from './cluster/shard-batches.js';
-import { createWebhookRelay } from './webhooks/webhook-jobs.js';
+import { createWebhookRelay, WEBHOOK_TOPIC } from './webhooks/webhook-jobs.js';
 import { createWebhookSender, type WebhookSender } from './webhooks/webhook-sender.js';
 import { createWebhookWorker, replayDeadLetter } from './webhooks/webhook-worker.js';
 import type { WebhookUrlPolicy } from './webhooks/url-guard.js';
 import { createManageScheduleUseCase } from './messaging/manage-schedule-use-case.js';
-import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';
-import { createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
+import { createWalletAdjustmentRelay, WALLET_ADJUST_TOPIC } from './wallets/wallet-adjustments.js';
+import { createInterruptedSendsRelay, createSendMessageUseCase, MESSAGE_CREATE_TOPIC, type SendMessageDependencies } from './messaging/send-message-use-case.js';
 import { createCalculateUseCase } from './pricing/calculate-use-case.js';
 import { createWalletUseCases } from './wallets/wallet-use-cases.js';
 import { silentLogger, type Logger } from './libraries/logger/logger.js';
 import type { Metrics } from './libraries/observability/metrics.js';
 import { meteredDeadLetters, meteredJournal } from './gateway-metrics.js';
 import { secretBoxOf } from './libraries/secrets/secret-keys.js';
-
-/** Agenda job saves in flight at once while the relay registers a batch of schedules. */
-const SCHEDULE_REGISTRATIONS_IN_FLIGHT = 32;
 
 /** Fresh ids: UUID v4 for events, prefixed random ids for the rest. */
 export interface IdGenerators {
@@ -76,7 +65,7 @@ export interface GatewayOptions {
   readonly ids?: IdGenerators;
   readonly faults?: SendMessageDependencies['faults'];
   /** Extra outbox topics carried out by this node. */
-  readonly relayHandlers?: Readonly<Record<string, TopicHandler>>;
+  readonly relayHandlers?: TopicHandlers<OutboxPayloads>;
   /**
    * Where dispatches, receipts and webhook jobs travel. Without one, the node keeps them in its outbox (tests of
    * the core alone); the composition root always gives one.
@@ -305,25 +294,9 @@ export async function createGateway(options: GatewayOptions) {
   };
 
   // a send charged but not yet created (the process died in between) is finished from its outbox entry
-  const finishInterruptedSends: TopicHandler = {
-    graceMs: 2_000,
-    async handle(entries) {
-      const done: string[] = [];
-      for (const entry of entries) {
-        await sending.completeCreation(entry.payload as MessageSpec);
-        done.push(entry.id);
-      }
-      return done;
-    },
-  };
+  const finishInterruptedSends = createInterruptedSendsRelay(sending.completeCreation);
   // refunds and settlements a message journaled, carried to its wallet (idempotent per refund id)
-  const adjustWallets: TopicHandler = {
-    graceMs: 2_000,
-    async handle(entries) {
-      for (const entry of entries) await applyWalletAdjustment(router, entry.payload as WalletAdjustment);
-      return entries.map((entry) => entry.id);
-    },
-  };
+  const adjustWallets = createWalletAdjustmentRelay(router);
   const scheduler: OccurrenceScheduler | null = options.agendaBackend
     ? createOccurrenceScheduler({
         backend: options.agendaBackend,
@@ -340,32 +313,18 @@ export async function createGateway(options: GatewayOptions) {
         },
       })
     : null;
-  const schedulerHandlers: Record<string, TopicHandler> = scheduler
+  const schedulerHandlers: TopicHandlers<OutboxPayloads> = scheduler
     ? {
-        [SCHEDULE_REGISTER_TOPIC]: {
-          // registrations of a batch saved concurrently (bounded): one at a time, a burst of scheduled sends
-          // would reach Agenda long after their 201s
-          handle: (entries) =>
-            runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload as ScheduleRegistration)], SCHEDULE_REGISTRATIONS_IN_FLIGHT, (error) => {
-              report({ what: 'schedule_register_failed', error });
-            }),
-        },
+        [SCHEDULE_REGISTER_TOPIC]: createScheduleRegistrationRelay(scheduler, (error) => {
+          report({ what: 'schedule_register_failed', error });
+        }),
       }
     : {};
   // a dispatched occurrence leaves its deadline in the outbox; 24 h later unanswered recipients fail with 1503
-  const expireReceipts: TopicHandler = {
-    graceMs: config.scheduling.receiptTimeoutMs,
-    async handle(entries) {
-      for (const entry of entries) {
-        const deadline = entry.payload as ReceiptDeadline;
-        await router.message(deadline.merchantId, deadline.messageId).ask({ type: 'receipt_timeout', occurrence: deadline.occurrence });
-      }
-      return entries.map((entry) => entry.id);
-    },
-  };
+  const expireReceipts = createReceiptDeadlineRelay(router, config.scheduling.receiptTimeoutMs);
 
   const transport = options.transport;
-  const transportHandlers: Record<string, TopicHandler> = transport
+  const transportHandlers: TopicHandlers<OutboxPayloads> = transport
     ? { [DISPATCH_TOPIC]: createDispatchRelay({
           transport,
           clock,
