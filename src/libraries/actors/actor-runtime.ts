@@ -90,6 +90,8 @@ export interface RecordedEvents<S, E> {
 export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
   /** The actor of `id`, living in `shard` (outbox entries and fences are per shard). */
   ref(id: string, shard: number): ActorRef<C, RM>;
+  /** Whether the behaviour has a command of this type (a command off the wire is checked before it is asked). */
+  handles(type: string): boolean;
   /** Actors currently in memory. */
   activeCount(): number;
   /** Stops the in-memory actors that match (all when omitted); their journal stays. */
@@ -530,6 +532,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         key: `${behaviour.kind}:${id}`,
         ask: (command, askOptions) => ask(id, shard, command, askOptions) as Promise<never>,
       }),
+      handles: (type) => type === COMPACT_JOURNAL || Object.hasOwn(behaviour.handlers, type),
       activeCount: () => live.size,
       passivate: (filter) => {
         for (const [id, activation] of [...live]) {
