@@ -55,23 +55,20 @@ export async function publishJob(transport: Transport, job: WebhookJob, publishI
   await transport.publish(webhookSubject(job.merchantId), job, { id: publishId ?? `${job.jobId}:${job.attempt}` });
 }
 
-function isDestination(value: unknown): value is WebhookDestination {
-  if (typeof value !== 'object' || value === null) return false;
-  const destination = value as Partial<WebhookDestination>;
+function isDestination(value: unknown): value is WebhookDestination & Record<string, unknown> {
   return (
-    destination.version === 1 &&
-    typeof destination.merchantId === 'string' &&
-    typeof destination.keyId === 'string' &&
-    typeof destination.url === 'string' &&
-    (destination.auth === 'key' || destination.auth === 'none') &&
-    typeof destination.dueAt === 'number'
+    isRecord(value) &&
+    value.version === 1 &&
+    typeof value.merchantId === 'string' &&
+    typeof value.keyId === 'string' &&
+    typeof value.url === 'string' &&
+    (value.auth === 'key' || value.auth === 'none') &&
+    typeof value.dueAt === 'number'
   );
 }
 
 export function isWebhookJob(value: unknown): value is WebhookJob {
-  if (!isDestination(value)) return false;
-  const job = value as Partial<WebhookJob>;
-  return typeof job.jobId === 'string' && typeof job.attempt === 'number' && typeof job.event === 'object';
+  return isDestination(value) && typeof value.jobId === 'string' && typeof value.attempt === 'number' && typeof value.event === 'object';
 }
 
 /**
@@ -88,13 +85,8 @@ export const WEBHOOK_BATCH_MAX_EVENTS = 64;
 
 export function isWebhookBatch(value: unknown): value is WebhookBatch {
   if (!isDestination(value)) return false;
-  const batch = value as Partial<WebhookBatch>;
-  return (
-    batch.kind === 'batch' &&
-    Array.isArray(batch.events) &&
-    batch.events.length > 0 &&
-    batch.events.every((event: unknown) => typeof event === 'object' && event !== null)
-  );
+  const events = value.events;
+  return value.kind === 'batch' && Array.isArray(events) && events.length > 0 && events.every((event: unknown) => typeof event === 'object' && event !== null);
 }
 
 /** The first attempt of one of a batch's events, as a job of its own. */
