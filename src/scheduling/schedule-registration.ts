@@ -32,6 +32,7 @@ export function createScheduleRegistrationRelay(
 ): TopicHandler<ScheduleRegistration> {
   return {
     accepts: isScheduleRegistration,
-    handle: (entries) => runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload)], SCHEDULE_REGISTRATIONS_IN_FLIGHT, onError),
+    handle: (entries) =>
+      runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload)], SCHEDULE_REGISTRATIONS_IN_FLIGHT, onError),
   };
 }

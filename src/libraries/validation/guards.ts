@@ -3,7 +3,8 @@
  * reader never casts what it did not check.
  */
 
-export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export const isText = (value: unknown): value is string => typeof value === 'string';
 

@@ -42,7 +42,12 @@ function dueWhilePaused(state: MessageState, now: number): number[] {
 }
 
 /** Skips `indexes` and refunds them; settles the charge when nothing else can be refunded afterwards. */
-function skip(state: MessageState, spec: MessageSpec, indexes: readonly number[], now: number): { events: MessageEvent[]; adjust: WalletAdjustment | null } {
+function skip(
+  state: MessageState,
+  spec: MessageSpec,
+  indexes: readonly number[],
+  now: number,
+): { events: MessageEvent[]; adjust: WalletAdjustment | null } {
   if (indexes.length === 0) return { events: [], adjust: null };
   const refund = multiply(spec.costPerOccurrence, indexes.length);
   const event: MessageEvent = { type: 'occurrences_skipped', occurrences: indexes, refund, at: now };
@@ -54,10 +59,19 @@ function skip(state: MessageState, spec: MessageSpec, indexes: readonly number[]
  * A paused schedule's occurrences stay reserved until resume, unless none is left to come: then the schedule
  * completes and every occurrence still waiting is skipped and refunded. Null: nothing to do yet.
  */
-function skipIfNothingToCome(state: MessageState, spec: MessageSpec, now: number): { events: MessageEvent[]; effects: MessageEffect[] } | null {
+function skipIfNothingToCome(
+  state: MessageState,
+  spec: MessageSpec,
+  now: number,
+): { events: MessageEvent[]; effects: MessageEffect[] } | null {
   const waiting = state.occurrences.filter((o) => o.status === 'scheduled');
   if (waiting.length === 0 || waiting.some((o) => o.scheduledAt > now)) return null;
-  const skipped = skip(state, spec, waiting.map((o) => o.index), now);
+  const skipped = skip(
+    state,
+    spec,
+    waiting.map((o) => o.index),
+    now,
+  );
   return { events: skipped.events, effects: skipped.adjust ? [adjustmentEffect(skipped.adjust)] : [] };
 }
 
@@ -93,7 +107,13 @@ interface AppliedReceipt {
  * One carrier receipt against the recipient as it is now (`latest`: as earlier receipts of the same batch left it):
  * the forward-only merge of recipient-state.ts.
  */
-function applyReceipt(state: MessageState, receipt: CarrierReceipt, context: BehaviourContext, wanted: boolean, latest?: RecipientState): AppliedReceipt {
+function applyReceipt(
+  state: MessageState,
+  receipt: CarrierReceipt,
+  context: BehaviourContext,
+  wanted: boolean,
+  latest?: RecipientState,
+): AppliedReceipt {
   const current = latest ?? state.occurrences[receipt.occurrence]?.recipients?.[receipt.recipient];
   if (!current) return { outcome: NOT_FOUND, event: null, next: null, effects: [] };
   const signal: RecipientSignal = {
@@ -179,7 +199,9 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const nextAfterNow = waiting.find((o) => o.scheduledAt > context.now)?.scheduledAt ?? null;
         if (state.schedule === 'paused') {
           const skipped = skipIfNothingToCome(state, spec, context.now);
-          return skipped ? { ...skipped, reply: { ok: true, dispatched: [], next: null } } : { events: [], reply: { ok: true, dispatched: [], next: nextAfterNow } };
+          return skipped
+            ? { ...skipped, reply: { ok: true, dispatched: [], next: null } }
+            : { events: [], reply: { ok: true, dispatched: [], next: nextAfterNow } };
         }
         if (state.schedule !== 'active') return { events: [], reply: { ok: true, dispatched: [], next: null } };
         // late occurrences (the node was down at their time) still go: a crash never skips one
@@ -188,7 +210,10 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const lateMs = dueOccurrences.length > 0 ? context.now - Math.min(...dueOccurrences.map((o) => o.scheduledAt)) : null;
         const events: MessageEvent[] = due.map((occurrence) => ({ type: 'occurrence_dispatched', occurrence, at: context.now }));
         const completes = events.reduce(applyMessageEvent, state).schedule === 'completed';
-        const effects = [...due.flatMap((occurrence) => dispatchEffects(spec, occurrence)), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])];
+        const effects = [
+          ...due.flatMap((occurrence) => dispatchEffects(spec, occurrence)),
+          ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : []),
+        ];
         return { events, effects, reply: { ok: true, dispatched: due, next: nextAfterNow, lateMs } };
       },
 
@@ -203,7 +228,13 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
           const signal: RecipientSignal = { type: 'receipt_timeout', at: context.now };
           const transition = applySignal(recipient, signal);
           if (!transition.changed) return;
-          const event: MessageEvent = { type: 'recipient_signal', occurrence: command.occurrence, recipient: index, signal, at: context.now };
+          const event: MessageEvent = {
+            type: 'recipient_signal',
+            occurrence: command.occurrence,
+            recipient: index,
+            signal,
+            at: context.now,
+          };
           effects.push(...recipientEffects(working, command.occurrence, index, transition.state, transition.events, context, wanted));
           working = applyMessageEvent(working, event);
           events.push(event);
@@ -227,7 +258,10 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
         const completes = applyMessageEvent(state, event).schedule === 'completed';
         return {
           events: [event],
-          effects: [...dispatchEffects(spec, command.occurrence), ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : [])],
+          effects: [
+            ...dispatchEffects(spec, command.occurrence),
+            ...(completes ? [adjustmentEffect(adjustment(spec, 'settle', ZERO, true))] : []),
+          ],
           reply: { ok: true, dispatched: true },
         };
       },
@@ -235,7 +269,10 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
       apply_receipt: (state, command, context) => {
         if (!state.spec) return { events: [], reply: NOT_FOUND };
         const wanted = eventsWanted(state.spec, command.keyWebhook);
-        const { outcomes: [outcome = NOT_FOUND], ...decided } = applyReceipts(state, state.spec, [command.receipt], context, wanted);
+        const {
+          outcomes: [outcome = NOT_FOUND],
+          ...decided
+        } = applyReceipts(state, state.spec, [command.receipt], context, wanted);
         return { ...decided, reply: outcome };
       },
 
@@ -247,7 +284,9 @@ export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand
       },
 
       status: (state, command) =>
-        state.created && state.spec?.merchantId === command.merchantId ? { events: [], reply: { ok: true, state } } : { events: [], reply: NOT_FOUND },
+        state.created && state.spec?.merchantId === command.merchantId
+          ? { events: [], reply: { ok: true, state } }
+          : { events: [], reply: NOT_FOUND },
 
       // cancel: remaining occurrences never go and their cost returns at once; cancelling again, or a completed
       // schedule, is an idempotent no-op refunding 0
@@ -305,7 +344,11 @@ export function messageHostPolicy(keys?: Pick<WebhookPresence, 'mayHaveWebhook'>
 }
 
 /** The command with what `keys` knows of the message's key, for the commands that can yield webhook events. */
-export function withKeyWebhook(keys: Pick<WebhookPresence, 'mayHaveWebhook'>, state: MessageState, command: MessageCommand): MessageCommand {
+export function withKeyWebhook(
+  keys: Pick<WebhookPresence, 'mayHaveWebhook'>,
+  state: MessageState,
+  command: MessageCommand,
+): MessageCommand {
   switch (command.type) {
     case 'create': {
       // a create decides on the spec it carries (a repeated one on the state's, which yields no event)

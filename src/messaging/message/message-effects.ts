@@ -18,7 +18,11 @@ export type MessageEffect = DispatchEffect | ReceiptDeadlineEffect | WebhookEffe
 
 /** Asks the scheduler to wake a scheduled or recurring message at its first occurrence. */
 export function scheduleRegistrationEffect(spec: MessageSpec, at: number): ScheduleRegistrationEffect {
-  return { id: `schedule:${spec.messageId}`, topic: SCHEDULE_REGISTER_TOPIC, payload: { merchantId: spec.merchantId, messageId: spec.messageId, at } };
+  return {
+    id: `schedule:${spec.messageId}`,
+    topic: SCHEDULE_REGISTER_TOPIC,
+    payload: { merchantId: spec.merchantId, messageId: spec.messageId, at },
+  };
 }
 
 function webhookEffect(spec: MessageSpec, event: WebhookEvent): WebhookEffect {
@@ -38,7 +42,10 @@ export function eventsWanted(spec: MessageSpec, keyWebhook: KeyWebhook | undefin
 /** What leaves with an occurrence: the dispatch, and the deadline for its receipts. */
 export function dispatchEffects(spec: MessageSpec, occurrence: number): (DispatchEffect | ReceiptDeadlineEffect)[] {
   const deadline: ReceiptDeadline = { merchantId: spec.merchantId, messageId: spec.messageId, occurrence };
-  return [dispatchEffect(spec, occurrence), { id: receiptDeadlineId(spec.messageId, occurrence), topic: RECEIPT_TIMEOUT_TOPIC, payload: deadline }];
+  return [
+    dispatchEffect(spec, occurrence),
+    { id: receiptDeadlineId(spec.messageId, occurrence), topic: RECEIPT_TIMEOUT_TOPIC, payload: deadline },
+  ];
 }
 
 /**
@@ -46,7 +53,12 @@ export function dispatchEffects(spec: MessageSpec, occurrence: number): (Dispatc
  * now final, as `latest` (the recipients a batch of receipts changed, by `occurrence:recipient`) over `state` tells.
  * Retired with the receipts' record, they leave the outbox at once instead of a day later.
  */
-export function mootDeadlines(state: MessageState, messageId: string, occurrences: ReadonlySet<number>, latest: ReadonlyMap<string, RecipientState>): string[] {
+export function mootDeadlines(
+  state: MessageState,
+  messageId: string,
+  occurrences: ReadonlySet<number>,
+  latest: ReadonlyMap<string, RecipientState>,
+): string[] {
   const moot: string[] = [];
   for (const index of occurrences) {
     const recipients = state.occurrences[index]?.recipients;

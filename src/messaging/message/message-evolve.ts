@@ -58,9 +58,18 @@ export function applyMessageEvent(state: MessageState, event: MessageEvent): Mes
     case 'schedule_resumed':
       return completeIfDone({ ...state, schedule: 'active', updatedAt: event.at });
     case 'occurrences_skipped':
-      return completeIfDone({ ...withOccurrences(state, event.occurrences, 'skipped'), refunded: add(state.refunded, event.refund), updatedAt: event.at });
+      return completeIfDone({
+        ...withOccurrences(state, event.occurrences, 'skipped'),
+        refunded: add(state.refunded, event.refund),
+        updatedAt: event.at,
+      });
     case 'schedule_cancelled':
-      return { ...withOccurrences(state, event.occurrences, 'cancelled'), schedule: 'cancelled', refunded: add(state.refunded, event.refund), updatedAt: event.at };
+      return {
+        ...withOccurrences(state, event.occurrences, 'cancelled'),
+        schedule: 'cancelled',
+        refunded: add(state.refunded, event.refund),
+        updatedAt: event.at,
+      };
   }
 }
 
@@ -164,5 +173,7 @@ function completeIfDone(state: MessageState): MessageState {
 
 /** Nothing left to dispatch and every recipient final: only late duplicates and status reads can come. */
 export function isSettled(state: MessageState): boolean {
-  return !state.created || state.occurrences.every((o) => o.status !== 'scheduled' && (o.recipients ?? []).every((r) => isTerminal(r.status)));
+  return (
+    !state.created || state.occurrences.every((o) => o.status !== 'scheduled' && (o.recipients ?? []).every((r) => isTerminal(r.status)))
+  );
 }

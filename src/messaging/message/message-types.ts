@@ -68,7 +68,13 @@ export interface MessageState {
 export type MessageEvent =
   | { readonly type: 'message_created'; readonly spec: MessageSpec; readonly at: number }
   | { readonly type: 'occurrence_dispatched'; readonly occurrence: number; readonly at: number }
-  | { readonly type: 'recipient_signal'; readonly occurrence: number; readonly recipient: number; readonly signal: RecipientSignal; readonly at: number }
+  | {
+      readonly type: 'recipient_signal';
+      readonly occurrence: number;
+      readonly recipient: number;
+      readonly signal: RecipientSignal;
+      readonly at: number;
+    }
   | { readonly type: 'schedule_paused'; readonly at: number }
   | { readonly type: 'schedule_resumed'; readonly at: number }
   /** Occurrences that will never go, and the cost returned for them. */
@@ -138,7 +144,8 @@ export interface MessageReplies {
   /** One outcome per receipt, in the order given; NOT_FOUND for a receipt naming a dispatch the message does not have. */
   readonly apply_receipts: { readonly ok: true; readonly outcomes: readonly (ReceiptOutcome | NotFound)[] } | NotFound;
   /** `lateMs`: how long after its instant the earliest occurrence dispatched now was due (null: none dispatched). */
-  readonly dispatch_due: { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null; readonly lateMs?: number | null } | NotFound;
+  readonly dispatch_due:
+    { readonly ok: true; readonly dispatched: readonly number[]; readonly next: number | null; readonly lateMs?: number | null } | NotFound;
   readonly receipt_timeout: { readonly ok: true; readonly failed: number } | NotFound;
   readonly status: { readonly ok: true; readonly state: MessageState } | NotFound;
   readonly cancel: ManagementReply;

@@ -29,7 +29,15 @@ async function servedShard() {
   };
   const hosts = { wallets: host, apiKeys: host, messages: host } as unknown as DomainHosts;
   const manager = { owns: (shard: number) => shard === SHARD } as unknown as ShardManager;
-  const router = createClusterRouter({ hosts, shards: 8, manager, transport, clock: systemClock, requestTimeoutMs: 1_000, failoverDeadlineMs: 300 });
+  const router = createClusterRouter({
+    hosts,
+    shards: 8,
+    manager,
+    transport,
+    clock: systemClock,
+    requestTimeoutMs: 1_000,
+    failoverDeadlineMs: 300,
+  });
   await router.serveShard(SHARD);
   const serve = served.handler;
   if (!serve) throw new Error('the shard is not served');
