@@ -20,7 +20,7 @@ import { appendOutput } from './process-log.js';
 import { testPostgres, type TestPostgres } from './postgres.js';
 
 /**
- * A real cluster for the cluster tests (ARCHITECTURE.md §6): a fresh database on the private PostgreSQL server, a
+ * A real cluster for the cluster tests (docs/architecture.md, "Cluster"): a fresh database on the private PostgreSQL server, a
  * private nats-server (or one shared with other deployments, each in its NATS_NAMESPACE), N gateway node processes (`src/main.ts`, exactly as deployed, on free ports), the simulator
  * connector as its own process, and an operator gateway in the test process that joins the cluster as a client
  * (owns no shard; every ask goes to the owner over NATS) to seed merchants.

@@ -5,7 +5,7 @@ import { persistenceContract } from './persistence-contract.js';
 
 /**
  * The persistence contract against MongoDB. No MongoDB server can be installed on the build machines
- * (ARCHITECTURE.md §4), so this runs only when TEST_MONGO_URL names one — as the `mongo-contract` CI workflow
+ * (docs/architecture.md, "The persistence port"), so this runs only when TEST_MONGO_URL names one — as the `mongo-contract` CI workflow
  * does with a `mongo:7` service. Each test gets a fresh database, dropped after it.
  */
 const url = process.env.TEST_MONGO_URL;

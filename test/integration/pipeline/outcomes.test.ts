@@ -19,7 +19,7 @@ import {
   type WebhookMerchant,
 } from './pipeline-fixture.js';
 
-/** Every simulator ending (docs/carrier-protocol.md §11) and what the recipient ends with (DECISIONS.md). */
+/** Every simulator ending (docs/carrier-protocol.md §11) and what the recipient ends with (README "Interpretations"). */
 const OUTCOMES: readonly {
   readonly ending: string;
   readonly carrierStatus: string;

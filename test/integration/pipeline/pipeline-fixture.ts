@@ -150,7 +150,7 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 export const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
 const RECIPIENT_BASE = ['carrier', 'recipient_index', 'recipient_phone'];
-/** `data` keys of each event type: the contract's, plus `recipient_index` on recipient events (DECISIONS.md). */
+/** `data` keys of each event type: v1's, plus the additive `recipient_index` on recipient events. */
 export const DATA_KEYS: Readonly<Record<string, readonly string[]>> = {
   'sms.queued': ['currency', 'scheduled_at', 'total_cost', 'total_messages', 'total_recipients'],
   'sms.processing': [...RECIPIENT_BASE].sort(),

@@ -14,7 +14,7 @@ import { RATE_BUCKETS, type RateBucket, type RateLimitPolicy } from '../../../sr
 import { decide, foldEvents, type BehaviourContext, type Decision } from '../../../src/libraries/actors/behaviour.js';
 import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
 
-/** The contract's caps (send, status, balance) and DECISIONS' (calculate, management, 1302 suspension). */
+/** v1's caps (send, status, balance) and the product's own (calculate, management, 1302 suspension). */
 const POLICY: RateLimitPolicy = {
   windowMs: 60_000,
   limits: { send: 60, status: 120, balance: 30, calculate: 60, management: 60 },

@@ -11,7 +11,7 @@ import {
   type RateState,
 } from '../../../src/api-keys/rate-limiter.js';
 
-/** The contract's caps (send, status, balance) and DECISIONS' (calculate, management, 1302 suspension). */
+/** v1's caps (send, status, balance) and the product's own (calculate, management, 1302 suspension). */
 const POLICY: RateLimitPolicy = {
   windowMs: 60_000,
   limits: { send: 60, status: 120, balance: 30, calculate: 60, management: 60 },
@@ -94,7 +94,7 @@ describe('rate limiter', () => {
       });
     }
 
-    it('uses the caps of the contract and of DECISIONS', () => {
+    it('uses the caps of v1 and of the product', () => {
       expect(RATE_BUCKETS).to.deep.equal(['send', 'status', 'balance', 'calculate', 'management']);
     });
   });

@@ -21,7 +21,7 @@ interface OutcomeRow {
   readonly eventsFromPending: readonly string[];
 }
 
-// DECISIONS.md "Recipients, carrier outcomes and events"
+// Carrier outcomes as README "Interpretations" (Status and events, Carriers) gives them
 const OUTCOMES: Readonly<Record<CarrierStatus, OutcomeRow>> = {
   processing: { status: 'processing', errorCode: null, retryable: null, eventsFromPending: ['sms.processing'] },
   accepted: { status: 'sent', errorCode: null, retryable: null, eventsFromPending: ['sms.processing', 'sms.sent'] },

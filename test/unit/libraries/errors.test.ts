@@ -10,7 +10,7 @@ import {
   type ServiceErrorName,
 } from '../../../src/libraries/errors/error-catalogue.js';
 
-/** DECISIONS.md "Errors, limits and keys": the service codes with their HTTP status. */
+/** The service codes with their HTTP status, as the README's error catalogue and docs/api-guide.md give them. */
 const SERVICE: [ServiceErrorName, string, number][] = [
   ['INVALID_FIELD_FORMAT', '1110', 400],
   ['IDEMPOTENCY_KEY_REUSED', '1111', 409],
@@ -50,7 +50,7 @@ describe('error catalogue', () => {
     });
   }
 
-  it('holds exactly the codes of DECISIONS.md, no more', () => {
+  it('holds exactly the documented codes, no more', () => {
     expect(Object.keys(ERROR_CATALOGUE).sort()).to.deep.equal(EXPECTED.map(([name]) => name).sort());
   });
 

@@ -477,7 +477,7 @@ describe('send request (POST /send body)', () => {
       expect(mustBeValid(send({ sending_type: 'recurring', recurring_schedule: rest })).occurrences).to.have.length(364);
     });
 
-    // the cap is on recipients × segments × occurrences (DECISIONS.md "Scheduling")
+    // the cap is on recipients × segments × occurrences (README "Interpretations", Scheduling)
     const TWO_SEGMENTS = 'a'.repeat(161);
     const caps: [number, string, number, boolean][] = [
       [1, 'Hello', 5000, true],

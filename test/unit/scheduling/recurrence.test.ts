@@ -70,8 +70,9 @@ function offsetMinutes(zone: string, instant: number): number {
 }
 
 /**
- * Local wall-clock → UTC the way the contract and DECISIONS.md put it: the first occurrence when ambiguous, and a
- * time inside a spring-forward gap moved forward by the gap's length (i.e. read with the offset before the gap).
+ * Local wall-clock → UTC as the API defines it (README "Interpretations", Scheduling): the first occurrence when
+ * ambiguous, and a time inside a spring-forward gap moved forward by the gap's length (i.e. read with the offset
+ * before the gap).
  */
 function referenceInstant(zone: string, dayNumber: number, minuteOfDay: number): number {
   const naive = dayNumber * DAY + minuteOfDay * MINUTE;

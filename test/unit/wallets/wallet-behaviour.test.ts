@@ -15,7 +15,7 @@ import {
 
 const T0 = Date.UTC(2025, 0, 15, 12, 0, 0);
 const DAY_MS = 24 * 60 * 60 * 1000;
-const TTL_MS = DAY_MS; // DECISIONS.md: an Idempotency-Key is remembered 24 h
+const TTL_MS = DAY_MS; // an Idempotency-Key is remembered 24 h
 const MERCHANT = 'merchant-1';
 
 const behaviour = createWalletBehaviour({ idempotencyTtlMs: TTL_MS });

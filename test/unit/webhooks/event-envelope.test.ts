@@ -36,7 +36,7 @@ function facts(type: RecipientEventType, overrides: Partial<RecipientEventFacts>
 
 const sortedKeys = (value: object): string[] => Object.keys(value).sort();
 
-// The contract's "Event types" table, plus DECISIONS.md's additive recipient_index.
+// v1's event types and their data fields, plus the additive recipient_index.
 const CONTRACT_KEYS: Readonly<Record<RecipientEventType, readonly string[]>> = {
   'sms.processing': ['recipient_phone', 'carrier'],
   'sms.sent': ['recipient_phone', 'carrier', 'sent_at'],
