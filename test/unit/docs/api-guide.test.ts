@@ -2,6 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { errorCatalogueTable } from '../../../src/libraries/errors/error-catalogue-table.js';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
+import { SEND_LIMITS } from '../../../src/messaging/send-request.js';
+import { CALCULATE_MAX } from '../../../src/pricing/calculate.js';
 import { EVENT_TYPES } from '../../../src/webhooks/event-envelope.js';
 
 const ROOT = new URL('../../../', import.meta.url);
@@ -21,11 +23,18 @@ function documentedOperations(): { method: string; path: string }[] {
   );
 }
 
-/** The rate limits of config/default.json, by bucket. */
-function defaultRateLimits(): Record<string, unknown> {
+/** A section of config/default.json. */
+function defaultsOf(section: string): Record<string, unknown> {
   const defaults: unknown = JSON.parse(read('config/default.json'));
-  return isRecord(defaults) && isRecord(defaults.rateLimits) ? defaults.rateLimits : {};
+  const found = isRecord(defaults) ? defaults[section] : undefined;
+  return isRecord(found) ? found : {};
 }
+
+/** A number as the guide writes it: groups of three digits separated by a space (1 000, 10 000 000). */
+const written = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+
+/** Whole milliseconds as the guide writes a delay: 30 s, 2 min, 1 h. */
+const delay = (ms: number): string => (ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string): string =>
@@ -81,7 +90,7 @@ describe('docs/api-guide.md', () => {
   });
 
   it('gives the default rate limits', () => {
-    const limits = defaultRateLimits();
+    const limits = defaultsOf('rateLimits');
     const rows: Record<string, string> = {
       send: '| `POST /send` |',
       status: '| `GET /status/{message_id}` |',
@@ -90,6 +99,30 @@ describe('docs/api-guide.md', () => {
       management: '| `DELETE /cancel`, `POST /pause`, `POST /resume` together |',
     };
     for (const [bucket, row] of Object.entries(rows)) expect(GUIDE, bucket).to.contain(`${row} ${String(limits[bucket])} |`);
+  });
+
+  it('gives the limits the code enforces and the configuration sets by default', () => {
+    const text = GUIDE.replace(/\s+/g, ' ');
+    const scheduling = defaultsOf('scheduling');
+    const webhooks = defaultsOf('webhooks');
+    const idempotency = defaultsOf('idempotency');
+    const expected = [
+      `up to ${written(SEND_LIMITS.maxRecipients)} recipients`,
+      `| \`to\` | 1–${written(SEND_LIMITS.maxRecipients)} numbers.`,
+      `| \`message\` | 1–${written(SEND_LIMITS.maxMessageCharacters)} characters`,
+      `| \`sender_id\` | Optional, 1–${SEND_LIMITS.maxSenderIdLength} letters`,
+      `For \`scheduled\` only: 1–${SEND_LIMITS.maxScheduledDates} `,
+      `at most ${written(SEND_LIMITS.maxCallbackUrlLength)} characters`,
+      `\`interval\` is 1–${written(SEND_LIMITS.maxInterval)}`,
+      `\`amount\` and \`sms_count\` are 0–${written(CALCULATE_MAX)}`,
+      `it may be at most ${written(Number(scheduling.maxScheduledSms))}`,
+      `computed over a ${String(scheduling.openEndedHorizonDays)}-day horizon`,
+      `no final receipt within ${Number(scheduling.receiptTimeoutMs) / 3_600_000} hours fails it with 1503`,
+      `any 2xx within ${Number(webhooks.timeoutMs) / 1000} seconds`,
+      `retried after ${(Array.isArray(webhooks.retryDelaysMs) ? webhooks.retryDelaysMs : []).map((ms) => delay(Number(ms))).join(', ').replace(/, ([^,]*)$/, ' and $1')}: five attempts in all`,
+      `Within ${Number(idempotency.ttlMs) / 3_600_000} hours, the same key`,
+    ];
+    for (const phrase of expected) expect(text, phrase).to.contain(phrase);
   });
 
   it('links only to files and headings that exist', () => {
