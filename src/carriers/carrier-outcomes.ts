@@ -18,7 +18,7 @@ export const CARRIER_STATUSES = [
 ] as const;
 export type CarrierStatus = (typeof CARRIER_STATUSES)[number];
 
-/** The states a recipient moves through (DECISIONS.md): the precise carrier outcome lives in carrier_status. */
+/** The states a recipient moves through (README "Interpretations"): the precise carrier outcome lives in carrier_status. */
 export const RECIPIENT_STATUSES = ['pending', 'processing', 'sent', 'delivered', 'failed'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
 
@@ -63,7 +63,7 @@ export const CARRIER_OUTCOMES: Readonly<Record<CarrierStatus, CarrierOutcome>> =
   failed: { status: 'failed', implies: ['processing'], rank: TERMINAL_RANK, errorCode: ERROR_CATALOGUE.CARRIER_FAILURE.code },
 };
 
-/** A later resend may succeed after these codes (DECISIONS.md); not after the others. */
+/** A later resend may succeed after these codes (`retryable` in `sms.failed`); not after the others. */
 const RETRYABLE_CODES: ReadonlySet<string> = new Set([
   ERROR_CATALOGUE.UNDELIVERED.code,
   ERROR_CATALOGUE.SMS_TIMEOUT.code,

@@ -124,7 +124,7 @@ export interface ClusterRouter extends ActorRouter {
 }
 
 /**
- * The cluster implementation of ActorRouter (ARCHITECTURE.md §6): an actor of an owned shard is asked here; any
+ * The cluster implementation of ActorRouter (docs/architecture.md, "Cluster"): an actor of an owned shard is asked here; any
  * other is asked through NATS on `gw.shard.<n>`, which only its owner serves. While a shard has no owner (a node
  * died, a hand-over is under way) the ask is retried with backoff until a deadline, then fails as unavailable.
  * A request that timed out is not retried: it may have been applied.

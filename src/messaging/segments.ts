@@ -1,5 +1,5 @@
 /**
- * SMS encoding and segmentation (GSM 03.38 / UCS-2), per DECISIONS.md "Sending".
+ * SMS encoding and segmentation (GSM 03.38 / UCS-2), as docs/api-guide.md "Segments and encodings" describes them.
  *
  * GSM 7-bit: the basic table counts 1 septet per character, the extension table (reached through an escape)
  * counts 2. Any character outside both switches the whole message to UCS-2, measured in UTF-16 code units

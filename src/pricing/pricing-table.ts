@@ -71,7 +71,7 @@ export interface SendCost {
 }
 
 /**
- * DECISIONS.md "Money and pricing": total_cost = Σ over recipients of segments × price(destination) × occurrences,
+ * Each destination at its own price: total_cost = Σ over recipients of segments × price(destination) × occurrences,
  * total_messages = recipients × segments × occurrences.
  */
 export function costOfSend(priceList: PriceList, phones: readonly string[], segments: number, occurrences: number): SendCost {

@@ -118,7 +118,7 @@ function withBalance(state: WalletState, wallet: WalletKind, change: (balance: M
 }
 
 export interface WalletBehaviourOptions {
-  /** How long an Idempotency-Key is remembered (DECISIONS.md: 24 h). */
+  /** How long an Idempotency-Key is remembered (24 h by default). */
   readonly idempotencyTtlMs: number;
 }
 

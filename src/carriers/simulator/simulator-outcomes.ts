@@ -2,8 +2,8 @@ import type { CarrierStatus } from '../carrier-outcomes.js';
 import type { DispatchJob } from '../carrier-protocol.js';
 
 /**
- * The sandbox simulator's outcomes (DECISIONS.md "Environments and health"; the table in
- * docs/carrier-protocol.md): the last two digits of the recipient's number choose which receipts the simulated
+ * The sandbox simulator's outcomes (every recipient outcome the gateway knows, slow, out-of-order and duplicate
+ * receipts included; the table in docs/carrier-protocol.md): the last two digits of the recipient's number choose which receipts the simulated
  * carrier sends back and when. Pure: the connector turns a plan into timers and publishes.
  */
 

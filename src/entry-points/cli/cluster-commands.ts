@@ -3,7 +3,7 @@ import { done, type CliGateway, type CommandOutcome, type CommandSpec } from './
 import { fields, humanTime, isoTime, table } from './format.js';
 
 /**
- * Shard ownership as the database records it (ARCHITECTURE.md §6): live nodes (recent heartbeat), who holds which
+ * Shard ownership as the database records it (docs/architecture.md, "Cluster"): live nodes (recent heartbeat), who holds which
  * shard under which epoch, and the shards nobody holds right now (a failover in progress, or no node running).
  */
 

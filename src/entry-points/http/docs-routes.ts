@@ -3,7 +3,10 @@ import path from 'node:path';
 import express, { type RequestHandler } from 'express';
 import helmet from 'helmet';
 
-/** Where the OpenAPI document and its reference page live: outside the API root, without a key (DECISIONS.md). */
+/**
+ * Where the OpenAPI document and its reference page live: outside the API root, without a key, so that every endpoint
+ * under the root but health still needs one.
+ */
 export const DOCS_PATHS = { page: '/docs', document: '/docs/openapi.json', assets: '/docs/assets' } as const;
 
 /** Swagger UI's prebuilt bundle, served from node_modules: no CDN, nothing fetched from another origin. */

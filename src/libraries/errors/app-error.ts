@@ -11,7 +11,7 @@ export interface AppErrorOptions {
   readonly message?: string;
   readonly details?: readonly FieldIssue[];
   readonly retryAfterSeconds?: number;
-  /** Overrides the catalogue's status where DECISIONS.md says so (413 and 415 are 1110 too). */
+  /** Overrides the catalogue's status: a body too large (413) or of the wrong media type (415) is 1110 too. */
   readonly httpStatus?: number;
   readonly cause?: unknown;
 }

@@ -1,5 +1,5 @@
 /**
- * The journal half of the persistence port (ARCHITECTURE.md §4): events per key with strictly increasing
+ * The journal half of the persistence port (docs/architecture.md, "The persistence port"): events per key with strictly increasing
  * sequence numbers, snapshots, and the outbox entries an append causes. Every adapter passes one contract suite.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Shard leases (ARCHITECTURE.md §6): a node owns a shard while it holds its lease, renewed every few seconds; each
+ * Shard leases (docs/architecture.md, "Cluster"): a node owns a shard while it holds its lease, renewed every few seconds; each
  * new owner gets a higher epoch, and journal appends carry (shard, owner, epoch) so a node that lost a lease cannot
  * write for that shard any more. Time is the database's, so nodes' clocks do not matter.
  */

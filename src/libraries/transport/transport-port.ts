@@ -1,5 +1,5 @@
 /**
- * The transport port (ARCHITECTURE.md §5): durable publish deduplicated by id, consumers that acknowledge, retry
+ * The transport port (docs/architecture.md, "The transport port"): durable publish deduplicated by id, consumers that acknowledge, retry
  * after a delay or give up, and request/reply for routing commands between nodes. NATS JetStream implements it in
  * server mode; a database-backed bus implements it in embedded mode. Both pass one contract suite.
  */
