@@ -1,9 +1,10 @@
 import { createGatewayNode, type GatewayNode } from './gateway-node.js';
-import { ConfigError, loadConfig, type Config } from './libraries/config/config.js';
+import { loadConfig, type Config } from './libraries/config/config.js';
 import { requireSecretsKey } from './libraries/secrets/secret-keys.js';
 import { createProcessTerminator, stopOnSignals } from './libraries/lifecycle/process-terminator.js';
 import { createLogger } from './libraries/logger/logger.js';
 import { createMetrics } from './libraries/observability/metrics.js';
+import { ConfigError } from './libraries/errors/internal-errors.js';
 
 function loadConfigOrExit(): Config {
   try {

@@ -1,12 +1,20 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
-import { ActorFailureError } from '../libraries/actors/actor-runtime.js';
 import { systemClock, type Clock } from '../libraries/clock/clock.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { RECEIPTS_DURABLE, receiptSubject } from '../libraries/transport/nats-names.js';
-import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
+import {
+  ACK,
+  DROP,
+  retryAfter,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../libraries/transport/transport-port.js';
 import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
 import { isCarrierStatus } from './carrier-outcomes.js';
 import { parseDispatchId, readReceipts, type Receipt } from './carrier-protocol.js';
+import { ActorFailureError } from '../libraries/errors/internal-errors.js';
 
 /** One message's receipts on their way to its actor (a batch item between nodes). */
 export interface MessageReceipts {
@@ -25,7 +33,8 @@ export function messageReceiptsOf(value: unknown): MessageReceipts | null {
     if (!isRecord(receipt) || !isCarrierStatus(receipt.status)) return null;
     const { occurrence, recipient, at, errorCode, errorMessage, carrierStatus } = receipt;
     if (![occurrence, recipient, at].every((n) => typeof n === 'number' && Number.isFinite(n))) return null;
-    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string')) return null;
+    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string'))
+      return null;
     receipts.push(receipt as unknown as CarrierReceipt);
   }
   return { messageId: value.messageId, receipts };
@@ -49,7 +58,11 @@ export interface ReceiptConsumerOptions {
    * Hands one message's receipts to its actor (by default one ask through the router; in a cluster, batched per
    * shard so that the receipts of many messages reach their owner in one hop).
    */
-  readonly applyReceipts?: (merchantId: string, messageId: string, receipts: readonly CarrierReceipt[]) => Promise<MessageReplies['apply_receipts']>;
+  readonly applyReceipts?: (
+    merchantId: string,
+    messageId: string,
+    receipts: readonly CarrierReceipt[],
+  ) => Promise<MessageReplies['apply_receipts']>;
   readonly onReceipt?: (sample: { lagSeconds: number; changed: boolean }) => void;
   readonly onRejected?: (reason: string, delivery: Delivery) => void;
 }
@@ -66,7 +79,8 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
   const reject = (reason: string, delivery: Delivery): void => options.onRejected?.(reason, delivery);
   const applyReceipts =
     options.applyReceipts ??
-    ((merchantId: string, messageId: string, receipts: readonly CarrierReceipt[]) => options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts }));
+    ((merchantId: string, messageId: string, receipts: readonly CarrierReceipt[]) =>
+      options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts }));
 
   /** Applies one message's receipts; false when its actor failed and the whole delivery must come again. */
   async function applyToMessage(messageId: string, receipts: readonly Addressed[], delivery: Delivery): Promise<boolean> {

@@ -1,16 +1,25 @@
 import { secretContext, type ApiKeyReplies } from '../api-keys/api-key-behaviour.js';
 import type { ActorRouter } from '../cluster/actor-router.js';
-import { SecretUnreadableError, type SecretBox } from '../libraries/secrets/secret-box.js';
+import { type SecretBox } from '../libraries/secrets/secret-box.js';
 import { toIsoUtc, type Clock } from '../libraries/clock/clock.js';
 import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import { loggableUrl } from '../libraries/logger/loggable-url.js';
 import type { Logger } from '../libraries/logger/logger.js';
 import type { DeadLetters } from '../libraries/persistence/dead-letters-port.js';
 import { WEBHOOKS_DURABLE, webhookSubject } from '../libraries/transport/nats-names.js';
-import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../libraries/transport/transport-port.js';
+import {
+  ACK,
+  DROP,
+  retryAfter,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../libraries/transport/transport-port.js';
 import { attemptOutcome, judgeAttempt, type AttemptResult } from './retry-plan.js';
 import { isWebhookBatch, isWebhookJob, jobOfBatch, publishBatch, publishJob, type WebhookBatch, type WebhookJob } from './webhook-jobs.js';
 import type { WebhookCredentials, WebhookSender } from './webhook-sender.js';
+import { SecretUnreadableError } from '../libraries/errors/internal-errors.js';
 
 export interface WebhookWorkerOptions {
   readonly transport: Transport;
@@ -100,7 +109,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const credentials = createExpiringCache<string, WebhookCredentials>({ clock: options.clock, ttlMs: CREDENTIALS_TTL_MS, max: 10_000 });
   let consumer: Consumer | null = null;
   const webhookTarget =
-    options.webhookTarget ?? ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
+    options.webhookTarget ??
+    ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
 
   async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
     if (job.auth === 'none') return NO_CREDENTIALS;
@@ -125,7 +135,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
    * The line of a failed attempt: whose event, which attempt, how it ended and what follows. Never the credentials,
    * and the URL only as scheme://host[:port]/path (a merchant's URL may carry a token in its userinfo or query).
    */
-  function logFailure(job: WebhookJob, result: AttemptResult, tookMs: number, next: { nextAttemptAt: number } | { deadLetter: DeadLetterReason }): void {
+  function logFailure(
+    job: WebhookJob,
+    result: AttemptResult,
+    tookMs: number,
+    next: { nextAttemptAt: number } | { deadLetter: DeadLetterReason },
+  ): void {
     const line = {
       merchant_id: job.merchantId,
       message_id: job.event.message_id,
@@ -137,7 +152,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       url: loggableUrl(job.url),
       duration_ms: tookMs,
     };
-    if ('nextAttemptAt' in next) options.logger.warn({ ...line, next_attempt_at: toIsoUtc(next.nextAttemptAt) }, 'webhook attempt failed: retrying');
+    if ('nextAttemptAt' in next)
+      options.logger.warn({ ...line, next_attempt_at: toIsoUtc(next.nextAttemptAt) }, 'webhook attempt failed: retrying');
     else options.logger.warn({ ...line, dead_letter: next.deadLetter }, 'webhook attempt failed: event dead-lettered');
   }
 
@@ -238,7 +254,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       }
       await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
     };
-    const outcomes = await Promise.all(taken.map(async ({ job, slot }) => settle(job, await slot).then(() => true, () => false)));
+    const outcomes = await Promise.all(
+      taken.map(async ({ job, slot }) =>
+        settle(job, await slot).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
     // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
   }
@@ -262,7 +285,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
    * more than half of the consumer's places (but at least its slots), so a merchant whose endpoint hangs leaves at
    * least half of the node's deliveries to everyone else.
    */
-  const maxHeld = Math.max(options.concurrencyPerMerchant, Math.min(options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT), Math.floor(options.concurrency / 2)));
+  const maxHeld = Math.max(
+    options.concurrencyPerMerchant,
+    Math.min(options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT), Math.floor(options.concurrency / 2)),
+  );
   const held = new Map<string, number>();
 
   async function handle(delivery: Delivery): Promise<Disposition> {
@@ -334,7 +360,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
  * a slow merchant can only hold a bounded share of the worker. A job that has waited `maxWaitMs` without a slot is
  * refused too: what a node holds for a merchant whose endpoint suddenly hangs goes back long before its ack wait.
  */
-export function createMerchantSlots(limit: number, waiting: number | ((merchantId: string) => number), maxWaitMs = Number.POSITIVE_INFINITY) {
+export function createMerchantSlots(
+  limit: number,
+  waiting: number | ((merchantId: string) => number),
+  maxWaitMs = Number.POSITIVE_INFINITY,
+) {
   const waitingFor = typeof waiting === 'number' ? () => waiting : waiting;
   const busy = new Map<string, number>();
   const queues = new Map<string, (() => void)[]>();
@@ -392,7 +422,10 @@ export function createMerchantSlots(limit: number, waiting: number | ((merchantI
 }
 
 /** Operator replay of a dropped event: a fresh first attempt to the same URL. */
-export async function replayDeadLetter(deps: { transport: Transport; deadLetters: DeadLetters; clock: Clock }, id: string): Promise<boolean> {
+export async function replayDeadLetter(
+  deps: { transport: Transport; deadLetters: DeadLetters; clock: Clock },
+  id: string,
+): Promise<boolean> {
   const letter = await deps.deadLetters.take(id);
   if (!letter) return false;
   const now = deps.clock.now();

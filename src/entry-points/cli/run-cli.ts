@@ -1,16 +1,16 @@
 import path from 'node:path';
 import type { AgendaBackend } from 'agenda';
 import { createGateway, openPersistence } from '../../gateway.js';
-import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
-import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
+import { loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
-import { DataDirectoryInUseError, hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
+import { hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
 import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
 import { openTransport } from '../../gateway-node.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
+import { ConfigError, DataDirectoryInUseError, EnvironmentMismatchError, InternalError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * `attention`: the command ran and reports something to act on (`carriers status`: a carrier has no live connector).
@@ -27,7 +27,11 @@ export interface CliIo {
    * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
    * command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
    */
-  readonly openGateway?: (config: Config, err: (text: string) => void, needs: GatewayNeeds) => Promise<CliGateway & { stop(): Promise<void> }>;
+  readonly openGateway?: (
+    config: Config,
+    err: (text: string) => void,
+    needs: GatewayNeeds,
+  ) => Promise<CliGateway & { stop(): Promise<void> }>;
 }
 
 export interface GatewayNeeds {
@@ -102,7 +106,9 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
 }
 
 /** A condition that stops the CLI before any command runs (exit code 1, message on stderr). */
-class CliRefusal extends Error {}
+class CliRefusal extends InternalError {
+  readonly kind = 'cli_refusal';
+}
 
 /**
  * Whether DATA_DIR holds a database. Opening one that does not creates an empty database: a CLI pointed at the
@@ -171,7 +177,10 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let gateway;
   try {
-    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler, createDatabase: parsed.createsDatabase });
+    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, {
+      scheduler: parsed.needsScheduler,
+      createDatabase: parsed.createsDatabase,
+    });
   } catch (error) {
     if (error instanceof DataDirectoryInUseError) {
       io.err(`error: ${inUseMessage(config, error)}\n`);

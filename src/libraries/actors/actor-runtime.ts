@@ -1,6 +1,16 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
-import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
-import { applyEvents, COMPACT_JOURNAL, decide, type Behaviour, type CompactJournalReply, type Command, type CommandOf, type Effect, type ReplyMap } from './behaviour.js';
+import { type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
+import {
+  applyEvents,
+  COMPACT_JOURNAL,
+  decide,
+  type Behaviour,
+  type CompactJournalReply,
+  type Command,
+  type CommandOf,
+  type Effect,
+  type ReplyMap,
+} from './behaviour.js';
 import { askDeadline, patientTimer } from './request-deadline.js';
 import {
   dispatchNact,
@@ -12,6 +22,7 @@ import {
   type NactRef,
   type NactSupervisionContext,
 } from './nact-bindings.js';
+import { ActorFailureError, type ActorFailureReason, isJournalConflict } from '../errors/internal-errors.js';
 
 /** A typed handle on one actor: only its own commands compile, and each command's reply type comes back. */
 export interface ActorRef<C extends Command, RM extends ReplyMap<C>> {
@@ -31,20 +42,6 @@ export interface AskOptions {
  * `expired`: refused, its deadline passed before the actor took it (nothing applied). `timeout`: taken before its
  * deadline but not answered within askTimeoutMs after it (the database hung): it may or may not have been applied.
  */
-export type ActorFailureReason = 'crashed' | 'fenced' | 'unavailable' | 'timeout' | 'expired';
-
-/** The actor could not answer: it crashed on the command, lost its fence, or its storage failed. */
-export class ActorFailureError extends Error {
-  constructor(
-    readonly key: string,
-    readonly reason: ActorFailureReason,
-    detail: string,
-  ) {
-    super(`${key}: ${reason}: ${detail}`);
-    this.name = 'ActorFailureError';
-  }
-}
-
 export interface ActorRuntimeOptions {
   readonly journal: Journal;
   readonly clock: Clock;
@@ -151,11 +148,23 @@ function journalEngine(
         if (freshKeys.delete(key)) return initial;
         const records = await journal.read(key, afterSeq);
         // the key was pruned between reading its snapshot and its records: recovering now would lose state
-        if (records.length > 0 && records[0]?.seq !== afterSeq + 1) throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
+        if (records.length > 0 && records[0]?.seq !== afterSeq + 1)
+          throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
         lastSeq.set(key, records.at(-1)?.seq ?? afterSeq);
         return records.reduce(
           (acc, record, index) =>
-            fn(acc, { data: { events: record.events, outbox: [], at: record.at }, sequenceNumber: record.seq, key, tags: [], createdAt: record.at, isDeleted: false }, index),
+            fn(
+              acc,
+              {
+                data: { events: record.events, outbox: [], at: record.at },
+                sequenceNumber: record.seq,
+                key,
+                tags: [],
+                createdAt: record.at,
+                isDeleted: false,
+              },
+              index,
+            ),
           initial,
         );
       },
@@ -425,15 +434,23 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
      */
     if (hostOptions.settledIdleMs !== undefined && behaviour.settled) {
       const settledIdleMs = hostOptions.settledIdleMs;
-      const sweep = setInterval(() => {
-        const now = options.clock.now();
-        // deleting the entry being visited is safe while iterating a Map: no copy of every live actor per sweep
-        for (const [id, activation] of live) {
-          if (activation.settled && activation.queue.length === 0 && !activation.drainScheduled && now - activation.lastActive >= settledIdleMs) {
-            stopActivation(id, activation);
+      const sweep = setInterval(
+        () => {
+          const now = options.clock.now();
+          // deleting the entry being visited is safe while iterating a Map: no copy of every live actor per sweep
+          for (const [id, activation] of live) {
+            if (
+              activation.settled &&
+              activation.queue.length === 0 &&
+              !activation.drainScheduled &&
+              now - activation.lastActive >= settledIdleMs
+            ) {
+              stopActivation(id, activation);
+            }
           }
-        }
-      }, Math.max(1, Math.min(SWEEP_MS, Math.floor(settledIdleMs / 2))));
+        },
+        Math.max(1, Math.min(SWEEP_MS, Math.floor(settledIdleMs / 2))),
+      );
       sweep.unref();
       sweeps.push(sweep);
     }
@@ -443,7 +460,10 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       try {
         activation = live.get(id) ?? spawn(id, shard);
       } catch (error) {
-        for (const ask of asks) ask.reject(error instanceof ActorFailureError ? error : new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', describe(error)));
+        for (const ask of asks)
+          ask.reject(
+            error instanceof ActorFailureError ? error : new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', describe(error)),
+          );
         return;
       }
       activation.queue.push(...asks);
@@ -493,16 +513,22 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         // after a frozen process resumes). One already taken is being journaled: its outcome is waited for, up to
         // askTimeoutMs more of running time (the journal's answer may wait unread in a socket after a freeze); after
         // that it is unknown, unless its decision wrote nothing.
-        const timer = setTimeout(() => {
-          if (withdraw() || !pending.taken) {
-            pending.reject(expired());
-            return;
-          }
-          cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
-            if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
-            else pending.reject(new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`));
-          });
-        }, Math.max(0, deadline - now));
+        const timer = setTimeout(
+          () => {
+            if (withdraw() || !pending.taken) {
+              pending.reject(expired());
+              return;
+            }
+            cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
+              if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
+              else
+                pending.reject(
+                  new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`),
+                );
+            });
+          },
+          Math.max(0, deadline - now),
+        );
         if (!live.has(id) && behaviour.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);
       });

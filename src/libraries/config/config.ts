@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Joi from 'joi';
+import { ConfigError } from '../errors/internal-errors.js';
 import { configSchema } from './config-schema.js';
 
 export type GatewayEnvironment = 'sandbox' | 'production';
@@ -17,7 +18,12 @@ export interface Config {
   readonly shutdown: { readonly graceMs: number };
   readonly database: { readonly dataDir: string; readonly url: string; readonly mongoUrl: string; readonly poolSize: number };
   readonly nats: { readonly url: string; readonly namespace: string };
-  readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number; readonly settledIdleMs: number };
+  readonly actors: {
+    readonly askTimeoutMs: number;
+    readonly snapshotEvery: number;
+    readonly idleShutdownMs: number;
+    readonly settledIdleMs: number;
+  };
   readonly merchantDefaults: {
     readonly timezone: string;
     readonly country: string;
@@ -48,7 +54,14 @@ export interface Config {
     readonly concurrency: number;
     readonly allowHttpLocalhost: boolean;
   };
-  readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number; readonly stallToleranceMs: number; readonly forwardRequests: boolean; readonly failoverDeadlineMs: number };
+  readonly cluster: {
+    readonly nodeId: string;
+    readonly shards: number;
+    readonly leaseTtlMs: number;
+    readonly stallToleranceMs: number;
+    readonly forwardRequests: boolean;
+    readonly failoverDeadlineMs: number;
+  };
   readonly carriers: { readonly defaultCarrier: string };
   readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number; readonly receiptBatchMax: number };
   readonly outbox: { readonly pollIntervalMs: number };
@@ -56,16 +69,6 @@ export interface Config {
   readonly idempotency: { readonly ttlMs: number };
   readonly secrets: { readonly key: string; readonly previousKeys: readonly string[] };
   readonly auth: { readonly negativeCacheMs: number; readonly failuresPerAddress: number; readonly failureWindowMs: number };
-}
-
-export class ConfigError extends Error {
-  constructor(
-    message: string,
-    readonly key: string,
-  ) {
-    super(message);
-    this.name = 'ConfigError';
-  }
 }
 
 /** One leaf of the schema: its dotted path, environment variable, description and joi type. */
@@ -129,7 +132,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   for (const setting of settings) {
     const raw = env[setting.env];
     if (raw === undefined) continue;
-    const value = setting.type === 'array' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
+    const value =
+      setting.type === 'array'
+        ? raw
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s !== '')
+        : raw;
     merged = deepMerge(merged, nest(setting.key, value));
   }
   if (options.overrides) merged = deepMerge(merged, options.overrides);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { ConfigError, describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
+import { describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
 import { requireSecretsKey } from '../../../src/libraries/secrets/secret-keys.js';
+import { ConfigError } from '../../../src/libraries/errors/internal-errors.js';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const OLD_KEY = Buffer.alloc(32, 2).toString('base64');
@@ -33,14 +34,24 @@ describe('configuration', () => {
     expect(() => {
       requireSecretsKey(loadConfig({ env: {} }));
     }).to.not.throw();
-    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(ConfigError, /32 random bytes in base64.*SECRETS_KEY/);
-    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(ConfigError, /secrets\.previousKeys/);
-    expect(loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(
+      ConfigError,
+      /32 random bytes in base64.*SECRETS_KEY/,
+    );
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(
+      ConfigError,
+      /secrets\.previousKeys/,
+    );
+    expect(
+      loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets,
+    ).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
     expect(loadConfig({ env: {} }).secrets.key).to.equal('');
   });
 
   it('when environment variables are set, then they win over files and are converted to their types', () => {
-    const config = loadConfig({ env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' } });
+    const config = loadConfig({
+      env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' },
+    });
     expect(config.http.port).to.equal(8080);
     expect(config.webhooks.retryDelaysMs).to.deep.equal([30, 120, 600]);
     expect(config.demo.seedMerchant).to.equal(true);
