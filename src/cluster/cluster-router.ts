@@ -5,7 +5,7 @@ import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
 import { askDeadline, patientTimer, requestDeadline, withDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { shardSubject } from '../libraries/transport/nats-names.js';
-import { type Transport } from '../libraries/transport/transport-port.js';
+import type { Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';

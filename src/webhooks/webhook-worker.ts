@@ -1,6 +1,6 @@
 import { secretContext, type ApiKeyReplies } from '../api-keys/api-key-behaviour.js';
 import type { ActorRouter } from '../cluster/actor-router.js';
-import { type SecretBox } from '../libraries/secrets/secret-box.js';
+import type { SecretBox } from '../libraries/secrets/secret-box.js';
 import { toIsoUtc, type Clock } from '../libraries/clock/clock.js';
 import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import { loggableUrl } from '../libraries/logger/loggable-url.js';

@@ -4,7 +4,6 @@ import { createGateway, openPersistence } from '../../gateway.js';
 import { loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';
 import { hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
-import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
 import { openTransport } from '../../gateway-node.js';
@@ -168,8 +167,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let config: Config;
   try {
-    config = loadConfig({ env: io.env });
-    requireSecretsKey(config);
+    config = loadConfig({ env: io.env, reader: 'cli' });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     io.err(`error: ${error.message}\n`);

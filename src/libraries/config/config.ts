@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Joi from 'joi';
 import { ConfigError } from '../errors/internal-errors.js';
+import { checkSettingsRules, type ConfigReader } from './config-rules.js';
 import { configSchema, type SettingValue } from './config-schema.js';
 
 /**
@@ -54,13 +55,16 @@ export interface LoadConfigOptions {
   readonly configDir?: string;
   /** Final overrides, used by tests and the composition root (deep-merged last). */
   readonly overrides?: DeepPartial<Config>;
+  /** The process reading it: its rules across settings are checked too (config-rules.ts); none without one. */
+  readonly reader?: ConfigReader;
 }
 
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends readonly unknown[] ? T[K] : T[K] extends object ? DeepPartial<T[K]> : T[K] };
 
 /**
- * default.json, then <NODE_ENV>.json, then environment variables, then overrides; validated once; frozen.
- * Throws ConfigError naming the offending key (and its environment variable) before anything connects.
+ * default.json, then <NODE_ENV>.json, then environment variables, then overrides; validated once; frozen; then the
+ * reader's rules across settings. Throws ConfigError naming the offending key (and its environment variable) before
+ * anything connects or opens.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = options.env ?? process.env;
@@ -95,7 +99,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     const hint = envName ? ` (environment variable ${envName})` : '';
     throw new ConfigError(`Invalid configuration: ${error.message}${hint}`, key);
   }
-  return deepFreeze(result.value);
+  const config = deepFreeze(result.value);
+  if (options.reader) checkSettingsRules(config, options.reader);
+  return config;
 }
 
 function readJson(file: string): JsonObject {

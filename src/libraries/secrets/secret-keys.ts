@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { createSecretBox, parseSecretKey, SECRET_KEY_BYTES, type SecretBox } from './secret-box.js';
 import { ConfigError } from '../errors/internal-errors.js';
 

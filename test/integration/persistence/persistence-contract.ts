@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { type MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
-import { type JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
+import type { MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
+import type { JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
 import type { Persistence } from '../../../src/libraries/persistence/persistence.js';
 import { DuplicateRecordError, EnvironmentMismatchError, JournalConflictError } from '../../../src/libraries/errors/internal-errors.js';
 

@@ -4,7 +4,7 @@ import type { DomainHosts } from '../../../src/cluster/actor-router.js';
 import type { ShardManager } from '../../../src/cluster/shard-manager.js';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { systemClock } from '../../../src/libraries/clock/clock.js';
-import { type Transport } from '../../../src/libraries/transport/transport-port.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { ActorFailureError, NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
 
 /** Two routers on an in-process "wire": `serve` registers a subject, `request` calls it (JSON both ways). */

@@ -48,6 +48,27 @@ describe('configuration', () => {
     expect(loadConfig({ env: {} }).secrets.key).to.equal('');
   });
 
+  it('when a node or the CLI reads settings at odds with each other, then loading fails naming the setting, before anything opens', () => {
+    const server = { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, DATABASE_URL: 'postgres://db/gateway', NATS_URL: 'nats://nats:4222' };
+    expect(loadConfig({ env: server, reader: 'node' }).mode).to.equal('server');
+    expect(() => loadConfig({ env: { ...server, NATS_URL: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /^Invalid configuration: server mode needs NATS_URL/)
+      .with.property('key', 'nats.url');
+    expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /server mode needs DATABASE_URL \(PostgreSQL\) or MONGO_URL \(MongoDB\)/)
+      .with.property('key', 'database.url');
+    expect(loadConfig({ env: { ...server, DATABASE_URL: '', MONGO_URL: 'mongodb://db/gateway' }, reader: 'node' }).database.mongoUrl).to.equal('mongodb://db/gateway');
+    expect(() => loadConfig({ env: { ...server, SECRETS_KEY: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
+      .with.property('key', 'secrets.key');
+    // the CLI works on the database alone when no node runs; it refuses later, once it has seen nodes running
+    expect(loadConfig({ env: { ...server, NATS_URL: '' }, reader: 'cli' }).nats.url).to.equal('');
+    expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'cli' })).to.throw(ConfigError, /DATABASE_URL/);
+    // embedded mode needs none of them; without a reader (tests, the simulator connector) no rule applies
+    expect(loadConfig({ env: {}, reader: 'node' }).mode).to.equal('embedded');
+    expect(loadConfig({ env: { GATEWAY_MODE: 'server' } }).nats.url).to.equal('');
+  });
+
   it('when environment variables are set, then they win over files and are converted to their types', () => {
     const config = loadConfig({
       env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' },

@@ -6,7 +6,7 @@ import {
   type RecordedEvents,
 } from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
-import { type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
+import type { JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
 import { COMPACT_JOURNAL, type CompactJournalReply } from '../../../../src/libraries/actors/behaviour.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 import { counterBehaviour, type CounterCommand, type CounterEvent, type CounterState } from './counter-behaviour.js';
