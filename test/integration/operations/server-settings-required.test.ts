@@ -23,7 +23,11 @@ describe('NATS_URL required by a server-mode node', function () {
   });
 
   after(async () => {
-    await new Promise<void>((resolve) => database.close(() => { resolve(); }));
+    await new Promise<void>((resolve) =>
+      database.close(() => {
+        resolve();
+      }),
+    );
     rmSync(dataDir, { recursive: true, force: true });
   });
 

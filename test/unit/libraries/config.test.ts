@@ -57,7 +57,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'node' }))
       .to.throw(ConfigError, /server mode needs DATABASE_URL \(PostgreSQL\) or MONGO_URL \(MongoDB\)/)
       .with.property('key', 'database.url');
-    expect(loadConfig({ env: { ...server, DATABASE_URL: '', MONGO_URL: 'mongodb://db/gateway' }, reader: 'node' }).database.mongoUrl).to.equal('mongodb://db/gateway');
+    expect(
+      loadConfig({ env: { ...server, DATABASE_URL: '', MONGO_URL: 'mongodb://db/gateway' }, reader: 'node' }).database.mongoUrl,
+    ).to.equal('mongodb://db/gateway');
     expect(() => loadConfig({ env: { ...server, SECRETS_KEY: '' }, reader: 'node' }))
       .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
       .with.property('key', 'secrets.key');
