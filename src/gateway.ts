@@ -29,15 +29,17 @@ import {
   type WalletAdjustment,
 } from './messaging/message-behaviour.js';
 import type { AgendaBackend } from 'agenda';
-import { createOccurrenceScheduler, type OccurrenceScheduler } from './scheduling/occurrence-scheduler.js';
+import { createOccurrenceScheduler, type OccurrenceScheduler } from './entry-points/jobs/occurrence-scheduler.js';
 import type { Transport } from './libraries/transport/transport-port.js';
-import { createDispatchRelay } from './carriers/dispatch-relay.js';
+import { createDispatchRelay } from './entry-points/transport/dispatch-relay.js';
 import type { ApiKeyReplies } from './api-keys/api-key-behaviour.js';
-import { createReceiptConsumer, messageReceiptsOf, type MessageReceipts } from './carriers/receipt-consumer.js';
+import { createReceiptConsumer } from './entry-points/transport/receipt-consumer.js';
+import { messageReceiptsOf, type MessageReceipts } from './carriers/message-receipts.js';
 import { createShardBatches } from './cluster/shard-batches.js';
 import { createWebhookRelay } from './webhooks/webhook-jobs.js';
 import { createWebhookSender, type WebhookSender } from './webhooks/webhook-sender.js';
-import { createWebhookWorker, replayDeadLetter } from './webhooks/webhook-worker.js';
+import { createWebhookWorker } from './entry-points/transport/webhook-worker.js';
+import { replayDeadLetter } from './webhooks/webhook-delivery.js';
 import type { WebhookUrlPolicy } from './webhooks/url-guard.js';
 import { createManageScheduleUseCase } from './messaging/manage-schedule-use-case.js';
 import { applyWalletAdjustment } from './wallets/wallet-adjustments.js';

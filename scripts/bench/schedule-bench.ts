@@ -30,7 +30,7 @@ import { createMetrics, type Metrics } from '../../src/libraries/observability/m
 import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
 import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../src/libraries/transport/transport-port.js';
-import { OCCURRENCE_JOB } from '../../src/scheduling/occurrence-scheduler.js';
+import { OCCURRENCE_JOB } from '../../src/entry-points/jobs/occurrence-scheduler.js';
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
