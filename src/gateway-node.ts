@@ -12,7 +12,8 @@ import { createOperationHandler, MERCHANT_REQUEST, type ForwardedRequest } from 
 import { createHttpServer } from './entry-points/http/http-server.js';
 import { createOperatorServer, type OperatorServer } from './entry-points/http/operator-server.js';
 import { buildOpenApiDocument } from './entry-points/http/openapi/build-document.js';
-import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
+import { openPersistence } from './composition/persistence.js';
+import { createGateway, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
 import { systemClock } from './libraries/clock/clock.js';
 import { dependencyOf } from './libraries/errors/dependency-failure.js';

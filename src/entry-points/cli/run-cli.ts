@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { AgendaBackend } from 'agenda';
-import { createGateway, openPersistence } from '../../gateway.js';
+import { openPersistence } from '../../composition/persistence.js';
+import { createGateway } from '../../gateway.js';
 import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import type { Persistence } from '../../libraries/persistence/persistence.js';

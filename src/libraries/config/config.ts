@@ -56,6 +56,22 @@ export interface Config {
   readonly idempotency: { readonly ttlMs: number };
   readonly secrets: { readonly key: string; readonly previousKeys: readonly string[] };
   readonly auth: { readonly negativeCacheMs: number; readonly failuresPerAddress: number; readonly failureWindowMs: number };
+  readonly tuning: {
+    readonly messageOwnerCacheSize: number;
+    readonly merchantCatalogTtlMs: number;
+    readonly apiKeyLookupCacheMs: number;
+    readonly outboxBatchSize: number;
+    readonly outboxDoneFlushMs: number;
+    readonly outboxFollowUpGraceMs: number;
+    readonly scheduleRegistrationsInFlight: number;
+    readonly schedulerExtraLockers: number;
+    readonly schedulerPoolSize: number;
+    readonly receiptConcurrency: number;
+    readonly clusterReceiptBatchMax: number;
+    readonly clusterWebhookTargetBatchMax: number;
+    readonly healthProbeTimeoutMs: number;
+    readonly httpShareOfGrace: number;
+  };
 }
 
 export class ConfigError extends Error {
