@@ -1,15 +1,14 @@
 import path from 'node:path';
-import type { AgendaBackend } from 'agenda';
 import { openPersistence } from '../../composition/persistence.js';
 import { createGateway } from '../../gateway.js';
 import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
-import type { Persistence } from '../../libraries/persistence/persistence.js';
 import { DataDirectoryInUseError, hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
 import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
-import { openTransport } from '../../gateway-node.js';
+import { openAgendaReader } from '../../composition/agenda.js';
+import { openTransport } from '../../composition/transport.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
@@ -34,23 +33,6 @@ export interface CliIo {
 export interface GatewayNeeds {
   readonly scheduler: boolean;
   readonly createDatabase: boolean;
-}
-
-/** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
-async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
-  if (persistence.sql) {
-    const { AgendaPostgresBackend } = await import('../../scheduling/agenda-postgres-backend.js');
-    // a failed query fails the command; the pool's own errors (a connection the server ended) are not the command's
-    return new AgendaPostgresBackend({
-      connectionString: await persistence.sql.connectionString(),
-      notifications: false,
-      maxConnections: 2,
-      ensureSchema: true,
-      onError: () => undefined,
-    });
-  }
-  const { MongoBackend } = await import('@agendajs/mongo-backend');
-  return new MongoBackend({ address: config.database.mongoUrl });
 }
 
 /**
@@ -79,7 +61,7 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
       persistence,
       ...(transport ? { transport } : {}),
       ...(liveNodes.length > 0 ? { role: 'client' as const } : {}),
-      ...(needs.scheduler ? { agendaBackend: await openAgendaBackend(config, persistence) } : {}),
+      ...(needs.scheduler ? { agendaBackend: await openAgendaReader(config, persistence) } : {}),
       onIncident,
     });
     const stop = gateway.stop.bind(gateway);
