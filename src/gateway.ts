@@ -1,13 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import type { AgendaBackend } from 'agenda';
 import type { ShardChanges } from './cluster/shard-manager.js';
 import { createActorsAndCluster, type IncidentReport } from './composition/actors-and-cluster.js';
 import { createFollowUps, createRelay, createScheduler } from './composition/jobs.js';
+import { DEFAULT_IDS, type IdGenerators } from './composition/ids.js';
 import { lifecycleOf, type Component } from './composition/lifecycle.js';
 import { openPersistence } from './composition/persistence.js';
 import { createTransportWorkers, createWebhookSending, deliveriesComponent } from './composition/transport-workers.js';
 import { createReadModels, createUseCases } from './composition/use-cases.js';
-import { systemClock, type Clock, type IdGenerator } from './libraries/clock/clock.js';
+import { systemClock, type Clock } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
 import type { Logger } from './libraries/logger/logger.js';
 import type { Metrics } from './libraries/observability/metrics.js';
@@ -18,22 +18,6 @@ import type { Transport } from './libraries/transport/transport-port.js';
 import type { SendMessageDependencies } from './messaging/send-message-use-case.js';
 import { replayDeadLetter } from './webhooks/webhook-delivery.js';
 import type { WebhookSender } from './webhooks/webhook-sender.js';
-
-/** Fresh ids: UUID v4 for events, prefixed random ids for the rest. */
-export interface IdGenerators {
-  readonly eventId: IdGenerator;
-  readonly messageId: IdGenerator;
-  readonly keyId: IdGenerator;
-  readonly merchantId: IdGenerator;
-}
-
-const compactUuid = () => randomUUID().replace(/-/g, '');
-export const DEFAULT_IDS: IdGenerators = {
-  eventId: () => randomUUID(),
-  messageId: () => `msg_${compactUuid()}`,
-  keyId: () => `key_${compactUuid().slice(0, 20)}`,
-  merchantId: () => `mer_${compactUuid().slice(0, 20)}`,
-};
 
 export interface GatewayOptions {
   readonly config: Config;

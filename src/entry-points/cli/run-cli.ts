@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { openPersistence } from '../../composition/persistence.js';
-import { createGateway } from '../../gateway.js';
+import { createCommandNode } from '../../composition/command-node.js';
 import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
 import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
 import { DataDirectoryInUseError, hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
@@ -56,7 +56,8 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
     }
     // the database bus in embedded mode (a replayed webhook waits there for the server), NATS in a running cluster
     if (config.mode === 'embedded' || liveNodes.length > 0) transport = await openTransport(config, persistence, silentLogger);
-    const gateway = await createGateway({
+    // only what a command runs on: no relay, no consumers, nothing started (a CLI run carries out its own command)
+    const node = createCommandNode({
       config,
       persistence,
       ...(transport ? { transport } : {}),
@@ -64,19 +65,18 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
       ...(needs.scheduler ? { agendaBackend: await openAgendaReader(config, persistence) } : {}),
       onIncident,
     });
-    const stop = gateway.stop.bind(gateway);
     const opened = transport;
-    // the relay and consumers are not started: a CLI run carries out its own command only
-    return Object.assign(gateway, {
+    return {
+      ...node,
       async stop() {
         try {
-          await stop();
+          await node.stop();
         } finally {
           await opened?.close();
           await persistence.close();
         }
       },
-    });
+    };
   } catch (error) {
     await transport?.close();
     await persistence.close();
