@@ -6,13 +6,13 @@ import { registerCarrierGauges } from './gateway-metrics.js';
 import { SANDBOX_CARRIER } from './messaging/send-message-use-case.js';
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
 import { createDocsRouter } from './entry-points/http/docs-routes.js';
-import type { HealthReport } from './entry-points/http/app/health.js';
 import { createHttpApp } from './entry-points/http/http-app.js';
 import { createOperationHandler, MERCHANT_REQUEST, type ForwardedRequest } from './entry-points/http/merchant-operations.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
 import { createOperatorServer, type OperatorServer } from './entry-points/http/operator-server.js';
 import { buildOpenApiDocument } from './entry-points/http/openapi/build-document.js';
 import { openAgendaBackend, openAgendaLockers } from './composition/agenda.js';
+import { createHealthCheck } from './composition/health.js';
 import { openPersistence } from './composition/persistence.js';
 import { openTransport } from './composition/transport.js';
 import { createGateway, type GatewayOptions } from './gateway.js';
@@ -36,26 +36,6 @@ export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'tra
   readonly announce?: (line: string) => void;
   // `metrics` (from GatewayOptions): with it, the node also serves GET /metrics on config.metrics.port
 }
-
-async function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`no answer within ${ms} ms`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const probe = (ms: number, check: () => Promise<void>) =>
-  within(ms, check()).then(
-    () => 'ok' as const,
-    () => 'down' as const,
-  );
 
 /** Grace after start before a production node warns of carriers without a live connector: two presence beats. */
 export const START_WARNING_GRACE_MS = PRESENCE_TTL_MS;
@@ -144,9 +124,6 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
         })
       : null;
 
-  // health checks arriving while one is running share its answer: the endpoint is unauthenticated and unlimited,
-  // so a flood of checks costs the database and NATS one ping at a time, not one per request
-  let runningHealth: Promise<HealthReport> | null = null;
   // server mode: a connection of its own reads the connectors' presence and the dispatch backlog
   const names = natsNames(config.nats.namespace);
   const monitorNats = config.mode === 'server' && config.nats.url ? await connectMonitorNats(config.nats.url, config.cluster.nodeId) : null;
@@ -170,21 +147,13 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   });
   let warnTimer: NodeJS.Timeout | null = null;
   let unregisterCarrierGauges: (() => void) | null = null;
-  const probes = {
-    database: () => probe(config.tuning.healthProbeTimeoutMs, () => persistence.ping()),
-    transport: () => probe(config.tuning.healthProbeTimeoutMs, () => transport.ping()),
-  };
-  async function checkHealth(): Promise<HealthReport> {
-    const [database, transportState] = await Promise.all([probes.database(), probes.transport()]);
-    return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState, carriers: carriers.check() } };
-  }
+  const { probes, health } = createHealthCheck({
+    database: persistence,
+    transport,
+    carriers: () => carriers.check(),
+    timeoutMs: config.tuning.healthProbeTimeoutMs,
+  });
   let watch: DependencyWatch | null = null;
-  function health(): Promise<HealthReport> {
-    runningHealth ??= checkHealth().finally(() => {
-      runningHealth = null;
-    });
-    return runningHealth;
-  }
 
   // requests forwarded by other nodes for the shards this one owns
   const cluster = gateway.clusterRouter;
