@@ -11,7 +11,8 @@ import { systemClock, type Clock } from './libraries/clock/clock.js';
 import type { Config } from './libraries/config/config.js';
 import type { Logger } from './libraries/logger/logger.js';
 import type { Metrics } from './libraries/observability/metrics.js';
-import type { TopicHandler } from './libraries/persistence/outbox-relay.js';
+import type { TopicHandlers } from './libraries/persistence/outbox-relay.js';
+import type { OutboxPayloads } from './outbox-effects.js';
 import type { Persistence } from './libraries/persistence/persistence.js';
 import { secretBoxOf } from './libraries/secrets/secret-keys.js';
 import type { Transport } from './libraries/transport/transport-port.js';
@@ -27,7 +28,7 @@ export interface GatewayOptions {
   readonly ids?: IdGenerators;
   readonly faults?: SendMessageDependencies['faults'];
   /** Extra outbox topics carried out by this node. */
-  readonly relayHandlers?: Readonly<Record<string, TopicHandler>>;
+  readonly relayHandlers?: TopicHandlers<OutboxPayloads>;
   /**
    * Where dispatches, receipts and webhook jobs travel. Without one, the node keeps them in its outbox (tests of
    * the core alone); the composition root always gives one.

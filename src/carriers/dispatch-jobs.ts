@@ -1,4 +1,4 @@
-import type { DispatchOutboxPayload } from '../messaging/message-behaviour.js';
+import type { DispatchOutboxPayload } from './dispatch-outbox.js';
 import { dispatchId, type DispatchJob } from './carrier-protocol.js';
 
 /** One recipient's dispatch of an occurrence, and the carrier whose connector sends it. */

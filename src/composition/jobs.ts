@@ -7,19 +7,17 @@ import { createDispatchRelay } from '../entry-points/transport/dispatch-relay.js
 import type { Clock } from '../libraries/clock/clock.js';
 import type { Config } from '../libraries/config/config.js';
 import type { Metrics } from '../libraries/observability/metrics.js';
-import { createDoneMarker, createOutboxRelay, type OutboxRelay, type TopicHandler } from '../libraries/persistence/outbox-relay.js';
+import { createDoneMarker, createOutboxRelay, type OutboxRelay, type TopicHandlers } from '../libraries/persistence/outbox-relay.js';
 import type { Persistence } from '../libraries/persistence/persistence.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
-import {
-  DISPATCH_TOPIC,
-  RECEIPT_TIMEOUT_TOPIC,
-  SCHEDULE_REGISTER_TOPIC,
-  WALLET_ADJUST_TOPIC,
-  WEBHOOK_TOPIC,
-  type MessageSpec,
-} from '../messaging/message-behaviour.js';
+import { DISPATCH_TOPIC } from '../carriers/dispatch-outbox.js';
+import type { MessageSpec } from '../messaging/message-behaviour.js';
+import { RECEIPT_TIMEOUT_TOPIC } from '../messaging/receipt-deadlines.js';
 import { MESSAGE_CREATE_TOPIC } from '../messaging/send-message-use-case.js';
-import { createWebhookRelay } from '../webhooks/webhook-jobs.js';
+import type { OutboxPayloads } from '../outbox-effects.js';
+import { SCHEDULE_REGISTER_TOPIC } from '../scheduling/schedule-registration.js';
+import { WALLET_ADJUST_TOPIC } from '../wallets/wallet-adjustments.js';
+import { createWebhookRelay, WEBHOOK_TOPIC } from '../webhooks/webhook-jobs.js';
 import type { IncidentReport } from './actors-and-cluster.js';
 import type { Component } from './lifecycle.js';
 
@@ -78,7 +76,7 @@ export interface RelayOptions {
   readonly scheduler: OccurrenceScheduler | null;
   readonly completeCreation: (spec: MessageSpec) => Promise<void>;
   /** Extra outbox topics carried out by this node. */
-  readonly extraHandlers?: Readonly<Record<string, TopicHandler>>;
+  readonly extraHandlers?: TopicHandlers<OutboxPayloads>;
   readonly report: IncidentReport;
 }
 
@@ -86,14 +84,14 @@ export interface RelayOptions {
 export function createRelay(options: RelayOptions): OutboxRelay {
   const { config, clock, router, manager, transport, scheduler, report } = options;
   const graceMs = config.tuning.outboxFollowUpGraceMs;
-  const schedulerHandlers: Record<string, TopicHandler> = scheduler
+  const schedulerHandlers: TopicHandlers<OutboxPayloads> = scheduler
     ? {
         [SCHEDULE_REGISTER_TOPIC]: registerSchedules(scheduler, config.tuning.scheduleRegistrationsInFlight, (error) => {
           report({ what: 'schedule_register_failed', error });
         }),
       }
     : {};
-  const transportHandlers: Record<string, TopicHandler> = transport
+  const transportHandlers: TopicHandlers<OutboxPayloads> = transport
     ? {
         [DISPATCH_TOPIC]: createDispatchRelay({
           transport,

@@ -1,8 +1,9 @@
 import type { ActorRouter } from '../../cluster/actor-router.js';
 import { runEntryTasks, type TopicHandler } from '../../libraries/persistence/outbox-relay.js';
-import type { MessageSpec, ReceiptDeadline, ScheduleRegistration, WalletAdjustment } from '../../messaging/message-behaviour.js';
-import { expireUnansweredRecipients } from '../../messaging/receipt-deadlines.js';
-import { applyWalletAdjustment } from '../../wallets/wallet-adjustments.js';
+import { isMessageSpec, type MessageSpec } from '../../messaging/message-behaviour.js';
+import { expireUnansweredRecipients, isReceiptDeadline, type ReceiptDeadline } from '../../messaging/receipt-deadlines.js';
+import { isScheduleRegistration, type ScheduleRegistration } from '../../scheduling/schedule-registration.js';
+import { applyWalletAdjustment, isWalletAdjustment, type WalletAdjustment } from '../../wallets/wallet-adjustments.js';
 import type { OccurrenceScheduler } from './occurrence-scheduler.js';
 
 /**
@@ -11,13 +12,14 @@ import type { OccurrenceScheduler } from './occurrence-scheduler.js';
  */
 
 /** A send charged but not yet created (the process died in between) is finished from its outbox entry. */
-export function finishInterruptedSends(completeCreation: (spec: MessageSpec) => Promise<void>, graceMs: number): TopicHandler {
+export function finishInterruptedSends(completeCreation: (spec: MessageSpec) => Promise<void>, graceMs: number): TopicHandler<MessageSpec> {
   return {
     graceMs,
+    accepts: isMessageSpec,
     async handle(entries) {
       const done: string[] = [];
       for (const entry of entries) {
-        await completeCreation(entry.payload as MessageSpec);
+        await completeCreation(entry.payload);
         done.push(entry.id);
       }
       return done;
@@ -26,22 +28,24 @@ export function finishInterruptedSends(completeCreation: (spec: MessageSpec) => 
 }
 
 /** Refunds and settlements a message journaled, carried to its wallet (idempotent per refund id). */
-export function adjustWallets(router: ActorRouter, graceMs: number): TopicHandler {
+export function adjustWallets(router: ActorRouter, graceMs: number): TopicHandler<WalletAdjustment> {
   return {
     graceMs,
+    accepts: isWalletAdjustment,
     async handle(entries) {
-      for (const entry of entries) await applyWalletAdjustment(router, entry.payload as WalletAdjustment);
+      for (const entry of entries) await applyWalletAdjustment(router, entry.payload);
       return entries.map((entry) => entry.id);
     },
   };
 }
 
 /** A dispatched occurrence leaves its deadline in the outbox; when it is due, unanswered recipients fail with 1503. */
-export function expireReceipts(router: ActorRouter, receiptTimeoutMs: number): TopicHandler {
+export function expireReceipts(router: ActorRouter, receiptTimeoutMs: number): TopicHandler<ReceiptDeadline> {
   return {
     graceMs: receiptTimeoutMs,
+    accepts: isReceiptDeadline,
     async handle(entries) {
-      for (const entry of entries) await expireUnansweredRecipients(router, entry.payload as ReceiptDeadline);
+      for (const entry of entries) await expireUnansweredRecipients(router, entry.payload);
       return entries.map((entry) => entry.id);
     },
   };
@@ -51,8 +55,9 @@ export function expireReceipts(router: ActorRouter, receiptTimeoutMs: number): T
  * Scheduled sends registered with the scheduler, a batch's registrations saved concurrently (bounded): one at a
  * time, a burst of scheduled sends would reach the scheduler long after their 201s.
  */
-export function registerSchedules(scheduler: Pick<OccurrenceScheduler, 'register'>, inFlight: number, onError: (error: unknown) => void): TopicHandler {
+export function registerSchedules(scheduler: Pick<OccurrenceScheduler, 'register'>, inFlight: number, onError: (error: unknown) => void): TopicHandler<ScheduleRegistration> {
   return {
-    handle: (entries) => runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload as ScheduleRegistration)], inFlight, onError),
+    accepts: isScheduleRegistration,
+    handle: (entries) => runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload)], inFlight, onError),
   };
 }

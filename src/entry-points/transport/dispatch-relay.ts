@@ -3,7 +3,7 @@ import { toIsoUtc } from '../../libraries/clock/clock.js';
 import { runEntryTasks, type TopicHandler } from '../../libraries/persistence/outbox-relay.js';
 import { dispatchSubject } from '../../libraries/transport/nats-names.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
-import type { DispatchOutboxPayload } from '../../messaging/message-behaviour.js';
+import { isDispatchOutboxPayload, type DispatchOutboxPayload } from '../../carriers/dispatch-outbox.js';
 import { dispatchJobsOf } from '../../carriers/dispatch-jobs.js';
 
 /**
@@ -15,15 +15,15 @@ import { dispatchJobsOf } from '../../carriers/dispatch-jobs.js';
 /** Publishes in flight at once across a relay batch (each waits for the broker's acknowledgement). */
 export const DISPATCH_PUBLISHES_IN_FLIGHT = 256;
 
-export function createDispatchRelay(deps: { transport: Transport; clock: Clock; onError?: (error: unknown) => void }): TopicHandler {
+export function createDispatchRelay(deps: { transport: Transport; clock: Clock; onError?: (error: unknown) => void }): TopicHandler<DispatchOutboxPayload> {
   return {
+    accepts: isDispatchOutboxPayload,
     handle(entries) {
       const submittedAt = toIsoUtc(deps.clock.now());
       return runEntryTasks(
         entries,
         (entry) => {
-          const payload = entry.payload as DispatchOutboxPayload;
-          return dispatchJobsOf(payload, submittedAt).map(({ carrier, job }) => () => deps.transport.publish(dispatchSubject(carrier), job, { id: job.dispatch_id }));
+          return dispatchJobsOf(entry.payload, submittedAt).map(({ carrier, job }) => () => deps.transport.publish(dispatchSubject(carrier), job, { id: job.dispatch_id }));
         },
         DISPATCH_PUBLISHES_IN_FLIGHT,
         deps.onError ?? (() => undefined),
