@@ -1,4 +1,4 @@
-import type { Behaviour } from '../libraries/actors/behaviour.js';
+import type { Behaviour, HostPolicy } from '../libraries/actors/behaviour.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import { effectiveStatus, hashesEqual, judgeKey, type KeyStatus } from './api-key.js';
 import type { StoredSecret } from '../libraries/secrets/secret-box.js';
@@ -220,8 +220,6 @@ export function createApiKeyBehaviour(policy: RateLimitPolicy): Behaviour<ApiKey
       rate: EMPTY_RATE_STATE,
     }),
     apply,
-    // windows are volatile: a snapshot keeps only what events produced
-    toSnapshot: (state) => ({ ...state, lastUsedAt: state.lastUsedJournaledAt, rate: { ...EMPTY_RATE_STATE, suspendedUntil: state.rate.suspendedUntil } }),
     handlers: {
       create: (state, command, { now }) =>
         state.created
@@ -279,3 +277,8 @@ export function createApiKeyBehaviour(policy: RateLimitPolicy): Behaviour<ApiKey
     },
   };
 }
+
+/** How a host runs keys: rate-limit windows are volatile, so a snapshot keeps only what events produced. */
+export const apiKeyHostPolicy: HostPolicy<ApiKeyState, ApiKeyCommand, ApiKeyEvent> = {
+  toSnapshot: (state) => ({ ...state, lastUsedAt: state.lastUsedJournaledAt, rate: { ...EMPTY_RATE_STATE, suspendedUntil: state.rate.suspendedUntil } }),
+};

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { isRecord } from '../libraries/validation/guards.js';
 import type { CarrierStatus } from './carrier-outcomes.js';
 
 /**
@@ -140,13 +141,14 @@ export function readReceipts(payload: unknown): ReceivedReceipts {
   const errors = validateBatch.errors ?? [];
   if (!onlyInReceipts(errors)) return { receipts: [], rejected: [`invalid receipt batch: ${describeErrors(errors).join('; ')}`] };
   // the schema passed everything but some receipts: the envelope is as it says
-  const batch = payload as { readonly batch_id: string; readonly receipts: readonly unknown[] };
+  const batchId = isRecord(payload) && typeof payload.batch_id === 'string' ? payload.batch_id : '';
+  const items: readonly unknown[] = isRecord(payload) && Array.isArray(payload.receipts) ? payload.receipts : [];
   const receipts: Receipt[] = [];
   const rejected: string[] = [];
-  batch.receipts.forEach((item, index) => {
+  items.forEach((item, index) => {
     const checked = checkReceipt(item);
     if (checked.ok) receipts.push(checked.value);
-    else rejected.push(`invalid receipt ${index} of batch ${batch.batch_id}: ${checked.errors.join('; ')}`);
+    else rejected.push(`invalid receipt ${index} of batch ${batchId}: ${checked.errors.join('; ')}`);
   });
   return { receipts, rejected };
 }

@@ -2,8 +2,8 @@ import type { ActorHost, ActorRef, ActorRuntime } from '../libraries/actors/acto
 import type { ApiKeyCommand, ApiKeyReplies } from '../api-keys/api-key-behaviour.js';
 import type { MessageCommand, MessageReplies } from '../messaging/message-behaviour.js';
 import type { WalletCommand, WalletReplies } from '../wallets/wallet-behaviour.js';
-import { createApiKeyBehaviour } from '../api-keys/api-key-behaviour.js';
-import { createMessageBehaviour, recipientTransitions } from '../messaging/message-behaviour.js';
+import { apiKeyHostPolicy, createApiKeyBehaviour } from '../api-keys/api-key-behaviour.js';
+import { createMessageBehaviour, messageHostPolicy, recipientTransitions } from '../messaging/message-behaviour.js';
 import { createWalletBehaviour } from '../wallets/wallet-behaviour.js';
 import type { RateLimitPolicy } from '../api-keys/rate-limiter.js';
 import type { RecipientStatus } from '../carriers/carrier-outcomes.js';
@@ -45,15 +45,17 @@ export interface DomainHostOptions {
 export function createDomainHosts(runtime: ActorRuntime, options: DomainHostOptions): DomainHosts {
   const keyWebhooks = createWebhookPresence();
   const onTransition = options.onRecipientTransition;
-  const messageBehaviour = createMessageBehaviour(keyWebhooks);
+  const messageBehaviour = createMessageBehaviour();
+  // the messages learn from this node's key actors whether a key may have a webhook, as an input of each command
+  const messagePolicy = messageHostPolicy(keyWebhooks);
   return {
     wallets: runtime.host(createWalletBehaviour({ idempotencyTtlMs: options.idempotencyTtlMs }), options.host),
-    apiKeys: runtime.host(withWebhookPresence(createApiKeyBehaviour(options.ratePolicy), keyWebhooks), options.host),
+    apiKeys: runtime.host(withWebhookPresence(createApiKeyBehaviour(options.ratePolicy), keyWebhooks), options.host, apiKeyHostPolicy),
     messages: onTransition
-      ? runtime.host(messageBehaviour, options.host, ({ before, events }) => {
+      ? runtime.host(messageBehaviour, options.host, messagePolicy, ({ before, events }) => {
           for (const status of recipientTransitions(before, events)) onTransition(status);
         })
-      : runtime.host(messageBehaviour, options.host),
+      : runtime.host(messageBehaviour, options.host, messagePolicy),
     keyWebhooks,
   };
 }

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pRetry, { AbortError } from 'p-retry';
-import { type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
+import type { ActorHost, ActorRef } from '../libraries/actors/actor-runtime.js';
+import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
 import { askDeadline, patientTimer, requestDeadline, withDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
@@ -10,7 +11,7 @@ import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';
 import { shardOf } from './shards.js';
-import { ActorFailureError, InternalError, NoResponderError, RequestTimeoutError } from '../libraries/errors/internal-errors.js';
+import { ActorFailureError, InternalError, NoResponderError, RequestTimeoutError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
 
 type ActorKind = 'wallet' | 'apiKey' | 'message';
 
@@ -31,27 +32,46 @@ type ShardRequest =
       readonly deadline?: number;
     };
 
-const ACTOR_KINDS: readonly string[] = ['wallet', 'apiKey', 'message'] satisfies ActorKind[];
+const ACTOR_KINDS = ['wallet', 'apiKey', 'message'] as const satisfies readonly ActorKind[];
 
-/** A request off the wire, checked (its command and operation are checked by the actor and the operation handler). */
+const isCommand = (value: unknown): value is Command => isRecord(value) && typeof value.type === 'string';
+
+/**
+ * A request off the wire, checked field by field: its envelope here, its command's type against the commands the
+ * actor has (answer), the operation by its handler. Null: not a shard request.
+ */
 function shardRequestOf(payload: unknown): ShardRequest | null {
-  if (typeof payload !== 'object' || payload === null) return null;
-  const request = payload as Record<string, unknown>;
-  if (request.deadline !== undefined && typeof request.deadline !== 'number') return null;
-  if (request.kind === 'operation') {
-    return typeof request.name === 'string' && typeof request.merchantId === 'string' && 'operation' in request
-      ? (request as ShardRequest)
-      : null;
+  if (!isRecord(payload)) return null;
+  const deadline = payload.deadline;
+  if (deadline !== undefined && typeof deadline !== 'number') return null;
+  const within = deadline === undefined ? {} : { deadline };
+  if (payload.kind === 'operation') {
+    const { name, merchantId } = payload;
+    if (typeof name !== 'string' || typeof merchantId !== 'string' || !('operation' in payload)) return null;
+    return { kind: 'operation', name, merchantId, operation: payload.operation, ...within };
   }
-  const command = request.command;
-  const wellFormed =
-    typeof request.kind === 'string' &&
-    ACTOR_KINDS.includes(request.kind) &&
-    typeof request.id === 'string' &&
-    typeof command === 'object' &&
-    command !== null &&
-    typeof (command as { type?: unknown }).type === 'string';
-  return wellFormed ? (request as ShardRequest) : null;
+  const { kind, id, command } = payload;
+  if (!isOneOf(ACTOR_KINDS, kind) || typeof id !== 'string' || !isCommand(command)) return null;
+  return { kind, id, command, ...within };
+}
+
+const FAILURE_REASONS = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] as const satisfies readonly ActorFailureReason[];
+
+/** A reply off the wire, checked field by field (null: not a shard reply). */
+function shardReplyOf(value: unknown): ShardReply | null {
+  if (!isRecord(value)) return null;
+  switch (value.outcome) {
+    case 'ok':
+      return { outcome: 'ok', value: value.value };
+    case 'not_owner':
+      return { outcome: 'not_owner' };
+    case 'refused':
+      return typeof value.detail === 'string' ? { outcome: 'refused', detail: value.detail } : null;
+    case 'failed':
+      return isOneOf(FAILURE_REASONS, value.reason) && typeof value.detail === 'string' ? { outcome: 'failed', reason: value.reason, detail: value.detail } : null;
+    default:
+      return null;
+  }
 }
 
 /**
@@ -142,11 +162,11 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
   async function askRemote(target: string, shard: number, request: ShardRequest, deadline: number): Promise<unknown> {
     const started = process.hrtime.bigint();
     recordRemoteHop();
-    let reply: ShardReply;
+    let answered: unknown;
     // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
     const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
     try {
-      reply = (await patientRequest(shardSubject(shard), { ...request, deadline }, waitMs)) as ShardReply;
+      answered = await patientRequest(shardSubject(shard), { ...request, deadline }, waitMs);
     } catch (error) {
       if (error instanceof NoResponderError) throw new NotApplied(error.message);
       if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(target, 'timeout', error.message));
@@ -154,6 +174,8 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     } finally {
       options.onRemoteHop?.(Number(process.hrtime.bigint() - started) / 1e9);
     }
+    const reply = shardReplyOf(answered);
+    if (reply === null) throw new AbortError(new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`));
     if (reply.outcome === 'ok') return reply.value;
     if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced'))
       throw new NotApplied(`shard ${shard} changed hands`);
@@ -282,9 +304,11 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         const { name, merchantId, operation } = request;
         return { outcome: 'ok', value: await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)) };
       }
+      const host = hostOf(request.kind);
+      if (!host.handles(request.command.type)) return { outcome: 'refused', detail: `${request.kind} has no command ${JSON.stringify(request.command.type)}` };
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
-      return { outcome: 'ok', value: await hostOf(request.kind).ref(request.id, shard).ask(request.command, deadline) };
+      return { outcome: 'ok', value: await host.ref(request.id, shard).ask(request.command, deadline) };
     } catch (error) {
       if (error instanceof NotApplied) return { outcome: 'not_owner' };
       if (error instanceof ActorFailureError) return { outcome: 'failed', reason: error.reason, detail: error.message };

@@ -25,6 +25,8 @@ export const SEGMENT_CAPACITY = {
 
 export type Encoding = keyof typeof SEGMENT_CAPACITY;
 
+export const ENCODINGS = ['GSM-7', 'UCS-2'] as const satisfies readonly Encoding[];
+
 export interface MessageAnalysis {
   readonly encoding: Encoding;
   /** Unicode code points: the unit of the 1–1 600 character rule. */

@@ -6,13 +6,16 @@ import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
-import type { Effect } from '../libraries/actors/behaviour.js';
+import type { EffectOf } from '../libraries/actors/behaviour.js';
 import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
-import { sendReceipt, type MessageSpec, type SendReceipt } from './message-behaviour.js';
+import { sendReceipt, type MessageSpec, type SendReceipt } from './message/message-types.js';
 import { validateSendRequest } from './send-request.js';
 import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
 
+/** Outbox topic of a send charged but not yet created: the message's spec, created from it after a crash. */
 export const MESSAGE_CREATE_TOPIC = 'message.create';
+
+export type MessageCreateEffect = EffectOf<typeof MESSAGE_CREATE_TOPIC, MessageSpec>;
 export const SANDBOX_CARRIER = 'simulator';
 
 export interface SendMessageInput {
@@ -145,7 +148,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       costPerOccurrence: cost.costPerOccurrence,
     };
     const receipt = sendReceipt(spec);
-    const followUp: Effect = { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec };
+    const followUp: MessageCreateEffect = { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec };
     // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
     beforeDeadline(deps.clock.now(), 'the charge');
     const charge = await wallet.ask({
@@ -175,3 +178,4 @@ export function followUpId(messageId: string): string {
 }
 
 export type SendMessageUseCase = ReturnType<typeof createSendMessageUseCase>;
+

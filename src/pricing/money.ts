@@ -41,6 +41,11 @@ export function mustParseMoney(value: string | number): Money {
   return money;
 }
 
+/** An amount read back from storage: a safe integer count of 1/10 000 of the unit. */
+export function isMoney(value: unknown): value is Money {
+  return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
 export function fromUnits(units: number): Money {
   if (!Number.isSafeInteger(units)) throw new RangeError(`money must be a safe integer of 1/${MONEY_SCALE}: ${units}`);
   return units as Money;

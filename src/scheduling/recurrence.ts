@@ -1,4 +1,5 @@
 import type { FieldIssue } from '../libraries/errors/app-error.js';
+import { isInteger, isListOf, isNullableText, isOneOf, isRecord, isText } from '../libraries/validation/guards.js';
 import { DATE_PATTERN, resolveLocalTime, TIME_PATTERN } from './local-time.js';
 
 export const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
@@ -10,6 +11,18 @@ export interface RecurrenceRule {
   readonly frequency: Frequency;
   readonly interval: number;
   readonly times: readonly string[];
+}
+
+/** A rule read back from storage (its dates and times are checked again when it is expanded). */
+export function isRecurrenceRule(value: unknown): value is RecurrenceRule {
+  return (
+    isRecord(value) &&
+    isText(value.startDate) &&
+    isNullableText(value.endDate) &&
+    isOneOf(FREQUENCIES, value.frequency) &&
+    isInteger(value.interval) &&
+    isListOf(value.times, isText)
+  );
 }
 
 export interface ExpansionWindow {

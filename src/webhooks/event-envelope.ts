@@ -1,5 +1,6 @@
 import { failureMessage, isRetryable } from '../carriers/carrier-outcomes.js';
 import { toIsoUtc } from '../libraries/clock/clock.js';
+import { isFiniteNumber, isFlag, isNullableText, isOneOf, isRecord, isText } from '../libraries/validation/guards.js';
 
 export const EVENT_TYPES = ['sms.queued', 'sms.processing', 'sms.sent', 'sms.delivered', 'sms.failed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -55,6 +56,28 @@ export type WebhookEvent = {
     readonly data: EventDataByType[T];
   };
 }[EventType];
+
+type FieldCheck = (value: unknown) => boolean;
+
+const RECIPIENT_FIELDS: Readonly<Record<string, FieldCheck>> = { recipient_index: isFiniteNumber, recipient_phone: isText, carrier: isText };
+
+/** The `data` fields each event type carries (recipient events may add `occurrence_index` and `scheduled_at`). */
+const DATA_FIELDS: Readonly<Record<EventType, Readonly<Record<string, FieldCheck>>>> = {
+  'sms.queued': { total_recipients: isFiniteNumber, total_messages: isFiniteNumber, total_cost: isFiniteNumber, currency: isText, scheduled_at: isNullableText },
+  'sms.processing': RECIPIENT_FIELDS,
+  'sms.sent': { ...RECIPIENT_FIELDS, sent_at: isText },
+  'sms.delivered': { ...RECIPIENT_FIELDS, delivered_at: isText, segments: isFiniteNumber },
+  'sms.failed': { ...RECIPIENT_FIELDS, failed_at: isText, error_code: isText, error_message: isText, retryable: isFlag },
+};
+
+/** An event read back from storage: the envelope, a known type, and the data fields of that type. */
+export function isWebhookEvent(value: unknown): value is WebhookEvent {
+  if (!isRecord(value) || !isText(value.event_id) || !isText(value.timestamp) || !isText(value.message_id)) return false;
+  const type = value.event_type;
+  const data = value.data;
+  if (!isOneOf(EVENT_TYPES, type) || !isRecord(data)) return false;
+  return Object.entries(DATA_FIELDS[type]).every(([field, check]) => check(data[field]));
+}
 
 export function buildEvent<T extends EventType>(
   type: T,

@@ -1,12 +1,30 @@
 import { createHash } from 'node:crypto';
 import type { ActorRouter } from '../cluster/actor-router.js';
-import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
-import type { PendingOutboxEntry } from '../libraries/persistence/journal-port.js';
+import type { EffectOf } from '../libraries/actors/behaviour.js';
+import type { RelayedEntry, TopicHandler } from '../libraries/persistence/outbox-relay.js';
+import { isNullableText, isRecord, isText } from '../libraries/validation/guards.js';
 import { webhookSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { Clock } from '../libraries/clock/clock.js';
-import type { WebhookOutboxPayload } from '../messaging/message-behaviour.js';
-import type { WebhookEvent } from './event-envelope.js';
+import { isWebhookEvent, type WebhookEvent } from './event-envelope.js';
+
+/** Outbox topic of a message's webhook events (carried out by createWebhookRelay). */
+export const WEBHOOK_TOPIC = 'webhook.event';
+
+/** Payload of a `webhook.event` outbox entry: the event and where it goes. */
+export interface WebhookOutboxPayload {
+  readonly merchantId: string;
+  readonly keyId: string;
+  readonly callbackUrl: string | null;
+  readonly event: WebhookEvent;
+}
+
+export type WebhookEffect = EffectOf<typeof WEBHOOK_TOPIC, WebhookOutboxPayload>;
+
+/** A `webhook.event` payload read back from the outbox. */
+export function isWebhookOutboxPayload(value: unknown): value is WebhookOutboxPayload {
+  return isRecord(value) && isText(value.merchantId) && isText(value.keyId) && isNullableText(value.callbackUrl) && isWebhookEvent(value.event);
+}
 
 /** Where and whose: what every webhook job message carries. */
 interface WebhookDestination {
@@ -37,23 +55,20 @@ export async function publishJob(transport: Transport, job: WebhookJob, publishI
   await transport.publish(webhookSubject(job.merchantId), job, { id: publishId ?? `${job.jobId}:${job.attempt}` });
 }
 
-function isDestination(value: unknown): value is WebhookDestination {
-  if (typeof value !== 'object' || value === null) return false;
-  const destination = value as Partial<WebhookDestination>;
+function isDestination(value: unknown): value is WebhookDestination & Record<string, unknown> {
   return (
-    destination.version === 1 &&
-    typeof destination.merchantId === 'string' &&
-    typeof destination.keyId === 'string' &&
-    typeof destination.url === 'string' &&
-    (destination.auth === 'key' || destination.auth === 'none') &&
-    typeof destination.dueAt === 'number'
+    isRecord(value) &&
+    value.version === 1 &&
+    typeof value.merchantId === 'string' &&
+    typeof value.keyId === 'string' &&
+    typeof value.url === 'string' &&
+    (value.auth === 'key' || value.auth === 'none') &&
+    typeof value.dueAt === 'number'
   );
 }
 
 export function isWebhookJob(value: unknown): value is WebhookJob {
-  if (!isDestination(value)) return false;
-  const job = value as Partial<WebhookJob>;
-  return typeof job.jobId === 'string' && typeof job.attempt === 'number' && typeof job.event === 'object';
+  return isDestination(value) && typeof value.jobId === 'string' && typeof value.attempt === 'number' && typeof value.event === 'object';
 }
 
 /**
@@ -70,13 +85,8 @@ export const WEBHOOK_BATCH_MAX_EVENTS = 64;
 
 export function isWebhookBatch(value: unknown): value is WebhookBatch {
   if (!isDestination(value)) return false;
-  const batch = value as Partial<WebhookBatch>;
-  return (
-    batch.kind === 'batch' &&
-    Array.isArray(batch.events) &&
-    batch.events.length > 0 &&
-    batch.events.every((event: unknown) => typeof event === 'object' && event !== null)
-  );
+  const events = value.events;
+  return value.kind === 'batch' && Array.isArray(events) && events.length > 0 && events.every((event: unknown) => typeof event === 'object' && event !== null);
 }
 
 /** The first attempt of one of a batch's events, as a job of its own. */
@@ -112,14 +122,15 @@ export function createWebhookRelay(deps: {
   clock: Clock;
   /** A key's entries that could not be carried out this pass (they stay pending for the next). */
   onError?: (error: unknown) => void;
-}): TopicHandler {
-  async function relayKey(entries: NonEmpty<PendingOutboxEntry>): Promise<readonly string[]> {
-    const first = entries[0].payload as WebhookOutboxPayload;
+}): TopicHandler<WebhookOutboxPayload> {
+  type Entry = RelayedEntry<WebhookOutboxPayload>;
+  async function relayKey(entries: NonEmpty<Entry>): Promise<readonly string[]> {
+    const first = entries[0].payload;
     const target = await deps.router.apiKey(first.merchantId, first.keyId).ask({ type: 'webhook_target' });
     const keyUrl = target.ok ? (target.target.webhook?.url ?? null) : null;
-    const parts: { url: string; auth: 'key' | 'none'; entry: PendingOutboxEntry; event: WebhookEvent }[] = [];
+    const parts: { url: string; auth: 'key' | 'none'; entry: Entry; event: WebhookEvent }[] = [];
     for (const entry of entries) {
-      const { event, callbackUrl } = entry.payload as WebhookOutboxPayload;
+      const { event, callbackUrl } = entry.payload;
       if (keyUrl) parts.push({ url: keyUrl, auth: 'key', entry, event });
       if (callbackUrl && callbackUrl !== keyUrl) parts.push({ url: callbackUrl, auth: 'none', entry, event });
     }
@@ -157,9 +168,10 @@ export function createWebhookRelay(deps: {
   }
 
   return {
+    accepts: isWebhookOutboxPayload,
     async handle(entries) {
       const byKey = groupBy(entries, (entry) => {
-        const { merchantId, keyId } = entry.payload as WebhookOutboxPayload;
+        const { merchantId, keyId } = entry.payload;
         return `${merchantId}\u0000${keyId}`;
       });
       const done = await Promise.all(

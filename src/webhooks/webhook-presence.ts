@@ -11,6 +11,10 @@ import { applyEvents, type Behaviour, type BehaviourContext, type Decision, type
  * node's actors), and that node is also where the key's messages live. So what the key actors here last saw is the
  * truth for this node's messages; a key none of them has seen is unknown, and unknown records the events (the relay
  * then asks the key, as it always did). A shard that leaves this node takes what was known of its keys with it.
+ *
+ * The messages do not read it themselves: their host's policy (messageHostPolicy) writes what it says of a message's
+ * key into each command that can yield webhook events, so a message's decision stays a function of its state and
+ * the command.
  */
 export interface WebhookPresence {
   /** False only when the key is known to have no webhook now. */
@@ -33,9 +37,6 @@ export function createWebhookPresence(): WebhookPresence {
     },
   };
 }
-
-/** Every key may have a webhook: events are always recorded (the relay decides where they go). */
-export const ALWAYS_RECORD: Pick<WebhookPresence, 'mayHaveWebhook'> = { mayHaveWebhook: () => true };
 
 const hasWebhook = (state: ApiKeyState): boolean => state.created && state.webhook !== null;
 

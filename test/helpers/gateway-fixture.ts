@@ -2,7 +2,7 @@ import { loadConfig, type Config, type DeepPartial } from '../../src/libraries/c
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
 import { mustParseMoney } from '../../src/pricing/money.js';
-import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../src/messaging/message-behaviour.js';
+import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../src/webhooks/webhook-jobs.js';
 import type { WebhookEvent } from '../../src/webhooks/event-envelope.js';
 
 /** The configuration tests run with: test profile, server mode on the given database. */

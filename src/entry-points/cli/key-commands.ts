@@ -1,7 +1,6 @@
 import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
 import type { KeyView } from '../../api-keys/api-key-behaviour.js';
-import { webhookUrlPolicyOf } from '../../gateway.js';
-import { checkWebhookUrl } from '../../webhooks/url-guard.js';
+import { checkWebhookUrl, webhookUrlPolicyOf } from '../../webhooks/url-guard.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
 import { SecretUnreadableError } from '../../libraries/errors/internal-errors.js';

@@ -1,15 +1,15 @@
 import path from 'node:path';
-import type { AgendaBackend } from 'agenda';
-import { createGateway, openPersistence } from '../../gateway.js';
+import { openPersistence } from '../../composition/persistence.js';
+import { createCommandNode } from '../../composition/command-node.js';
 import { loadConfig, type Config } from '../../libraries/config/config.js';
-import type { Persistence } from '../../libraries/persistence/persistence.js';
 import { hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
+import { ConfigError, DataDirectoryInUseError, EnvironmentMismatchError, InternalError } from '../../libraries/errors/internal-errors.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
-import { openTransport } from '../../gateway-node.js';
+import { openAgendaReader } from '../../composition/agenda.js';
+import { openTransport } from '../../composition/transport.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
-import { ConfigError, DataDirectoryInUseError, EnvironmentMismatchError, InternalError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * `attention`: the command ran and reports something to act on (`carriers status`: a carrier has no live connector).
@@ -26,33 +26,12 @@ export interface CliIo {
    * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
    * command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
    */
-  readonly openGateway?: (
-    config: Config,
-    err: (text: string) => void,
-    needs: GatewayNeeds,
-  ) => Promise<CliGateway & { stop(): Promise<void> }>;
+  readonly openGateway?: (config: Config, err: (text: string) => void, needs: GatewayNeeds) => Promise<CliGateway & { stop(): Promise<void> }>;
 }
 
 export interface GatewayNeeds {
   readonly scheduler: boolean;
   readonly createDatabase: boolean;
-}
-
-/** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
-async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
-  if (persistence.sql) {
-    const { AgendaPostgresBackend } = await import('../../scheduling/agenda-postgres-backend.js');
-    // a failed query fails the command; the pool's own errors (a connection the server ended) are not the command's
-    return new AgendaPostgresBackend({
-      connectionString: await persistence.sql.connectionString(),
-      notifications: false,
-      maxConnections: 2,
-      ensureSchema: true,
-      onError: () => undefined,
-    });
-  }
-  const { MongoBackend } = await import('@agendajs/mongo-backend');
-  return new MongoBackend({ address: config.database.mongoUrl });
 }
 
 /**
@@ -76,27 +55,27 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
     }
     // the database bus in embedded mode (a replayed webhook waits there for the server), NATS in a running cluster
     if (config.mode === 'embedded' || liveNodes.length > 0) transport = await openTransport(config, persistence, silentLogger);
-    const gateway = await createGateway({
+    // only what a command runs on: no relay, no consumers, nothing started (a CLI run carries out its own command)
+    const node = createCommandNode({
       config,
       persistence,
       ...(transport ? { transport } : {}),
       ...(liveNodes.length > 0 ? { role: 'client' as const } : {}),
-      ...(needs.scheduler ? { agendaBackend: await openAgendaBackend(config, persistence) } : {}),
+      ...(needs.scheduler ? { agendaBackend: await openAgendaReader(config, persistence) } : {}),
       onIncident,
     });
-    const stop = gateway.stop.bind(gateway);
     const opened = transport;
-    // the relay and consumers are not started: a CLI run carries out its own command only
-    return Object.assign(gateway, {
+    return {
+      ...node,
       async stop() {
         try {
-          await stop();
+          await node.stop();
         } finally {
           await opened?.close();
           await persistence.close();
         }
       },
-    });
+    };
   } catch (error) {
     await transport?.close();
     await persistence.close();
@@ -175,10 +154,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let gateway;
   try {
-    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, {
-      scheduler: parsed.needsScheduler,
-      createDatabase: parsed.createsDatabase,
-    });
+    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler, createDatabase: parsed.createsDatabase });
   } catch (error) {
     if (error instanceof DataDirectoryInUseError) {
       io.err(`error: ${inUseMessage(config, error)}\n`);

@@ -1,5 +1,6 @@
 import type { JournalRecord } from '../../libraries/persistence/journal-port.js';
-import type { WalletEvent, WalletKind } from '../../wallets/wallet-behaviour.js';
+import { isRecord } from '../../libraries/validation/guards.js';
+import { createWalletBehaviour, type WalletEvent, type WalletKind, type WalletState } from '../../wallets/wallet-behaviour.js';
 
 /** One wallet movement with the balances right after it (money in integer 1/10 000). */
 export interface LedgerLine {
@@ -19,41 +20,61 @@ export interface LedgerLine {
 const MOVEMENTS: ReadonlySet<string> = new Set<WalletEvent['type']>(['wallet_opened', 'topped_up', 'charged', 'refunded', 'charge_settled']);
 
 function isWalletEvent(value: unknown): value is WalletEvent {
-  return typeof value === 'object' && value !== null && MOVEMENTS.has(String((value as { type?: unknown }).type));
+  return isRecord(value) && MOVEMENTS.has(String(value.type));
 }
 
-type Change = Pick<LedgerLine, 'movement' | 'wallet' | 'prepaid' | 'postpaid' | 'reference' | 'chargeId' | 'refundId'>;
+/** What a movement is: its kind, wallet and references (the amounts come from the wallet's own fold). */
+type Description = Pick<LedgerLine, 'movement' | 'wallet' | 'reference' | 'chargeId' | 'refundId'>;
 
-const NOTHING: Change = { movement: 'unknown', wallet: null, prepaid: 0, postpaid: 0, reference: null, chargeId: null, refundId: null };
+const UNKNOWN: Description = { movement: 'unknown', wallet: null, reference: null, chargeId: null, refundId: null };
 
-function changeOf(event: WalletEvent): Change {
+function describe(event: WalletEvent): Description {
   switch (event.type) {
     case 'wallet_opened':
-      return { ...NOTHING, movement: event.type, wallet: event.wallet };
+      return { ...UNKNOWN, movement: event.type, wallet: event.wallet };
     case 'topped_up':
-      return { ...NOTHING, movement: event.type, wallet: event.wallet, [event.wallet]: event.amount, reference: event.reference };
+      return { ...UNKNOWN, movement: event.type, wallet: event.wallet, reference: event.reference };
     case 'charged':
-      return { ...NOTHING, movement: event.type, prepaid: 0 - event.prepaid, postpaid: 0 - event.postpaid, chargeId: event.chargeId };
+      return { ...UNKNOWN, movement: event.type, chargeId: event.chargeId };
     case 'refunded':
-      return { ...NOTHING, movement: event.type, prepaid: event.prepaid, postpaid: event.postpaid, chargeId: event.chargeId, refundId: event.refundId };
+      return { ...UNKNOWN, movement: event.type, chargeId: event.chargeId, refundId: event.refundId };
     case 'charge_settled':
-      return { ...NOTHING, movement: event.type, chargeId: event.chargeId };
+      return { ...UNKNOWN, movement: event.type, chargeId: event.chargeId };
   }
 }
 
-/** The ledger is the journal of `wallet:<merchantId>`; folding it gives the same balances the WalletActor holds. */
+/**
+ * The ledger is the journal of `wallet:<merchantId>`, folded with the WalletActor's own fold (wallet-behaviour.ts):
+ * each line's signed changes are the balances after it less those before it. Idempotency keys do not move money, so
+ * how long they are remembered does not matter here.
+ */
 export function ledgerLines(records: readonly JournalRecord[]): LedgerLine[] {
-  let prepaid = 0;
-  let postpaid = 0;
+  const wallet = createWalletBehaviour({ idempotencyTtlMs: Number.POSITIVE_INFINITY });
+  let state: WalletState = wallet.initialState('ledger');
   const lines: LedgerLine[] = [];
   for (const record of records) {
     for (const event of record.events) {
-      const change = isWalletEvent(event) ? changeOf(event) : NOTHING;
-      prepaid += change.prepaid;
-      postpaid += change.postpaid;
-      const at = isWalletEvent(event) ? event.at : record.at;
-      lines.push({ seq: record.seq, at, ...change, balance: { prepaid, postpaid, total: prepaid + postpaid } });
+      const before = balancesOf(state);
+      if (isWalletEvent(event)) state = wallet.apply(state, event);
+      const after = balancesOf(state);
+      const { movement, wallet: kind, reference, chargeId, refundId } = isWalletEvent(event) ? describe(event) : UNKNOWN;
+      lines.push({
+        seq: record.seq,
+        at: isWalletEvent(event) ? event.at : record.at,
+        movement,
+        wallet: kind,
+        prepaid: after.prepaid - before.prepaid,
+        postpaid: after.postpaid - before.postpaid,
+        reference,
+        chargeId,
+        refundId,
+        balance: { prepaid: after.prepaid, postpaid: after.postpaid, total: after.prepaid + after.postpaid },
+      });
     }
   }
   return lines;
+}
+
+function balancesOf(state: WalletState): { readonly prepaid: number; readonly postpaid: number } {
+  return { prepaid: state.prepaid.balance, postpaid: state.postpaid.balance };
 }

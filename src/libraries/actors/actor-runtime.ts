@@ -9,6 +9,7 @@ import {
   type Command,
   type CommandOf,
   type Effect,
+  type HostPolicy,
   type ReplyMap,
 } from './behaviour.js';
 import { askDeadline, patientTimer } from './request-deadline.js';
@@ -53,10 +54,10 @@ export interface ActorRuntimeOptions {
 export interface ActorHostOptions {
   readonly askTimeoutMs: number;
   readonly idleShutdownMs: number;
-  /** How long a settled actor (Behaviour.settled) stays in memory idle; absent: idleShutdownMs like any other. */
+  /** How long a settled actor (HostPolicy.settled) stays in memory idle; absent: idleShutdownMs like any other. */
   readonly settledIdleMs?: number;
   readonly snapshotEvery: number;
-  /** Commands handled together and journaled as one record (default 256), counted by the behaviour's weightOf. */
+  /** Commands handled together and journaled as one record (default 256), counted by the policy's weightOf. */
   readonly maxBatch?: number;
   /** The lease under which this node writes a shard (cluster mode); absent in single-node mode. */
   readonly fenceOf?: (shard: number) => Fence | undefined;
@@ -76,6 +77,8 @@ export interface RecordedEvents<S, E> {
 export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
   /** The actor of `id`, living in `shard` (outbox entries and fences are per shard). */
   ref(id: string, shard: number): ActorRef<C, RM>;
+  /** Whether the behaviour has a command of this type (a command off the wire is checked before it is asked). */
+  handles(type: string): boolean;
   /** Actors currently in memory. */
   activeCount(): number;
   /** Stops the in-memory actors that match (all when omitted); their journal stays. */
@@ -83,11 +86,15 @@ export interface ActorHost<C extends Command, RM extends ReplyMap<C>> {
 }
 
 export interface ActorRuntime {
-  /** `onRecorded`: told of each durable record with events (RecordedEvents); must not throw, nor take long. */
-  host<S, C extends Command, E, RM extends ReplyMap<C>>(
-    behaviour: Behaviour<S, C, E, RM>,
+  /**
+   * `policy`: how the behaviour is run (HostPolicy). `onRecorded`: told of each durable record with events
+   * (RecordedEvents); must not throw, nor take long.
+   */
+  host<S, C extends Command, E, RM extends ReplyMap<C>, F extends Effect>(
+    behaviour: Behaviour<S, C, E, RM, F>,
     options: ActorHostOptions,
-    onRecorded?: (recorded: RecordedEvents<S, E>) => void,
+    policy?: HostPolicy<NoInfer<S>, NoInfer<C>, NoInfer<E>>,
+    onRecorded?: (recorded: RecordedEvents<NoInfer<S>, NoInfer<E>>) => void,
   ): ActorHost<C, RM>;
   stop(): void;
 }
@@ -119,7 +126,7 @@ interface Activation {
   readonly shard: number;
   readonly queue: PendingAsk[];
   drainScheduled: boolean;
-  /** When it last took commands (the clock's time), and whether its state then was settled (Behaviour.settled). */
+  /** When it last took commands (the clock's time), and whether its state then was settled (HostPolicy.settled). */
   lastActive: number;
   settled: boolean;
 }
@@ -207,7 +214,7 @@ function journalEngine(
  */
 export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const onIncident = options.onIncident ?? (() => undefined);
-  /** Keys whose next activation skips recovery (Behaviour.startsFresh). */
+  /** Keys whose next activation skips recovery (HostPolicy.startsFresh). */
   const freshKeys = new Set<string>();
   /** The last sequence number of each key an activation holds (what a compaction snapshots at). */
   const lastSeq = new Map<string, number>();
@@ -216,9 +223,10 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   /** The hosts' settled-actor sweeps, cleared on stop. */
   const sweeps: NodeJS.Timeout[] = [];
 
-  function host<S, C extends Command, E, RM extends ReplyMap<C>>(
-    behaviour: Behaviour<S, C, E, RM>,
+  function host<S, C extends Command, E, RM extends ReplyMap<C>, F extends Effect>(
+    behaviour: Behaviour<S, C, E, RM, F>,
     hostOptions: ActorHostOptions,
+    policy: HostPolicy<S, C, E> = {},
     onRecorded?: (recorded: RecordedEvents<S, E>) => void,
   ): ActorHost<C, RM> {
     const live = new Map<string, Activation>();
@@ -233,11 +241,11 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
     }
 
     function commandBatchLength(queue: readonly PendingAsk[]): number {
-      if (!behaviour.weightOf) return Math.min(queue.length, maxBatch);
+      if (!policy.weightOf) return Math.min(queue.length, maxBatch);
       let weight = 0;
       let length = 0;
       for (const ask of queue) {
-        weight += behaviour.weightOf(ask.command as C);
+        weight += policy.weightOf(ask.command as C);
         if (length > 0 && weight > maxBatch) break;
         length++;
       }
@@ -263,7 +271,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       return async function receive(this: NactPersistentContext, state: S, message: unknown, context: NactPersistentContext): Promise<S> {
         if (context.recovering) {
           const record = message as StoredRecord;
-          return applyEvents(behaviour, state, record.events as E[]);
+          return applyEvents(behaviour, state, record.events as E[], policy);
         }
         if (message !== DRAIN) return state;
         const self = activation();
@@ -295,9 +303,10 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
           }
           ask.taken = true;
           try {
-            const decision = decide(behaviour, working, ask.command as CommandOf<C, C['type']>, context_);
+            const command = ask.command as C;
+            const decision = decide(behaviour, working, (policy.withInputs ? policy.withInputs(working, command) : command) as CommandOf<C, C['type']>, context_);
             ask.writes = decision.events.length > 0 || (decision.effects?.length ?? 0) > 0 || (decision.retire?.length ?? 0) > 0;
-            working = applyEvents(behaviour, decision.state ?? working, decision.events);
+            working = applyEvents(behaviour, decision.state ?? working, decision.events, policy);
             events.push(...decision.events);
             if (decision.retire && decision.retire.length > 0) {
               // an entry an earlier command of this batch left is simply not written; the others go with the record
@@ -346,7 +355,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         }
         for (const { ask, reply } of decided) ask.resolve(reply);
         self.lastActive = options.clock.now();
-        self.settled = behaviour.settled?.(working) ?? false;
+        self.settled = policy.settled?.(working) ?? false;
         if (crash) {
           crash.ask.reject(new ActorFailureError(key, 'crashed', describe(crash.error)));
           onIncident({ key, what: 'actor_crashed', error: crash.error });
@@ -368,12 +377,12 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       ask.writes = true;
       const seq = lastSeq.get(key) ?? 0;
       let reply: CompactJournalReply;
-      if (!(behaviour.settled?.(state) ?? false)) reply = { compacted: false, reason: 'not_settled' };
+      if (!(policy.settled?.(state) ?? false)) reply = { compacted: false, reason: 'not_settled' };
       else if (seq === 0) reply = { compacted: false, reason: 'empty' };
       else {
         try {
           // the snapshot nact would take at this sequence number, with the same encoding
-          await options.journal.saveSnapshot({ key, seq, state: behaviour.toSnapshot ? behaviour.toSnapshot(state) : state, at: now });
+          await options.journal.saveSnapshot({ key, seq, state: policy.toSnapshot ? policy.toSnapshot(state) : state, at: now });
           reply = { compacted: true, seq, deleted: await options.journal.pruneBefore(key, seq) };
         } catch (error) {
           ask.reject(new ActorFailureError(key, 'unavailable', describe(error)));
@@ -395,7 +404,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         initialState: behaviour.initialState(id),
         snapshotEvery: hostOptions.snapshotEvery,
         shutdownAfter: hostOptions.idleShutdownMs,
-        ...(behaviour.toSnapshot ? { snapshotEncoder: behaviour.toSnapshot.bind(behaviour) } : {}),
+        ...(policy.toSnapshot ? { snapshotEncoder: policy.toSnapshot.bind(policy) } : {}),
         // Failed commands were answered inside the actor already. A failure while recovering (storage down)
         // fails everything waiting, promptly; either way the actor stops and the next command reactivates it.
         onCrash: (message: unknown, error: unknown, supervision: NactSupervisionContext) => {
@@ -432,7 +441,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
      * Settled actors idle for settledIdleMs leave memory. Checked often (every SWEEP_MS, or half of settledIdleMs if
      * shorter), so that at a steady pace a sweep stops a few actors, not seconds' worth at once.
      */
-    if (hostOptions.settledIdleMs !== undefined && behaviour.settled) {
+    if (hostOptions.settledIdleMs !== undefined && policy.settled) {
       const settledIdleMs = hostOptions.settledIdleMs;
       const sweep = setInterval(
         () => {
@@ -513,23 +522,17 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         // after a frozen process resumes). One already taken is being journaled: its outcome is waited for, up to
         // askTimeoutMs more of running time (the journal's answer may wait unread in a socket after a freeze); after
         // that it is unknown, unless its decision wrote nothing.
-        const timer = setTimeout(
-          () => {
-            if (withdraw() || !pending.taken) {
-              pending.reject(expired());
-              return;
-            }
-            cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
-              if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
-              else
-                pending.reject(
-                  new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`),
-                );
-            });
-          },
-          Math.max(0, deadline - now),
-        );
-        if (!live.has(id) && behaviour.startsFresh?.(command as C)) freshKeys.add(key);
+        const timer = setTimeout(() => {
+          if (withdraw() || !pending.taken) {
+            pending.reject(expired());
+            return;
+          }
+          cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
+            if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
+            else pending.reject(new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`));
+          });
+        }, Math.max(0, deadline - now));
+        if (!live.has(id) && policy.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);
       });
     }
@@ -539,6 +542,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         key: `${behaviour.kind}:${id}`,
         ask: (command, askOptions) => ask(id, shard, command, askOptions) as Promise<never>,
       }),
+      handles: (type) => type === COMPACT_JOURNAL || Object.hasOwn(behaviour.handlers, type),
       activeCount: () => live.size,
       passivate: (filter) => {
         for (const [id, activation] of [...live]) {

@@ -1,5 +1,3 @@
-import type { OutboxEntry } from '../persistence/journal-port.js';
-
 /** What a behaviour may use besides its state and command: the time and fresh ids, supplied by the wrapper. */
 export interface BehaviourContext {
   readonly now: number;
@@ -8,8 +6,22 @@ export interface BehaviourContext {
   readonly shard: number;
 }
 
-/** An outbox entry before the wrapper stamps the shard on it. */
-export type Effect = Omit<OutboxEntry, 'shard'>;
+/**
+ * An outbox entry before the wrapper stamps the shard on it: `topic` names the area that consumes it and `payload` is
+ * what that area reads. Each area declares its own (`EffectOf<typeof ITS_TOPIC, ItsPayload>`); a behaviour's effects
+ * are the union of those it yields, discriminated by topic.
+ */
+export interface EffectOf<T extends string, P> {
+  readonly id: string;
+  readonly topic: T;
+  readonly payload: P;
+}
+
+/** Any outbox entry before the shard is stamped on it. */
+export type Effect = EffectOf<string, unknown>;
+
+/** The payload type of each topic of an effect union: `PayloadsByTopic<A | B>[A['topic']]` is A's payload. */
+export type PayloadsByTopic<F extends Effect> = { readonly [T in F['topic']]: Extract<F, { readonly topic: T }>['payload'] };
 
 /**
  * The result of handling one command. `events` are journaled, then folded into the state with `apply`;
@@ -18,10 +30,10 @@ export type Effect = Omit<OutboxEntry, 'shard'>;
  * `state`, when given, is the next state before the events: only for what is deliberately not journaled
  * (rate-limit windows).
  */
-export interface Decision<S, E, R> {
+export interface Decision<S, E, R, F extends Effect = Effect> {
   readonly events: readonly E[];
   readonly reply: R;
-  readonly effects?: readonly Effect[];
+  readonly effects?: readonly F[];
   readonly retire?: readonly string[];
   readonly state?: S;
 }
@@ -31,9 +43,9 @@ export interface Command {
 }
 
 /**
- * A command every host answers itself, before any behaviour sees it: if the actor is settled (Behaviour.settled), it
+ * A command every host answers itself, before any behaviour sees it: if the actor is settled (HostPolicy.settled), it
  * snapshots its state at its last sequence number and deletes its earlier journal records (the journal's pruneBefore).
- * Run by the activation on the shard's owner, it never races that actor's own appends; an actor without `settled`
+ * Run by the activation on the shard's owner, it never races that actor's own appends; an actor whose policy has no `settled`
  * (wallets, keys) is never compacted. A behaviour lists it among its commands with a handler that is never reached.
  */
 export const COMPACT_JOURNAL = 'compact_journal';
@@ -47,20 +59,29 @@ export type ReplyMap<C extends Command> = { readonly [K in C['type']]: unknown }
 
 export type CommandOf<C extends Command, K extends C['type']> = Extract<C, { type: K }>;
 
-export type Handlers<S, C extends Command, E, RM extends ReplyMap<C>> = {
-  readonly [K in C['type']]: (state: S, command: CommandOf<C, K>, context: BehaviourContext) => Decision<S, E, RM[K]>;
+export type Handlers<S, C extends Command, E, RM extends ReplyMap<C>, F extends Effect = Effect> = {
+  readonly [K in C['type']]: (state: S, command: CommandOf<C, K>, context: BehaviourContext) => Decision<S, E, RM[K], F>;
 };
 
 /**
- * An actor's behaviour as pure functions, unit-tested without nact: a handler per command decides, `apply`
- * folds an event. Recovery replays `apply` over the journal, so `apply` depends only on the state and the event.
+ * An actor's domain contract as pure functions, unit-tested without nact: its initial state, a handler per command
+ * that decides (events, outbox effects, reply) from the state and the command alone, and `apply`, the fold of one
+ * event. Recovery replays `apply` over the journal, so `apply` depends only on the state and the event. How a host
+ * runs it (batching, passivation, snapshots) is its HostPolicy, given to the host beside it.
  */
-export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
+export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>, F extends Effect = Effect> {
   /** Prefix of the persistence key: `wallet`, `apikey`, `message`. */
   readonly kind: string;
   initialState(id: string): S;
-  readonly handlers: Handlers<S, C, E, RM>;
+  readonly handlers: Handlers<S, C, E, RM, F>;
   apply(state: S, event: E): S;
+}
+
+/**
+ * How a host runs a behaviour: tuning that changes no decision. Every hook is optional; without any, the host
+ * reads the journal on every activation, batches commands by count, folds events one by one and never compacts.
+ */
+export interface HostPolicy<S, C extends Command, E> {
   /** What a snapshot stores; drop anything not derived from events. Defaults to the state itself. */
   toSnapshot?(state: S): S;
   /**
@@ -85,25 +106,36 @@ export interface Behaviour<S, C extends Command, E, RM extends ReplyMap<C>> {
    * comes later reactivates it from the journal like any other.
    */
   settled?(state: S): boolean;
+  /**
+   * What this node knows beside the actor's journal that a decision needs, written into the command as it is taken
+   * to be decided (the decision stays a function of the state and the command). Returns the command itself when
+   * there is nothing to add.
+   */
+  withInputs?(state: S, command: C): C;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {
   return events.reduce(apply, state);
 }
 
-/** A record's events folded into the state: the behaviour's applyAll when it has one. */
-export function applyEvents<S, C extends Command, E, RM extends ReplyMap<C>>(behaviour: Behaviour<S, C, E, RM>, state: S, events: readonly E[]): S {
+/** A record's events folded into the state: the policy's applyAll when it has one. */
+export function applyEvents<S, E>(
+  behaviour: { apply(state: S, event: E): S },
+  state: S,
+  events: readonly E[],
+  policy?: { readonly applyAll?: (state: S, events: readonly E[]) => S },
+): S {
   if (events.length === 0) return state;
-  return behaviour.applyAll ? behaviour.applyAll(state, events) : foldEvents((acc: S, event: E) => behaviour.apply(acc, event), state, events);
+  return policy?.applyAll ? policy.applyAll(state, events) : foldEvents((acc: S, event: E) => behaviour.apply(acc, event), state, events);
 }
 
 /** Runs one command through its handler: the pure core of what the actor wrapper does. */
-export function decide<S, C extends Command, E, RM extends ReplyMap<C>, K extends C['type']>(
-  behaviour: Behaviour<S, C, E, RM>,
+export function decide<S, C extends Command, E, RM extends ReplyMap<C>, K extends C['type'], F extends Effect = Effect>(
+  behaviour: Behaviour<S, C, E, RM, F>,
   state: S,
   command: CommandOf<C, K>,
   context: BehaviourContext,
-): Decision<S, E, RM[K]> {
+): Decision<S, E, RM[K], F> {
   const handler = behaviour.handlers[command.type];
   return handler(state, command, context);
 }

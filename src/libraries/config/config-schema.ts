@@ -228,4 +228,52 @@ export const configSchema = group({
   idempotency: group({
     ttlMs: setting(nonNegativeInt(), 'IDEMPOTENCY_TTL_MS', 'How long an Idempotency-Key is remembered.'),
   }),
+  tuning: group({
+    messageOwnerCacheSize: setting(
+      positiveInt(),
+      'MESSAGE_OWNER_CACHE_SIZE',
+      "Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most.",
+    ),
+    merchantCatalogTtlMs: setting(positiveInt(), 'MERCHANT_CATALOG_TTL_MS', "How long a node reuses a merchant's record and pricing before reading them again."),
+    apiKeyLookupCacheMs: setting(
+      positiveInt(),
+      'API_KEY_LOOKUP_CACHE_MS',
+      'How long a node remembers which key an API key hash is (rotation and deletion are still enforced by the key).',
+    ),
+    outboxBatchSize: setting(positiveInt(), 'OUTBOX_BATCH_SIZE', 'Outbox entries the relay takes in one pass.'),
+    outboxDoneFlushMs: setting(positiveInt(), 'OUTBOX_DONE_FLUSH_MS', 'Outbox entries a request finished itself are marked done together, every this many milliseconds.'),
+    outboxFollowUpGraceMs: setting(
+      nonNegativeInt(),
+      'OUTBOX_FOLLOW_UP_GRACE_MS',
+      'How long the relay leaves an interrupted send or a wallet adjustment to the request that wrote it before carrying it out itself.',
+    ),
+    scheduleRegistrationsInFlight: setting(
+      positiveInt(),
+      'SCHEDULE_REGISTRATIONS_IN_FLIGHT',
+      'Scheduler job saves in flight at once while the relay registers a batch of scheduled sends.',
+    ),
+    schedulerExtraLockers: setting(
+      nonNegativeInt(),
+      'SCHEDULER_EXTRA_LOCKERS',
+      'PostgreSQL: scheduler instances besides the main one that lock and run due occurrences (a burst due together is picked up faster).',
+    ),
+    schedulerPoolSize: setting(positiveInt(), 'SCHEDULER_POOL_SIZE', "Connections of each scheduler instance's PostgreSQL pool."),
+    receiptConcurrency: setting(positiveInt(), 'RECEIPT_CONCURRENCY', 'Receipt messages a node applies at once.'),
+    clusterReceiptBatchMax: setting(
+      positiveInt(),
+      'CLUSTER_RECEIPT_BATCH_MAX',
+      "Cluster: most messages' receipts carried to their shard's owner in one hop.",
+    ),
+    clusterWebhookTargetBatchMax: setting(
+      positiveInt(),
+      'CLUSTER_WEBHOOK_TARGET_BATCH_MAX',
+      "Cluster: most keys' webhook targets read from their shard's owner in one hop.",
+    ),
+    healthProbeTimeoutMs: setting(positiveInt(), 'HEALTH_PROBE_TIMEOUT_MS', 'GET /health: a database or transport ping slower than this reports it down.'),
+    httpShareOfGrace: setting(
+      Joi.number().greater(0).less(1),
+      'SHUTDOWN_HTTP_SHARE_OF_GRACE',
+      'Share of SHUTDOWN_GRACE_MS the merchant port gets to finish in-flight requests; the rest drains the workers and hands the shards over.',
+    ),
+  }),
 }).options({ presence: 'required' });

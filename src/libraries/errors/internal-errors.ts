@@ -24,6 +24,7 @@ export const INTERNAL_ERRORS = {
   nats_namespace_invalid: 'The NATS namespace is not a valid prefix.',
   no_responder: 'Nobody serves the subject a request was sent on.',
   request_timeout: 'A request on the transport got no answer in time.',
+  unreadable_payload: "An outbox entry's payload does not have its topic's shape: it is reported and left pending.",
   dependency_unavailable: 'The database or the transport did not answer: nothing of the operation was applied by it.',
   // business areas (each class in its area)
   cli_refusal: 'The CLI refuses to run a command in the situation it finds (exit code 1).',
@@ -188,5 +189,17 @@ export class DependencyUnavailableError extends InternalError {
     cause: unknown,
   ) {
     super(`${dependency} unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** Outbox entries whose payload their topic's handler does not accept: reported, and left pending (nothing is lost, nothing is run). */
+export class UnreadablePayloadError extends InternalError {
+  readonly kind = 'unreadable_payload';
+
+  constructor(
+    readonly topic: string,
+    readonly ids: readonly string[],
+  ) {
+    super(`outbox entries of ${topic} with a payload of the wrong shape: ${ids.join(', ')}`);
   }
 }

@@ -1,26 +1,40 @@
 import { AsyncResource } from 'node:async_hooks';
 import pLimit from 'p-limit';
 import type { Clock } from '../clock/clock.js';
+import { UnreadablePayloadError } from '../errors/internal-errors.js';
 import { createGroupCommit, settledTogether } from './group-commit.js';
 import type { Outbox, PendingOutboxEntry } from './journal-port.js';
 
-/** Relays one topic: returns the ids it has carried out (they are then marked done). */
-export interface TopicHandler {
-  handle(entries: readonly PendingOutboxEntry[]): Promise<readonly string[]>;
+/** An outbox entry whose payload its topic's check has accepted. */
+export type RelayedEntry<P> = Omit<PendingOutboxEntry, 'payload'> & { readonly payload: P };
+
+/**
+ * Relays one topic: returns the ids it has carried out (they are then marked done). `accepts` is the one place the
+ * topic's payloads, read back from storage as unknown JSON, are checked: `handle` only ever sees what it accepted.
+ */
+export interface TopicHandler<P = unknown> {
+  accepts(payload: unknown): payload is P;
+  handle(entries: readonly RelayedEntry<P>[]): Promise<readonly string[]>;
   /** Leave entries younger than this alone (the normal path usually completes them first). */
   readonly graceMs?: number;
 }
 
-export interface OutboxRelayOptions {
+/** A handler per topic, each given the payload type of its topic (`PayloadsByTopic` of an effect union). */
+export type TopicHandlers<M> = { readonly [T in keyof M & string]?: TopicHandler<M[T]> };
+
+export interface OutboxRelayOptions<M> {
   readonly outbox: Outbox;
   readonly clock: Clock;
-  readonly handlers: Readonly<Record<string, TopicHandler>>;
+  readonly handlers: TopicHandlers<M>;
   readonly pollIntervalMs: number;
   readonly batchSize: number;
   /** Shards this node relays; undefined = all (single node). */
   readonly shards?: () => readonly number[] | undefined;
   readonly onError?: (error: unknown) => void;
 }
+
+/** Any payload: for a topic whose handler reads nothing from it. */
+export const anyPayload = (payload: unknown): payload is unknown => payload !== undefined;
 
 export interface OutboxRelay {
   start(): void;
@@ -45,7 +59,7 @@ export const LANE_CHUNKS_AT_ONCE = 4;
  * Two ways in: the entries an append of this process wrote come straight from the journal's notice (no query), and
  * a poll every `pollIntervalMs` asks the outbox for what is still pending and older than FRESH_ENTRY_MS.
  */
-export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRelay {
   let running = false;
   let timer: NodeJS.Timeout | null = null;
   /**
@@ -54,7 +68,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
    * poll that meets them leaves them alone); `query`: a poll or drain asked for a pass over the outbox, with or
    * without the freshness limit; `again`: a trigger arrived while its pass ran, so the pass goes round once more.
    */
-  const lanes = Object.entries(options.handlers).map(([topic, handler]) => ({
+  const routes: [string, TopicHandler | undefined][] = Object.entries(options.handlers);
+  const lanes = routes.flatMap(([topic, handler]) => (handler ? [{ topic, handler }] : [])).map(({ topic, handler }) => ({
     topic,
     handler,
     pass: null as Promise<void> | null,
@@ -74,11 +89,23 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   );
   let unsubscribe: (() => void) | null = null;
 
+  /** The entries whose payload the lane's handler accepts; the others are reported and stay pending. */
+  function readable(lane: Lane, entries: readonly PendingOutboxEntry[]): RelayedEntry<unknown>[] {
+    const accepted: RelayedEntry<unknown>[] = [];
+    const refused: string[] = [];
+    for (const entry of entries) {
+      if (lane.handler.accepts(entry.payload)) accepted.push(entry);
+      else refused.push(entry.id);
+    }
+    if (refused.length > 0) options.onError?.(new UnreadablePayloadError(lane.topic, refused));
+    return accepted;
+  }
+
   /** Carries a batch out and marks what was done; returns the ids done. */
   async function carryOut(lane: Lane, entries: readonly PendingOutboxEntry[]): Promise<readonly string[]> {
     for (const entry of entries) lane.inFlight.add(entry.id);
     try {
-      const done = await lane.handler.handle(entries);
+      const done = await lane.handler.handle(readable(lane, entries));
       if (done.length > 0) await markDone(done);
       return done;
     } finally {
@@ -235,9 +262,9 @@ export function createDoneMarker(outbox: Outbox, flushMs: number, onError?: (err
  * in entry order. An entry with a failed task stays pending for the next pass (its tasks are idempotent: publish ids,
  * unique jobs); the first failure of the batch goes to `onError`.
  */
-export async function runEntryTasks(
-  entries: readonly PendingOutboxEntry[],
-  tasksOf: (entry: PendingOutboxEntry) => readonly (() => Promise<void>)[],
+export async function runEntryTasks<P>(
+  entries: readonly RelayedEntry<P>[],
+  tasksOf: (entry: RelayedEntry<P>) => readonly (() => Promise<void>)[],
   limit: number,
   onError: (error: unknown) => void,
 ): Promise<string[]> {

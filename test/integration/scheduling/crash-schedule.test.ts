@@ -1,7 +1,7 @@
 import { PostgresBackend } from '@agendajs/postgres-backend';
 import { expect } from 'chai';
 import type { Gateway } from '../../../src/gateway.js';
-import { DISPATCH_TOPIC, type DispatchOutboxPayload } from '../../../src/messaging/message-behaviour.js';
+import { DISPATCH_TOPIC, type DispatchOutboxPayload } from '../../../src/carriers/dispatch-outbox.js';
 import { startChild, type ChildNode } from '../../helpers/child-node.js';
 import { client, dataOf, NUMBERS, type SendData } from '../../helpers/api-helpers.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';

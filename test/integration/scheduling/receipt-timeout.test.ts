@@ -5,7 +5,7 @@ import type { CarrierStatus } from '../../../src/carriers/carrier-outcomes.js';
 import { failureMessage } from '../../../src/carriers/carrier-outcomes.js';
 import type { Gateway } from '../../../src/gateway.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
-import { RECEIPT_TIMEOUT_TOPIC } from '../../../src/messaging/message-behaviour.js';
+import { RECEIPT_TIMEOUT_TOPIC } from '../../../src/messaging/receipt-deadlines.js';
 import type { RecipientView } from '../../../src/messaging/message-view.js';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
 import { client, dataOf, type SendData } from '../../helpers/api-helpers.js';

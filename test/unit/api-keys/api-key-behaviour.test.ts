@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
+  apiKeyHostPolicy,
   createApiKeyBehaviour,
   type ApiKeyCommand,
   type ApiKeyEvent,
@@ -571,7 +572,7 @@ describe('api key behaviour', () => {
       authenticate(story, 'send');
       story.clock.advance(10_000);
       suspendNow(story);
-      const snapshot = behaviour.toSnapshot!(story.state);
+      const snapshot = apiKeyHostPolicy.toSnapshot!(story.state);
 
       expect(story.state.lastUsedAt).to.equal(T0 + 10_000);
       expect(snapshot.rate).to.deep.equal({ admitted: {}, rejections: [], suspendedUntil: T0 + 10_000 + 900_000 });
@@ -583,7 +584,7 @@ describe('api key behaviour', () => {
     it('when restored from a snapshot during a suspension, then calls still answer suspended', () => {
       const story = created();
       suspendNow(story);
-      const restored = createStory(behaviour.toSnapshot!(story.state), T0 + 1000);
+      const restored = createStory(apiKeyHostPolicy.toSnapshot!(story.state), T0 + 1000);
 
       expect(authenticate(restored, 'status').reply).to.deep.equal({ outcome: 'suspended', retryAfterSeconds: 899 });
     });
@@ -591,7 +592,7 @@ describe('api key behaviour', () => {
     it('when the key was never used, then the snapshot has no lastUsedAt', () => {
       const story = created();
 
-      expect(behaviour.toSnapshot!(story.state).lastUsedAt).to.equal(null);
+      expect(apiKeyHostPolicy.toSnapshot!(story.state).lastUsedAt).to.equal(null);
     });
   });
 
@@ -699,7 +700,7 @@ describe('api key behaviour', () => {
           for (const op of ops) play(story, op);
           const now = story.clock.now();
 
-          const fromSnapshot = behaviour.toSnapshot!(story.state);
+          const fromSnapshot = apiKeyHostPolicy.toSnapshot!(story.state);
           const fromJournal = restart(story).state;
 
           expect(durable(fromSnapshot, now)).to.deep.equal(durable(fromJournal, now));

@@ -7,6 +7,7 @@ import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.j
 import {
   applyMessageEvents,
   createMessageBehaviour,
+  messageHostPolicy,
   type CarrierReceipt,
   type MessageCommand,
   type MessageEvent,
@@ -14,8 +15,8 @@ import {
   type MessageReplies,
   type MessageSpec,
   type MessageState,
-  type WebhookOutboxPayload,
 } from '../../../src/messaging/message-behaviour.js';
+import type { WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
 import { messageStatusView, type MessageStatusView } from '../../../src/messaging/message-view.js';
 import { fromUnits, mustParseMoney } from '../../../src/pricing/money.js';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
@@ -812,7 +813,7 @@ describe('message behaviour', () => {
   });
 
   describe('settled (the host may passivate it after a short idle)', () => {
-    const settled = (story: Story): boolean => behaviour.settled?.(story.state) ?? false;
+    const settled = (story: Story): boolean => messageHostPolicy().settled?.(story.state) ?? false;
 
     it('when every recipient has its final status, then the message is settled, and not a receipt before', () => {
       const story = createStory();
@@ -995,7 +996,7 @@ describe('message behaviour', () => {
             if (c.type === 'dispatch_occurrence') story.dispatch(c.occurrence);
             else if (c.type === 'apply_receipt') story.receipt(c.receipt);
           });
-          expect(behaviour.applyAll, 'the message behaviour folds records with it').to.equal(applyMessageEvents);
+          expect(messageHostPolicy().applyAll, 'the message behaviour folds records with it').to.equal(applyMessageEvents);
           let state = behaviour.initialState(MESSAGE_ID);
           for (let from = 0, i = 0; from < story.journal.length; from += sizes[i % sizes.length] ?? 1, i++) {
             state = applyMessageEvents(state, story.journal.slice(from, from + (sizes[i % sizes.length] ?? 1)));

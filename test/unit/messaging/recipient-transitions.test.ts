@@ -6,6 +6,7 @@ import { createSequentialIds } from '../../../src/libraries/clock/clock.js';
 import {
   applyMessageEvents,
   createMessageBehaviour,
+  messageHostPolicy,
   recipientTransitions,
   type CarrierReceipt,
   type MessageCommand,
@@ -13,8 +14,8 @@ import {
   type MessageReplies,
   type MessageSpec,
   type MessageState,
-  type WebhookOutboxPayload,
 } from '../../../src/messaging/message-behaviour.js';
+import type { WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
 import { fromUnits } from '../../../src/pricing/money.js';
 
 const T0 = Date.UTC(2026, 2, 2, 9, 0, 0);
@@ -44,15 +45,16 @@ function spec(overrides: Partial<MessageSpec> = {}): MessageSpec {
 }
 
 /** A key known to have no webhook and no callback_url: the message records no webhook event at all. */
-const withoutWebhooks = createMessageBehaviour({ mayHaveWebhook: () => false });
+const withoutWebhooks = messageHostPolicy({ mayHaveWebhook: () => false });
 /** Every event recorded: its webhook events are the reference for what recipients went through. */
-const recordingAll = createMessageBehaviour();
+const recordingAll = messageHostPolicy();
+const behaviour = createMessageBehaviour();
 
 /**
  * Commands decided as the actor host does, one journal record per batch: each record's state before it and its
  * events, and the webhook events (without sms.queued) the record left.
  */
-function journalOf(behaviour: typeof recordingAll, batches: readonly (readonly MessageCommand[])[]) {
+function journalOf(policy: typeof recordingAll, batches: readonly (readonly MessageCommand[])[]) {
   const newId = createSequentialIds('evt');
   let state = behaviour.initialState('msg-transitions');
   const records: { before: MessageState; events: MessageEvent[] }[] = [];
@@ -62,7 +64,7 @@ function journalOf(behaviour: typeof recordingAll, batches: readonly (readonly M
     const before = state;
     const events: MessageEvent[] = [];
     for (const command of batch) {
-      const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, MessageCommand['type']>(behaviour, state, command, context);
+      const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, MessageCommand['type']>(behaviour, state, policy.withInputs?.(state, command) ?? command, context);
       state = applyMessageEvents(state, decision.events);
       events.push(...decision.events);
       for (const effect of decision.effects ?? []) {

@@ -6,13 +6,13 @@ import { applyEvents, decide, type BehaviourContext, type Effect } from '../../.
 import { createSequentialIds } from '../../../src/libraries/clock/clock.js';
 import {
   createMessageBehaviour,
-  WEBHOOK_TOPIC,
+  messageHostPolicy,
   type CarrierReceipt,
   type MessageCommand,
   type MessageSpec,
   type MessageState,
-  type WebhookOutboxPayload,
 } from '../../../src/messaging/message-behaviour.js';
+import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
 import { fromUnits } from '../../../src/pricing/money.js';
 import { createWebhookPresence, withWebhookPresence, type WebhookPresence } from '../../../src/webhooks/webhook-presence.js';
 
@@ -120,11 +120,12 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
     function story(hasWebhook: boolean | null, callbackUrl: string | null): { topics: string[]; events: string[]; state: MessageState } {
       const presence = createWebhookPresence();
       if (hasWebhook !== null) presence.note(KEY_ID, SHARD, hasWebhook);
-      const behaviour = createMessageBehaviour(presence);
+      const behaviour = createMessageBehaviour();
+      const policy = messageHostPolicy(presence);
       let state = behaviour.initialState('msg-1');
       const effects: Effect[] = [];
       const run = (command: MessageCommand): void => {
-        const decision = decide(behaviour, state, command, context());
+        const decision = decide(behaviour, state, policy.withInputs?.(state, command) ?? command, context());
         state = applyEvents(behaviour, state, decision.events);
         effects.push(...(decision.effects ?? []));
       };

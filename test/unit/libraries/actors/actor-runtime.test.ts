@@ -58,15 +58,15 @@ describe('actor runtime', () => {
     expect(await counters.ref('idle', 7).ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
   });
 
-  describe('settled actors (Behaviour.settled) leave memory after settledIdleMs', () => {
+  describe('settled actors (HostPolicy.settled) leave memory after settledIdleMs', () => {
     // a counter is settled once its total reaches 10: nothing more is expected of it
-    const settling = { ...counterBehaviour, settled: (state: { readonly total: number }) => state.total >= 10 };
+    const settling = { settled: (state: { readonly total: number }) => state.total >= 10 };
     const settledHost = { ...HOST, settledIdleMs: 1_000 };
     /** Long enough for two sweeps (every 100 ms). */
     const sweeps = () => new Promise((resolve) => setTimeout(resolve, 250));
 
     it('when an actor is settled and idle for settledIdleMs, then it is passivated, and a later command reactivates it from its journal', async () => {
-      const counters = runtime.host(settling, settledHost);
+      const counters = runtime.host(counterBehaviour, settledHost, settling);
       await counters.ref('done', 7).ask({ type: 'add', amount: 10 });
       expect(counters.activeCount()).to.equal(1);
       clock.advance(999);
@@ -80,7 +80,7 @@ describe('actor runtime', () => {
 
     /** How many actors are in memory after a counter added `amount`, then stayed idle `idleMs` and sweeps ran. */
     async function activeAfterIdle(hostOptions: ActorHostOptions, amount: number, idleMs: number): Promise<number> {
-      const counters = runtime.host(settling, hostOptions);
+      const counters = runtime.host(counterBehaviour, hostOptions, settling);
       await counters.ref('idle', 7).ask({ type: 'add', amount });
       clock.advance(idleMs);
       await sweeps();
@@ -92,7 +92,7 @@ describe('actor runtime', () => {
     });
 
     it('when a settled actor takes a command, then its idle time starts again', async () => {
-      const counters = runtime.host(settling, settledHost);
+      const counters = runtime.host(counterBehaviour, settledHost, settling);
       await counters.ref('read', 7).ask({ type: 'add', amount: 12 });
       clock.advance(900);
       expect(await counters.ref('read', 7).ask({ type: 'read' })).to.deep.equal({ total: 12, applied: 1 });
@@ -119,14 +119,14 @@ describe('actor runtime', () => {
   });
 
   describe('compaction (COMPACT_JOURNAL)', () => {
-    const settling = { ...counterBehaviour, settled: (state: { readonly total: number }) => state.total >= 10 };
+    const settling = { settled: (state: { readonly total: number }) => state.total >= 10 };
     const noSnapshots = { ...HOST, snapshotEvery: 1_000 };
     // the command every host answers itself; the counter's own commands do not list it
     const compact = (ref: { ask(command: CounterCommand): Promise<unknown> }) =>
       ref.ask({ type: COMPACT_JOURNAL } as unknown as CounterCommand) as Promise<CompactJournalReply>;
 
     it('when a settled actor is compacted, then it snapshots at its last sequence number, earlier records go, and it recovers and appends after them', async () => {
-      const counters = runtime.host(settling, noSnapshots);
+      const counters = runtime.host(counterBehaviour, noSnapshots, settling);
       for (const amount of [3, 3, 4]) await counters.ref('done', 7).ask({ type: 'add', amount });
 
       expect(await compact(counters.ref('done', 7))).to.deep.equal({ compacted: true, seq: 3, deleted: 2 });
@@ -142,7 +142,7 @@ describe('actor runtime', () => {
     });
 
     it('when the actor is not settled, or its behaviour has no notion of settled, then nothing is compacted', async () => {
-      const settlingCounters = runtime.host(settling, noSnapshots);
+      const settlingCounters = runtime.host(counterBehaviour, noSnapshots, settling);
       for (const amount of [3, 3]) await settlingCounters.ref('busy', 7).ask({ type: 'add', amount });
       expect(await compact(settlingCounters.ref('busy', 7))).to.deep.equal({ compacted: false, reason: 'not_settled' });
       const plain = runtime.host(counterBehaviour, noSnapshots);
@@ -154,7 +154,7 @@ describe('actor runtime', () => {
     });
 
     it('when a key is pruned while an activation recovers it, then that recovery fails instead of starting from a partial journal', async () => {
-      const counters = runtime.host(settling, noSnapshots);
+      const counters = runtime.host(counterBehaviour, noSnapshots, settling);
       for (const amount of [3, 3, 4]) await counters.ref('race', 7).ask({ type: 'add', amount });
       counters.passivate();
       // the snapshot read finds none; the prune lands before the records are read
@@ -262,7 +262,7 @@ describe('actor runtime', () => {
 
     it('when commands are journaled, then each record is reported once, after its append, with the state before it and its events', async () => {
       const reported: { recorded: Recorded; durable: number[] }[] = [];
-      const counters = runtime.host(counterBehaviour, HOST, (recorded) => {
+      const counters = runtime.host(counterBehaviour, HOST, {}, (recorded) => {
         reported.push({ recorded, durable: journal.records(recorded.key).map((r) => r.seq) });
       });
       const counter = counters.ref('observed', 7);
@@ -292,7 +292,7 @@ describe('actor runtime', () => {
 
     it('when an actor recovers from its journal, then the replayed records are not reported again', async () => {
       const reported: Recorded[] = [];
-      const counters = runtime.host(counterBehaviour, HOST, (recorded) => reported.push(recorded));
+      const counters = runtime.host(counterBehaviour, HOST, {}, (recorded) => reported.push(recorded));
       await counters.ref('replayed', 7).ask({ type: 'add', amount: 1 });
       counters.passivate();
 
@@ -302,7 +302,7 @@ describe('actor runtime', () => {
 
     it('when the append fails, then nothing is reported', async () => {
       const reported: Recorded[] = [];
-      const counters = runtime.host(counterBehaviour, HOST, (recorded) => reported.push(recorded));
+      const counters = runtime.host(counterBehaviour, HOST, {}, (recorded) => reported.push(recorded));
       journal.failNextAppend(new Error('connection refused'));
 
       await counters
@@ -328,7 +328,7 @@ describe('actor runtime', () => {
         onIncident: (incident) => incidents.push(`${incident.what} ${incident.key}`),
       });
       try {
-        const counters = observed.host(counterBehaviour, HOST, () => {
+        const counters = observed.host(counterBehaviour, HOST, {}, () => {
           throw new Error('observer broke');
         });
 
@@ -401,8 +401,8 @@ describe('actor runtime', () => {
   });
 
   it('when commands weigh more than one, then a record holds at most maxBatch in weight, and a heavier command goes alone', async () => {
-    const weighted = { ...counterBehaviour, weightOf: (command: CounterCommand) => (command.type === 'add' ? command.amount : 1) };
-    const counters = runtime.host(weighted, { ...HOST, maxBatch: 10 });
+    const weighted = { weightOf: (command: CounterCommand) => (command.type === 'add' ? command.amount : 1) };
+    const counters = runtime.host(counterBehaviour, { ...HOST, maxBatch: 10 }, weighted);
     const amounts = [4, 4, 4, 4, 4, 25, 4, 4, 4, 4];
     await Promise.all(amounts.map((amount) => counters.ref('heavy', 7).ask({ type: 'add', amount })));
 
@@ -555,8 +555,8 @@ describe('actor runtime', () => {
     });
   });
 
-  describe('a command that starts fresh (Behaviour.startsFresh)', () => {
-    const freshCounters = { ...counterBehaviour, startsFresh: (command: { readonly type: string }) => command.type === 'add' };
+  describe('a command that starts fresh (HostPolicy.startsFresh)', () => {
+    const freshCounters = { startsFresh: (command: { readonly type: string }) => command.type === 'add' };
     const countReads = () => {
       const reads: string[] = [];
       const read = journal.read.bind(journal);
@@ -574,14 +574,14 @@ describe('actor runtime', () => {
 
     it('when it wakes an actor with no journal, then the activation reads nothing and the command is journaled at 1', async () => {
       const reads = countReads();
-      const counters = runtime.host(freshCounters, HOST);
+      const counters = runtime.host(counterBehaviour, HOST, freshCounters);
       expect(await counters.ref('new', 7).ask({ type: 'add', amount: 2 })).to.deep.equal({ total: 2 });
       expect(reads).to.deep.equal([]);
       expect(journal.records('counter:new').map((r) => r.seq)).to.deep.equal([1]);
     });
 
     it('when the guess is wrong (the journal exists), then the append conflicts, the journal is read and the command decided again on it', async () => {
-      const counters = runtime.host(freshCounters, HOST);
+      const counters = runtime.host(counterBehaviour, HOST, freshCounters);
       await counters.ref('old', 7).ask({ type: 'add', amount: 5 });
       counters.passivate();
       const reads = countReads();
@@ -595,7 +595,7 @@ describe('actor runtime', () => {
     });
 
     it('when another command wakes the actor, then it recovers from the journal as usual', async () => {
-      const counters = runtime.host(freshCounters, HOST);
+      const counters = runtime.host(counterBehaviour, HOST, freshCounters);
       await counters.ref('other', 7).ask({ type: 'add', amount: 3 });
       counters.passivate();
       const reads = countReads();

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import type { PendingOutboxEntry } from '../../../../src/libraries/persistence/journal-port.js';
-import { createOutboxRelay, FRESH_ENTRY_MS, LANE_CHUNKS_AT_ONCE, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
+import { anyPayload, createOutboxRelay, FRESH_ENTRY_MS, LANE_CHUNKS_AT_ONCE, type RelayedEntry, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
 import { requestDeadline, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
@@ -10,10 +9,11 @@ const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 /** A handler that records the entries it is given and carries them all out (or fails the next `failing` calls). */
 function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: string[]; failing: number } {
   const handler = {
+    accepts: anyPayload,
     seen: [] as string[],
     failing: 0,
     ...(graceMs !== undefined ? { graceMs } : {}),
-    handle(entries: readonly PendingOutboxEntry[]) {
+    handle(entries: readonly RelayedEntry<unknown>[]) {
       handler.seen.push(...entries.map((e) => e.id));
       if (handler.failing > 0) {
         handler.failing--;
@@ -79,6 +79,7 @@ describe('outbox relay: waking the lanes', () => {
       clock: { now: () => Date.now() },
       handlers: {
         'webhook.event': {
+          accepts: anyPayload,
           handle(entries) {
             deadlinesSeen.push(requestDeadline());
             return Promise.resolve(entries.map((e) => e.id));
@@ -225,6 +226,7 @@ describe('outbox relay: waking the lanes', () => {
     const seen: string[] = [];
     const releases: (() => void)[] = [];
     const slow: TopicHandler = {
+      accepts: anyPayload,
       async handle(entries) {
         inHand++;
         most = Math.max(most, inHand);

@@ -1,50 +1,12 @@
-import type { ActorRouter } from '../cluster/actor-router.js';
-import { systemClock, type Clock } from '../libraries/clock/clock.js';
-import type { Directory } from '../libraries/persistence/directory-port.js';
-import { RECEIPTS_DURABLE, receiptSubject } from '../libraries/transport/nats-names.js';
-import {
-  ACK,
-  DROP,
-  retryAfter,
-  type Consumer,
-  type Delivery,
-  type Disposition,
-  type Transport,
-} from '../libraries/transport/transport-port.js';
-import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
-import { isCarrierStatus } from './carrier-outcomes.js';
-import { parseDispatchId, readReceipts, type Receipt } from './carrier-protocol.js';
-import { ActorFailureError } from '../libraries/errors/internal-errors.js';
-
-/** One message's receipts on their way to its actor (a batch item between nodes). */
-export interface MessageReceipts {
-  readonly messageId: string;
-  readonly receipts: readonly CarrierReceipt[];
-}
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-const isOptionalText = (value: unknown): boolean => value === undefined || value === null || typeof value === 'string';
-
-/** A message's receipts off the wire, checked field by field (null: malformed). */
-export function messageReceiptsOf(value: unknown): MessageReceipts | null {
-  if (!isRecord(value) || typeof value.messageId !== 'string' || !Array.isArray(value.receipts)) return null;
-  const receipts: CarrierReceipt[] = [];
-  for (const receipt of value.receipts as unknown[]) {
-    if (!isRecord(receipt) || !isCarrierStatus(receipt.status)) return null;
-    const { occurrence, recipient, at, errorCode, errorMessage, carrierStatus } = receipt;
-    if (![occurrence, recipient, at].every((n) => typeof n === 'number' && Number.isFinite(n))) return null;
-    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string'))
-      return null;
-    receipts.push(receipt as unknown as CarrierReceipt);
-  }
-  return { messageId: value.messageId, receipts };
-}
-
-/** A receipt as published, and as its message's actor takes it. */
-interface Addressed {
-  readonly receipt: Receipt;
-  readonly carrierReceipt: CarrierReceipt;
-}
+import type { ActorRouter } from '../../cluster/actor-router.js';
+import { ActorFailureError } from '../../libraries/errors/internal-errors.js';
+import { systemClock, type Clock } from '../../libraries/clock/clock.js';
+import type { Directory } from '../../libraries/persistence/directory-port.js';
+import { RECEIPTS_DURABLE, receiptSubject } from '../../libraries/transport/nats-names.js';
+import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
+import type { CarrierReceipt, MessageReplies } from '../../messaging/message-behaviour.js';
+import { readReceipts } from '../../carriers/carrier-protocol.js';
+import { receiptsByMessage, type AddressedReceipt } from '../../carriers/message-receipts.js';
 
 export interface ReceiptConsumerOptions {
   readonly transport: Transport;
@@ -83,7 +45,7 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
       options.router.message(merchantId, messageId).ask({ type: 'apply_receipts', receipts }));
 
   /** Applies one message's receipts; false when its actor failed and the whole delivery must come again. */
-  async function applyToMessage(messageId: string, receipts: readonly Addressed[], delivery: Delivery): Promise<boolean> {
+  async function applyToMessage(messageId: string, receipts: readonly AddressedReceipt[], delivery: Delivery): Promise<boolean> {
     const merchantId = await options.directory.messageOwner(messageId);
     if (!merchantId) {
       for (const { receipt } of receipts) reject(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
@@ -115,26 +77,9 @@ export function createReceiptConsumer(options: ReceiptConsumerOptions) {
   async function handle(delivery: Delivery): Promise<Disposition> {
     const read = readReceipts(delivery.payload);
     for (const reason of read.rejected) reject(reason, delivery);
-    const byMessage = new Map<string, Addressed[]>();
-    for (const receipt of read.receipts) {
-      const dispatch = parseDispatchId(receipt.dispatch_id);
-      if (!dispatch) {
-        reject(`receipt for an unknown dispatch ${receipt.dispatch_id}`, delivery);
-        continue;
-      }
-      const carrierReceipt: CarrierReceipt = {
-        occurrence: dispatch.occurrence,
-        recipient: dispatch.recipient,
-        status: receipt.status,
-        at: Date.parse(receipt.occurred_at),
-        errorCode: receipt.error_code ?? null,
-        errorMessage: receipt.error_message ?? null,
-        ...(receipt.carrier_status == null || receipt.carrier_status === '' ? {} : { carrierStatus: receipt.carrier_status }),
-      };
-      const group = byMessage.get(dispatch.messageId);
-      if (group) group.push({ receipt, carrierReceipt });
-      else byMessage.set(dispatch.messageId, [{ receipt, carrierReceipt }]);
-    }
+    const byMessage = receiptsByMessage(read.receipts, (reason) => {
+      reject(reason, delivery);
+    });
     if (byMessage.size === 0) return DROP;
     const applied = await Promise.all([...byMessage].map(([messageId, receipts]) => applyToMessage(messageId, receipts, delivery)));
     // receipts already applied change nothing when the delivery comes again
