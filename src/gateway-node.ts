@@ -6,24 +6,24 @@ import { registerCarrierGauges } from './gateway-metrics.js';
 import { SANDBOX_CARRIER } from './messaging/send-message-use-case.js';
 import { createSimulatorConnector, type SimulatorConnector } from './carriers/simulator/simulator-connector.js';
 import { createDocsRouter } from './entry-points/http/docs-routes.js';
-import type { HealthReport } from './entry-points/http/app/health.js';
 import { createHttpApp } from './entry-points/http/http-app.js';
 import { createOperationHandler, MERCHANT_REQUEST, type ForwardedRequest } from './entry-points/http/merchant-operations.js';
 import { createHttpServer } from './entry-points/http/http-server.js';
 import { createOperatorServer, type OperatorServer } from './entry-points/http/operator-server.js';
 import { buildOpenApiDocument } from './entry-points/http/openapi/build-document.js';
-import { createGateway, openPersistence, type GatewayOptions } from './gateway.js';
+import { openAgendaBackend, openAgendaLockers } from './composition/agenda.js';
+import { createHealthCheck } from './composition/health.js';
+import { openPersistence } from './composition/persistence.js';
+import { openTransport } from './composition/transport.js';
+import { createGateway, type GatewayOptions } from './gateway.js';
 import type { Config } from './libraries/config/config.js';
 import { systemClock } from './libraries/clock/clock.js';
 import { dependencyOf } from './libraries/errors/dependency-failure.js';
-import { createDependencyOutages, watchDependencies, type DependencyOutages, type DependencyWatch } from './libraries/observability/dependency-outages.js';
+import { createDependencyOutages, watchDependencies, type DependencyWatch } from './libraries/observability/dependency-outages.js';
 import type { Logger } from './libraries/logger/logger.js';
-import type { Persistence } from './libraries/persistence/persistence.js';
-import { createDatabaseBus } from './libraries/transport/database-bus.js';
 import { natsNames } from './libraries/transport/nats-names.js';
 import { STREAMS, type Transport } from './libraries/transport/transport-port.js';
 import { seedDemoMerchant } from './merchants/demo-merchant.js';
-import type { AgendaBackend } from 'agenda';
 
 export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'transport'> {
   readonly config: Config;
@@ -35,50 +35,6 @@ export interface GatewayNodeOptions extends Omit<GatewayOptions, 'config' | 'tra
   /** Where the one-time sandbox key line goes (stdout by default). */
   readonly announce?: (line: string) => void;
   // `metrics` (from GatewayOptions): with it, the node also serves GET /metrics on config.metrics.port
-}
-
-/** Share of the shutdown grace the merchant port gets to finish in-flight requests; the rest drains the workers. */
-const HTTP_SHARE_OF_GRACE = 0.4;
-
-async function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`no answer within ${ms} ms`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const probe = (ms: number, check: () => Promise<void>) =>
-  within(ms, check()).then(
-    () => 'ok' as const,
-    () => 'down' as const,
-  );
-
-/** The node's transport: the database bus in embedded mode, NATS in server mode. */
-export async function openTransport(config: Config, persistence: Persistence, logger: Logger, outages?: DependencyOutages): Promise<Transport> {
-  if (config.mode === 'embedded') {
-    if (!persistence.sql) throw new Error('embedded mode needs the SQL database for its bus');
-    return createDatabaseBus({ db: persistence.sql });
-  }
-  if (!config.nats.url) throw new Error('server mode needs NATS_URL');
-  const { connectNatsTransport } = await import('./libraries/transport/nats-transport.js');
-  return connectNatsTransport({
-    servers: config.nats.url,
-    name: config.cluster.nodeId || 'sms-gateway',
-    names: natsNames(config.nats.namespace),
-    onError: (error: unknown, context: string) => {
-      // a failure the broker's outage explains is that outage's, logged once; anything else is logged as it comes
-      const dependency = outages ? dependencyOf(error) : null;
-      if (dependency) outages?.failed(dependency, error, context);
-      else logger.warn({ err: error, context }, 'nats');
-    },
-  });
 }
 
 /** Grace after start before a production node warns of carriers without a live connector: two presence beats. */
@@ -97,54 +53,6 @@ async function connectMonitorNats(url: string, nodeId: string) {
     reconnectTimeWait: 250,
     reconnectJitter: 100,
   });
-}
-
-/** Agenda instances of a node on PostgreSQL besides the main one (see OccurrenceSchedulerOptions.extraLockers). */
-const EXTRA_AGENDA_LOCKERS = 2;
-
-/** On PostgreSQL, more Agenda instances that lock and run due jobs beside the main one (none on PGlite or MongoDB). */
-async function openAgendaLockers(persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend[]> {
-  if (!persistence.sql || persistence.kind !== 'postgres') return [];
-  const { AgendaPostgresBackend } = await import('./scheduling/agenda-postgres-backend.js');
-  const connectionString = await persistence.sql.connectionString();
-  return Array.from(
-    { length: EXTRA_AGENDA_LOCKERS },
-    () => new AgendaPostgresBackend({ connectionString, maxConnections: AGENDA_POOL_SIZE, ensureSchema: false, notifications: false, onError }),
-  );
-}
-
-/** Serializes the creation of Agenda's tables by nodes that start together (PostgreSQL advisory lock). */
-const AGENDA_SCHEMA_LOCK = 4_242_002;
-
-/**
- * Connections of each Agenda pool. (Agenda's backend ignored its `poolConfig` when given a connection string, so
- * every instance ran on pg's default of 10; the pools are ours now and keep that size.)
- */
-const AGENDA_POOL_SIZE = 10;
-
-/** Agenda on the journal's database: PostgreSQL (or PGlite served on a loopback port), or MongoDB. */
-async function openAgendaBackend(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend> {
-  if (persistence.sql) {
-    const { AgendaPostgresBackend } = await import('./scheduling/agenda-postgres-backend.js');
-    // PGlite never delivers NOTIFY to a listener: it relies on polling
-    const settings = { connectionString: await persistence.sql.connectionString(), notifications: persistence.kind !== 'pglite', maxConnections: AGENDA_POOL_SIZE, onError };
-    if (persistence.kind !== 'postgres') return new AgendaPostgresBackend({ ...settings, ensureSchema: true });
-    // Agenda's schema statements (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION) race when nodes start
-    // together: the loser gets a unique violation in pg_catalog, an unhandled rejection in Agenda. One node at a time
-    // ensures the schema under a lock; the backend the node keeps leaves the schema alone.
-    const setup = new AgendaPostgresBackend({ ...settings, notifications: false, maxConnections: 1, ensureSchema: true });
-    try {
-      await persistence.sql.transaction(async (tx) => {
-        await tx.query('SELECT pg_advisory_xact_lock($1)', [AGENDA_SCHEMA_LOCK]);
-        await setup.connect();
-      });
-    } finally {
-      await setup.disconnect();
-    }
-    return new AgendaPostgresBackend({ ...settings, ensureSchema: false });
-  }
-  const { MongoBackend } = await import('@agendajs/mongo-backend');
-  return new MongoBackend({ address: config.database.mongoUrl });
 }
 
 /**
@@ -193,7 +101,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     persistence,
     transport,
     agendaBackend: options.agendaBackend ?? (await openAgendaBackend(config, persistence, databaseFailed)),
-    agendaLockers: options.agendaLockers ?? (options.agendaBackend ? [] : await openAgendaLockers(persistence, databaseFailed)),
+    agendaLockers: options.agendaLockers ?? (options.agendaBackend ? [] : await openAgendaLockers(config, persistence, databaseFailed)),
     onIncident: (incident) => {
       const dependency = dependencyOf(incident.error);
       if (dependency) outages.failed(dependency, incident.error, incident.what);
@@ -216,9 +124,6 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
         })
       : null;
 
-  // health checks arriving while one is running share its answer: the endpoint is unauthenticated and unlimited,
-  // so a flood of checks costs the database and NATS one ping at a time, not one per request
-  let runningHealth: Promise<HealthReport> | null = null;
   // server mode: a connection of its own reads the connectors' presence and the dispatch backlog
   const names = natsNames(config.nats.namespace);
   const monitorNats = config.mode === 'server' && config.nats.url ? await connectMonitorNats(config.nats.url, config.cluster.nodeId) : null;
@@ -242,21 +147,13 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
   });
   let warnTimer: NodeJS.Timeout | null = null;
   let unregisterCarrierGauges: (() => void) | null = null;
-  const probes = {
-    database: () => probe(1_000, () => persistence.ping()),
-    transport: () => probe(1_000, () => transport.ping()),
-  };
-  async function checkHealth(): Promise<HealthReport> {
-    const [database, transportState] = await Promise.all([probes.database(), probes.transport()]);
-    return { healthy: database === 'ok' && transportState === 'ok', checks: { database, transport: transportState, carriers: carriers.check() } };
-  }
+  const { probes, health } = createHealthCheck({
+    database: persistence,
+    transport,
+    carriers: () => carriers.check(),
+    timeoutMs: config.tuning.healthProbeTimeoutMs,
+  });
   let watch: DependencyWatch | null = null;
-  function health(): Promise<HealthReport> {
-    runningHealth ??= checkHealth().finally(() => {
-      runningHealth = null;
-    });
-    return runningHealth;
-  }
 
   // requests forwarded by other nodes for the shards this one owns
   const cluster = gateway.clusterRouter;
@@ -350,7 +247,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       gateway.stopAcquiring();
       // a stop during the start: what the shard manager did so far is logged now, before the hand-over
       releaseShardLines();
-      await http.stop(Math.ceil(config.shutdown.graceMs * HTTP_SHARE_OF_GRACE));
+      await http.stop(Math.ceil(config.shutdown.graceMs * config.tuning.httpShareOfGrace));
       logger.info('requests finished; draining');
       watch?.stop();
       if (warnTimer) clearTimeout(warnTimer);

@@ -1,15 +1,13 @@
 import { createGatewayNode, type GatewayNode } from './gateway-node.js';
-import { ConfigError, loadConfig, type Config } from './libraries/config/config.js';
-import { requireSecretsKey } from './libraries/secrets/secret-keys.js';
+import { loadConfig, type Config } from './libraries/config/config.js';
 import { createProcessTerminator, stopOnSignals } from './libraries/lifecycle/process-terminator.js';
 import { createLogger } from './libraries/logger/logger.js';
 import { createMetrics } from './libraries/observability/metrics.js';
+import { ConfigError } from './libraries/errors/internal-errors.js';
 
 function loadConfigOrExit(): Config {
   try {
-    const config = loadConfig();
-    requireSecretsKey(config);
-    return config;
+    return loadConfig({ reader: 'node' });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -20,7 +18,8 @@ function loadConfigOrExit(): Config {
 }
 
 /**
- * Process entry: configuration first (a bad value stops here, before anything connects), then the node. Signals,
+ * Process entry: configuration first (a bad value, or settings at odds with each other, stop here before anything
+ * connects or opens), then the node. Signals,
  * uncaught exceptions, unhandled rejections and a failed start all end in the one terminator.
  */
 async function main(): Promise<void> {

@@ -11,7 +11,7 @@ import { openPglitePersistence, openPostgresPersistence, type Persistence } from
 import type { SqlJournalOptions } from '../../src/libraries/persistence/sql/sql-journal.js';
 import { fromUnits } from '../../src/pricing/money.js';
 import type { MessageSpec } from '../../src/messaging/message-behaviour.js';
-import { DEFAULT_IDS } from '../../src/gateway.js';
+import { DEFAULT_IDS } from '../../src/composition/ids.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 
 const GROUP: SqlJournalOptions = { groupCommit: true, maxBatch: 256, maxConcurrentBatches: 4 };

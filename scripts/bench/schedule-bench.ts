@@ -30,7 +30,7 @@ import { createMetrics, type Metrics } from '../../src/libraries/observability/m
 import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
 import { connectNatsTransport } from '../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../src/libraries/transport/transport-port.js';
-import { OCCURRENCE_JOB } from '../../src/scheduling/occurrence-scheduler.js';
+import { OCCURRENCE_JOB } from '../../src/entry-points/jobs/occurrence-scheduler.js';
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
@@ -421,7 +421,7 @@ async function main(): Promise<void> {
   );
   console.log(
     `Settings: scheduling.processEveryMs ${fmt(settings.processEveryMs)} ms (SCHEDULER_PROCESS_EVERY_MS), outbox.pollIntervalMs ${fmt(settings.outboxPollIntervalMs)} ms, ` +
-      `Agenda: 3 instances on PostgreSQL (the main one and 2 extra lockers, gateway-node.ts), each with concurrency 64 and lock limit 500 (occurrence-scheduler.ts), database pool ${settings.databasePoolSize}, simulator step ${settings.simulatorStepDelayMs} ms.`,
+      `Agenda: 3 instances on PostgreSQL (the main one and 2 extra lockers, SCHEDULER_EXTRA_LOCKERS), each with concurrency 64 and lock limit 500 (occurrence-scheduler.ts), database pool ${settings.databasePoolSize}, simulator step ${settings.simulatorStepDelayMs} ms.`,
   );
   console.log(
     `Submitted ${fmt(MESSAGES)} scheduled sends (1 recipient each) via ${settings.submitMode}, all due ${entry.date} ${entry.time} ${TIMEZONE} = ${new Date(due).toISOString()}.`,

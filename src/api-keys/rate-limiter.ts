@@ -1,3 +1,5 @@
+import type { Config } from '../libraries/config/config.js';
+
 export const RATE_BUCKETS = ['send', 'status', 'balance', 'calculate', 'management'] as const;
 export type RateBucket = (typeof RATE_BUCKETS)[number];
 
@@ -102,4 +104,15 @@ export function decide(state: RateState, bucket: RateBucket, now: number, policy
   };
   // the rejection that suspends the key already owes the whole suspension, not just the bucket's wait
   return { outcome: 'limited', state: next, retryAfterSeconds: suspendedNow ? secondsUntil(now + policy.suspensionMs, now) : retryAfterSeconds, suspendedNow };
+}
+
+/** The rate limits of every key, as configured (RATE_LIMIT_*, SUSPEND_AFTER_REJECTIONS, SUSPENSION_MS). */
+export function ratePolicyOf(config: Config): RateLimitPolicy {
+  const limits = Object.fromEntries(RATE_BUCKETS.map((bucket) => [bucket, config.rateLimits[bucket]])) as RateLimitPolicy['limits'];
+  return {
+    windowMs: config.rateLimits.windowMs,
+    limits,
+    suspendAfterRejections: config.rateLimits.suspendAfterRejections,
+    suspensionMs: config.rateLimits.suspensionMs,
+  };
 }

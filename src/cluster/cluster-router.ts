@@ -1,16 +1,17 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pRetry, { AbortError } from 'p-retry';
-import { ActorFailureError, type ActorFailureReason, type ActorHost, type ActorRef } from '../libraries/actors/actor-runtime.js';
+import type { ActorHost, ActorRef } from '../libraries/actors/actor-runtime.js';
 import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
 import { askDeadline, patientTimer, requestDeadline, withDeadline } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { shardSubject } from '../libraries/transport/nats-names.js';
-import { NoResponderError, RequestTimeoutError, type Transport } from '../libraries/transport/transport-port.js';
+import type { Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';
 import { shardOf } from './shards.js';
+import { ActorFailureError, InternalError, NoResponderError, RequestTimeoutError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
 
 type ActorKind = 'wallet' | 'apiKey' | 'message';
 
@@ -23,7 +24,13 @@ type ShardRequest =
       /** Absolute (ms since the epoch): the owner refuses the command if it has not taken it by then. */
       readonly deadline?: number;
     }
-  | { readonly kind: 'operation'; readonly name: string; readonly merchantId: string; readonly operation: unknown; readonly deadline?: number };
+  | {
+      readonly kind: 'operation';
+      readonly name: string;
+      readonly merchantId: string;
+      readonly operation: unknown;
+      readonly deadline?: number;
+    };
 
 const ACTOR_KINDS = ['wallet', 'apiKey', 'message'] as const satisfies readonly ActorKind[];
 
@@ -83,7 +90,9 @@ type ShardReply =
 const PATIENCE_BACKSTOP = 10;
 
 /** Tried again elsewhere: nothing was applied (nobody served the shard, the server did not own it, or its write was fenced). */
-class NotApplied extends Error {}
+class NotApplied extends InternalError {
+  readonly kind = 'not_applied';
+}
 
 /**
  * Whether a forwarded operation failed because this node no longer owns its shard (nothing of the step applied):
@@ -142,9 +151,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
 
   async function askLocal(kind: ActorKind, id: string, shard: number, command: Command, deadline: number): Promise<unknown> {
     try {
-      return await hostOf(kind)
-        .ref(id, shard)
-        .ask(command, { deadline });
+      return await hostOf(kind).ref(id, shard).ask(command, { deadline });
     } catch (error) {
       // our lease went away under us: the command was not applied, its new owner will take it
       if (error instanceof ActorFailureError && error.reason === 'fenced') throw new NotApplied(error.message);
@@ -170,7 +177,8 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     const reply = shardReplyOf(answered);
     if (reply === null) throw new AbortError(new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`));
     if (reply.outcome === 'ok') return reply.value;
-    if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced')) throw new NotApplied(`shard ${shard} changed hands`);
+    if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced'))
+      throw new NotApplied(`shard ${shard} changed hands`);
     if (reply.outcome === 'refused') throw new AbortError(new Error(`shard ${shard} refused a malformed request: ${reply.detail}`));
     throw new AbortError(new ActorFailureError(target, reply.reason, reply.detail));
   }
@@ -197,7 +205,13 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     });
   }
 
-  async function ask(kind: ActorKind, merchantId: string, id: string, command: Command, explicitDeadline: number | undefined): Promise<unknown> {
+  async function ask(
+    kind: ActorKind,
+    merchantId: string,
+    id: string,
+    command: Command,
+    explicitDeadline: number | undefined,
+  ): Promise<unknown> {
     const target = `${kind}:${id}`;
     return routed(
       merchantId,

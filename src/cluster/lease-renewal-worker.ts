@@ -2,10 +2,10 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../libraries/config/config.js';
-import { DependencyUnavailableError } from '../libraries/errors/dependency-failure.js';
 import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
 import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
+import { DependencyUnavailableError } from '../libraries/errors/internal-errors.js';
 
 export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
   /** A renewal that failed, or the main thread found silent past the tolerance (its leases then expire). */
@@ -25,7 +25,11 @@ function spawnRenewalThread(data: RenewalThreadData): Worker {
   if (!fromSource) return new Worker(entry, { workerData: data });
   // resolved here, where the package is (the worker's own base would be the working directory); its ESM build, the
   // one whose register() works when imported
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const tsx = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
   const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(bootstrap, { eval: true, workerData: data });
 }
@@ -57,7 +61,8 @@ export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions
   worker.on('error', onError);
   worker.on('message', (message: FromRenewalThread) => {
     if (message.type === 'ready') ready();
-    else if (message.type === 'error') onError(message.databaseUnavailable ? new DependencyUnavailableError('database', message.error) : message.error);
+    else if (message.type === 'error')
+      onError(message.databaseUnavailable ? new DependencyUnavailableError('database', message.error) : message.error);
     else onError(new Error(`main thread silent for ${Math.round(message.silentMs)} ms: its leases are no longer renewed`));
   });
   const send = (message: ToRenewalThread): void => {
@@ -67,7 +72,11 @@ export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions
   const started = await within(READY_WITHIN_MS, Promise.race([readiness.then(() => true), exit.then(() => false)]));
   if (started !== true) {
     await worker.terminate();
-    throw new Error(started === false ? 'the lease renewal thread exited as it started' : `the lease renewal thread was not ready within ${READY_WITHIN_MS} ms`);
+    throw new Error(
+      started === false
+        ? 'the lease renewal thread exited as it started'
+        : `the lease renewal thread was not ready within ${READY_WITHIN_MS} ms`,
+    );
   }
   const beat = setInterval(
     () => {
@@ -104,7 +113,12 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
 }
 
 /** The node's renewal thread on its PostgreSQL database, as the shard manager's `renewer`. */
-export function leaseRenewerOn(sql: SqlExecutor, nodeId: string, cluster: Config['cluster'], onError: (error: unknown) => void): () => Promise<LeaseRenewer> {
+export function leaseRenewerOn(
+  sql: SqlExecutor,
+  nodeId: string,
+  cluster: Config['cluster'],
+  onError: (error: unknown) => void,
+): () => Promise<LeaseRenewer> {
   return async () =>
     await startLeaseRenewalWorker({
       connectionString: await sql.connectionString(),

@@ -1,5 +1,5 @@
-import { ActorFailureError, type ActorFailureReason } from '../libraries/actors/actor-runtime.js';
 import { isNotApplied, type ClusterRouter } from './cluster-router.js';
+import { ActorFailureError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
 
 /**
  * Work items for merchants' actors, sent to their shards' owners in batches: the items queued in one turn of the
@@ -30,7 +30,8 @@ interface Queued<I, O> {
   reject(error: unknown): void;
 }
 
-type ItemOutcome<O> = { readonly ok: true; readonly value: O } | { readonly ok: false; readonly reason: ActorFailureReason; readonly detail: string };
+type ItemOutcome<O> =
+  { readonly ok: true; readonly value: O } | { readonly ok: false; readonly reason: ActorFailureReason; readonly detail: string };
 
 const REASONS: readonly string[] = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] satisfies ActorFailureReason[];
 
@@ -39,7 +40,8 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 /** The owner's outcomes off the wire, checked: one per item sent. */
 function outcomesOf<O>(value: unknown, count: number): ItemOutcome<O>[] {
   const outcomes = isRecord(value) ? value.outcomes : undefined;
-  if (!Array.isArray(outcomes) || outcomes.length !== count) throw new Error('the node owning the shard answered a batch with a malformed reply');
+  if (!Array.isArray(outcomes) || outcomes.length !== count)
+    throw new Error('the node owning the shard answered a batch with a malformed reply');
   return outcomes.map((outcome: unknown): ItemOutcome<O> => {
     if (isRecord(outcome) && outcome.ok === true) return { ok: true, value: outcome.value as O };
     if (isRecord(outcome) && typeof outcome.reason === 'string' && REASONS.includes(outcome.reason)) {

@@ -1,8 +1,9 @@
 import type { ApiKeyUseCases } from '../api-keys/api-key-use-cases.js';
 import { fromUnits, mustParseMoney, toDecimalString } from '../pricing/money.js';
-import { DuplicateRecordError, type Directory } from '../libraries/persistence/directory-port.js';
+import { type Directory } from '../libraries/persistence/directory-port.js';
 import type { WalletUseCases } from '../wallets/wallet-use-cases.js';
 import type { MerchantUseCases } from './merchant-use-cases.js';
+import { DuplicateRecordError } from '../libraries/errors/internal-errors.js';
 
 /** What a new user gets on the first start of the sandbox: a funded merchant, a price list and a key. */
 export interface DemoMerchant {

@@ -1,6 +1,5 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import { isInteger, isRecord, isText } from '../libraries/validation/guards.js';
 
 /** Outbox topic of an occurrence's receipt deadline: left at dispatch, carried out once the receipt timeout has passed. */
@@ -26,18 +25,9 @@ export function receiptDeadlineId(messageId: string, occurrence: number): string
 }
 
 /**
- * Outbox `receipt.timeout` → the message: `receiptTimeoutMs` after an occurrence left, its recipients without a
- * final receipt fail with 1503.
+ * An occurrence's receipt deadline has passed (RECEIPT_TIMEOUT_MS after its dispatch): its recipients still without
+ * a final receipt fail with 1503 (the message's actor decides which).
  */
-export function createReceiptDeadlineRelay(router: ActorRouter, receiptTimeoutMs: number): TopicHandler<ReceiptDeadline> {
-  return {
-    graceMs: receiptTimeoutMs,
-    accepts: isReceiptDeadline,
-    async handle(entries) {
-      for (const { payload: deadline } of entries) {
-        await router.message(deadline.merchantId, deadline.messageId).ask({ type: 'receipt_timeout', occurrence: deadline.occurrence });
-      }
-      return entries.map((entry) => entry.id);
-    },
-  };
+export async function expireUnansweredRecipients(router: ActorRouter, deadline: ReceiptDeadline): Promise<void> {
+  await router.message(deadline.merchantId, deadline.messageId).ask({ type: 'receipt_timeout', occurrence: deadline.occurrence });
 }

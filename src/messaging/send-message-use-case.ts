@@ -7,9 +7,8 @@ import type { Directory } from '../libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
-import { isMessageSpec, sendReceipt, type MessageSpec, type SendReceipt } from './message/message-types.js';
+import { sendReceipt, type MessageSpec, type SendReceipt } from './message/message-types.js';
 import { validateSendRequest } from './send-request.js';
 import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
 
@@ -180,18 +179,3 @@ export function followUpId(messageId: string): string {
 
 export type SendMessageUseCase = ReturnType<typeof createSendMessageUseCase>;
 
-/** Outbox `message.create` → a send charged but not yet created (the process died in between) is finished. */
-export function createInterruptedSendsRelay(completeCreation: (spec: MessageSpec) => Promise<void>): TopicHandler<MessageSpec> {
-  return {
-    graceMs: 2_000,
-    accepts: isMessageSpec,
-    async handle(entries) {
-      const done: string[] = [];
-      for (const entry of entries) {
-        await completeCreation(entry.payload);
-        done.push(entry.id);
-      }
-      return done;
-    },
-  };
-}

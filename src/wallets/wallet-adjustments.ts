@@ -1,6 +1,5 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import type { TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import { isFlag, isRecord, isText } from '../libraries/validation/guards.js';
 import { isMoney, type Money } from '../pricing/money.js';
 
@@ -40,14 +39,3 @@ export function adjustmentOutboxId(adjustment: WalletAdjustment): string {
   return `adjust:${adjustment.chargeId}:${adjustment.refundId}`;
 }
 
-/** Outbox `wallet.adjust` → the wallet: refunds and settlements a message journaled (idempotent per refund id). */
-export function createWalletAdjustmentRelay(router: ActorRouter): TopicHandler<WalletAdjustment> {
-  return {
-    graceMs: 2_000,
-    accepts: isWalletAdjustment,
-    async handle(entries) {
-      for (const entry of entries) await applyWalletAdjustment(router, entry.payload);
-      return entries.map((entry) => entry.id);
-    },
-  };
-}

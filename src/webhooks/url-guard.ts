@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import type { Config } from '../libraries/config/config.js';
 
 /**
  * Where production webhooks may go: public unicast addresses only. One classifier, used when a callback URL or a
@@ -110,6 +111,12 @@ export type WebhookUrlPolicy = {
   /** Embedded mode (and tests): plain http://localhost receivers are accepted too. */
   readonly allowHttpLocalhost: boolean;
 };
+
+/** Where webhooks may go: production only public addresses over https; the sandbox also http://localhost when allowed. */
+export function webhookUrlPolicyOf(config: Config): WebhookUrlPolicy {
+  const production = config.environment === 'production';
+  return { publicAddressesOnly: production, allowHttpLocalhost: !production && (config.mode === 'embedded' || config.webhooks.allowHttpLocalhost) };
+}
 
 export type HostLookup = (host: string) => Promise<readonly string[]>;
 

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import type { AttemptResult, ConnectionFailure } from './retry-plan.js';
 import { isPublicAddress, type WebhookUrlPolicy } from './url-guard.js';
+import { InternalError } from '../libraries/errors/internal-errors.js';
 
 export interface WebhookCredentials {
   readonly username: string | null;
@@ -40,7 +41,9 @@ export function signature(secret: string, timestampSeconds: number, body: string
   return `sha256=${createHmac('sha256', secret).update(`${timestampSeconds}.${body}`).digest('hex')}`;
 }
 
-class RefusedAddressError extends Error {
+class RefusedAddressError extends InternalError {
+  readonly kind = 'refused_address';
+
   constructor(address: string) {
     super(`${REFUSED_ADDRESS}: ${address} is not a public address`);
   }
@@ -140,7 +143,11 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Webhoo
             }
           },
           onResponseEnd() {
-            end(status === null ? { type: 'connection_error', kind: 'connection_closed', reason: 'the connection ended without an answer' } : { type: 'response', status });
+            end(
+              status === null
+                ? { type: 'connection_error', kind: 'connection_closed', reason: 'the connection ended without an answer' }
+                : { type: 'response', status },
+            );
           },
           onResponseError(_controller, error) {
             end(isTimeout(error) ? { type: 'timeout' } : connectionError(error));
@@ -148,7 +155,10 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Webhoo
         };
         try {
           const { origin, path } = targetOf(url);
-          agent.dispatch({ origin, path, method: 'POST', headers, body, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs }, handler);
+          agent.dispatch(
+            { origin, path, method: 'POST', headers, body, headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs },
+            handler,
+          );
         } catch (error) {
           end(connectionError(error));
         }
@@ -162,24 +172,26 @@ function connectionError(error: unknown): AttemptResult {
   return { type: 'connection_error', kind: failureKind(error), reason: errorText(error) };
 }
 
-const FAILURE_BY_CODE: ReadonlyMap<string, ConnectionFailure> = new Map(Object.entries({
-  ECONNREFUSED: 'connection_refused',
-  ECONNRESET: 'connection_reset',
-  EPIPE: 'connection_reset',
-  UND_ERR_SOCKET: 'connection_closed',
-  UND_ERR_CLOSED: 'connection_closed',
-  ENOTFOUND: 'dns_failure',
-  EAI_AGAIN: 'dns_failure',
-  EAI_FAIL: 'dns_failure',
-  EAI_NODATA: 'dns_failure',
-  ENODATA: 'dns_failure',
-  EHOSTUNREACH: 'host_unreachable',
-  ENETUNREACH: 'host_unreachable',
-  EHOSTDOWN: 'host_unreachable',
-  ENETDOWN: 'host_unreachable',
-  EPROTO: 'tls_error',
-  ERR_INVALID_URL: 'invalid_url',
-} satisfies Record<string, ConnectionFailure>));
+const FAILURE_BY_CODE: ReadonlyMap<string, ConnectionFailure> = new Map(
+  Object.entries({
+    ECONNREFUSED: 'connection_refused',
+    ECONNRESET: 'connection_reset',
+    EPIPE: 'connection_reset',
+    UND_ERR_SOCKET: 'connection_closed',
+    UND_ERR_CLOSED: 'connection_closed',
+    ENOTFOUND: 'dns_failure',
+    EAI_AGAIN: 'dns_failure',
+    EAI_FAIL: 'dns_failure',
+    EAI_NODATA: 'dns_failure',
+    ENODATA: 'dns_failure',
+    EHOSTUNREACH: 'host_unreachable',
+    ENETUNREACH: 'host_unreachable',
+    EHOSTDOWN: 'host_unreachable',
+    ENETDOWN: 'host_unreachable',
+    EPROTO: 'tls_error',
+    ERR_INVALID_URL: 'invalid_url',
+  } satisfies Record<string, ConnectionFailure>),
+);
 
 /** The kind of a failed connection, from the error or the first of its causes that tells. */
 function failureKind(error: unknown): ConnectionFailure {

@@ -1,5 +1,4 @@
 import {
-  JournalConflictError,
   outboxEntriesOf,
   type Journal,
   type JournalAppend,
@@ -8,10 +7,16 @@ import {
   type PendingOutboxEntry,
   type Snapshot,
 } from '../../src/libraries/persistence/journal-port.js';
+import { JournalConflictError } from '../../src/libraries/errors/internal-errors.js';
 
 /** An in-memory journal for unit tests of the actor layer; the real adapters pass the same contract suite. */
 export function createMemoryJournal(): Journal &
-  Outbox & { records(key: string): JournalRecord[]; failNextAppend(error: Error, times?: number): void; failNextRead(error: Error): void; fence(shard: number, epoch: number): void } {
+  Outbox & {
+    records(key: string): JournalRecord[];
+    failNextAppend(error: Error, times?: number): void;
+    failNextRead(error: Error): void;
+    fence(shard: number, epoch: number): void;
+  } {
   const byKey = new Map<string, JournalRecord[]>();
   const snapshots = new Map<string, Snapshot>();
   const outbox = new Map<string, PendingOutboxEntry>();
@@ -77,7 +82,12 @@ export function createMemoryJournal(): Journal &
     async pending({ limit, shards, topics, olderThan }) {
       await Promise.resolve();
       return [...outbox.values()]
-        .filter((e) => (!shards || shards.includes(e.shard)) && (!topics || topics.includes(e.topic)) && (olderThan === undefined || e.createdAt < olderThan))
+        .filter(
+          (e) =>
+            (!shards || shards.includes(e.shard)) &&
+            (!topics || topics.includes(e.topic)) &&
+            (olderThan === undefined || e.createdAt < olderThan),
+        )
         .sort((a, b) => a.createdAt - b.createdAt)
         .slice(0, limit);
     },

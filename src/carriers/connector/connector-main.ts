@@ -1,10 +1,23 @@
 import Joi from 'joi';
 import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { createLogger, type Logger } from '../../libraries/logger/logger.js';
-import { NATS_NAMESPACE_PATTERN, NATS_NAMESPACE_RULE, dispatchSubject, natsNames, receiptSubject } from '../../libraries/transport/nats-names.js';
+import {
+  NATS_NAMESPACE_PATTERN,
+  NATS_NAMESPACE_RULE,
+  dispatchSubject,
+  natsNames,
+  receiptSubject,
+} from '../../libraries/transport/nats-names.js';
 import { CARRIER_SLUG, RECEIPT_BATCH_MAX } from '../carrier-protocol.js';
 import type { CarrierLink } from './carrier-link.js';
-import { CONNECTOR_ACK_WAIT_MS, DEFAULT_RECEIPT_BATCH_MAX, DEFAULT_RECORD_TTL_MS, createConnectorRuntime, type ConnectorRuntime } from './connector-runtime.js';
+import {
+  CONNECTOR_ACK_WAIT_MS,
+  DEFAULT_RECEIPT_BATCH_MAX,
+  DEFAULT_RECORD_TTL_MS,
+  createConnectorRuntime,
+  type ConnectorRuntime,
+} from './connector-runtime.js';
+import { InternalError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * The process entry of a carrier connector (`smpp`, `kannel`, …): common settings from the environment, a NATS
@@ -26,14 +39,40 @@ export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
     name: 'NATS_NAMESPACE',
     required: false,
     default: '',
-    meaning: "The deployment's namespace on NATS (the gateway's NATS_NAMESPACE): prefix of its streams, subjects, consumers and buckets; 1 to 32 of A-Z a-z 0-9 - _.",
+    meaning:
+      "The deployment's namespace on NATS (the gateway's NATS_NAMESPACE): prefix of its streams, subjects, consumers and buckets; 1 to 32 of A-Z a-z 0-9 - _.",
   },
-  { name: 'CONNECTOR_CARRIER', required: true, default: '', meaning: 'Carrier slug: consumes sms.dispatch.<slug>, publishes sms.receipts.<slug>.' },
-  { name: 'CONNECTOR_NAME', required: false, default: '<kind>-<carrier>', meaning: 'Name of this connector in presence and logs (letters, digits, _ and -).' },
-  { name: 'CONNECTOR_PRIORITY', required: false, default: '1', meaning: 'Failover order: the live connectors with the lowest number take the jobs.' },
-  { name: 'CONNECTOR_WEIGHT', required: false, default: '1', meaning: 'Share among live connectors of the same priority: jobs held at once = window size × weight.' },
+  {
+    name: 'CONNECTOR_CARRIER',
+    required: true,
+    default: '',
+    meaning: 'Carrier slug: consumes sms.dispatch.<slug>, publishes sms.receipts.<slug>.',
+  },
+  {
+    name: 'CONNECTOR_NAME',
+    required: false,
+    default: '<kind>-<carrier>',
+    meaning: 'Name of this connector in presence and logs (letters, digits, _ and -).',
+  },
+  {
+    name: 'CONNECTOR_PRIORITY',
+    required: false,
+    default: '1',
+    meaning: 'Failover order: the live connectors with the lowest number take the jobs.',
+  },
+  {
+    name: 'CONNECTOR_WEIGHT',
+    required: false,
+    default: '1',
+    meaning: 'Share among live connectors of the same priority: jobs held at once = window size × weight.',
+  },
   { name: 'CONNECTOR_CONCURRENCY', required: false, default: 'window size × weight', meaning: 'Jobs handled at once by this instance.' },
-  { name: 'CONNECTOR_RECORD_TTL_MS', required: false, default: String(DEFAULT_RECORD_TTL_MS), meaning: 'How long dispatch records, correlations and early reports are kept.' },
+  {
+    name: 'CONNECTOR_RECORD_TTL_MS',
+    required: false,
+    default: String(DEFAULT_RECORD_TTL_MS),
+    meaning: 'How long dispatch records, correlations and early reports are kept.',
+  },
   {
     name: 'CONNECTOR_UNCERTAIN_SUBMISSION',
     required: false,
@@ -41,7 +80,12 @@ export const CONNECTOR_SETTINGS: readonly ConnectorSettingRow[] = [
     meaning:
       'A submission whose outcome is unknown (its instance died mid-submit, or the carrier left it unanswered): resend (at-least-once, a duplicate SMS is possible) or hold (at-most-once: acknowledge, never send twice; the receipt timeout ends the recipient if no report comes).',
   },
-  { name: 'CONNECTOR_RECEIPT_BATCH_MAX', required: false, default: '100', meaning: 'Most receipts in one NATS message: receipts ready together leave as one receipt batch; 1 publishes each on its own.' },
+  {
+    name: 'CONNECTOR_RECEIPT_BATCH_MAX',
+    required: false,
+    default: '100',
+    meaning: 'Most receipts in one NATS message: receipts ready together leave as one receipt batch; 1 publishes each on its own.',
+  },
   { name: 'LOG_LEVEL', required: false, default: 'info', meaning: 'pino log level.' },
 ];
 
@@ -61,7 +105,10 @@ export interface ConnectorEnvironment {
 }
 
 const environmentSchema = Joi.object({
-  NATS_URL: Joi.string().trim().required().messages({ 'any.required': 'NATS_URL is required (nats://host:port, comma-separated for several servers)' }),
+  NATS_URL: Joi.string()
+    .trim()
+    .required()
+    .messages({ 'any.required': 'NATS_URL is required (nats://host:port, comma-separated for several servers)' }),
   NATS_NAMESPACE: Joi.string().pattern(NATS_NAMESPACE_PATTERN).default('').messages({ '*': NATS_NAMESPACE_RULE }),
   CONNECTOR_CARRIER: Joi.string().pattern(CARRIER_SLUG).required().messages({
     'any.required': 'CONNECTOR_CARRIER is required: the carrier slug the gateway routes to',
@@ -70,28 +117,44 @@ const environmentSchema = Joi.object({
   CONNECTOR_NAME: Joi.string()
     .pattern(/^[A-Za-z0-9_-]{1,64}$/)
     .messages({ 'string.pattern.base': 'CONNECTOR_NAME must be 1 to 64 of A-Z a-z 0-9 _ -' }),
-  CONNECTOR_PRIORITY: Joi.number().integer().min(0).max(1_000).default(1).messages({ '*': 'CONNECTOR_PRIORITY must be an integer from 0 to 1000' }),
+  CONNECTOR_PRIORITY: Joi.number()
+    .integer()
+    .min(0)
+    .max(1_000)
+    .default(1)
+    .messages({ '*': 'CONNECTOR_PRIORITY must be an integer from 0 to 1000' }),
   CONNECTOR_WEIGHT: Joi.number().positive().max(1_000).default(1).messages({ '*': 'CONNECTOR_WEIGHT must be a positive number' }),
-  CONNECTOR_CONCURRENCY: Joi.number().integer().min(1).max(10_000).messages({ '*': 'CONNECTOR_CONCURRENCY must be an integer from 1 to 10000' }),
+  CONNECTOR_CONCURRENCY: Joi.number()
+    .integer()
+    .min(1)
+    .max(10_000)
+    .messages({ '*': 'CONNECTOR_CONCURRENCY must be an integer from 1 to 10000' }),
   CONNECTOR_RECORD_TTL_MS: Joi.number()
     .integer()
     .min(25 * 3_600_000)
     .default(DEFAULT_RECORD_TTL_MS)
     .messages({ '*': 'CONNECTOR_RECORD_TTL_MS must be an integer of at least 90000000 (25 h: longer than the 24-hour rule)' }),
-  CONNECTOR_UNCERTAIN_SUBMISSION: Joi.string().valid('hold', 'resend').default('resend').messages({ '*': 'CONNECTOR_UNCERTAIN_SUBMISSION must be hold or resend' }),
+  CONNECTOR_UNCERTAIN_SUBMISSION: Joi.string()
+    .valid('hold', 'resend')
+    .default('resend')
+    .messages({ '*': 'CONNECTOR_UNCERTAIN_SUBMISSION must be hold or resend' }),
   CONNECTOR_RECEIPT_BATCH_MAX: Joi.number()
     .integer()
     .min(1)
     .max(RECEIPT_BATCH_MAX)
     .default(DEFAULT_RECEIPT_BATCH_MAX)
     .messages({ '*': `CONNECTOR_RECEIPT_BATCH_MAX must be an integer from 1 to ${RECEIPT_BATCH_MAX}` }),
-  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info').messages({ '*': 'LOG_LEVEL must be a pino level' }),
+  LOG_LEVEL: Joi.string()
+    .valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent')
+    .default('info')
+    .messages({ '*': 'LOG_LEVEL must be a pino level' }),
 }).unknown(true);
 
-export class ConnectorEnvironmentError extends Error {
+export class ConnectorEnvironmentError extends InternalError {
+  readonly kind = 'connector_settings_invalid';
+
   constructor(readonly problems: readonly string[]) {
     super(`invalid connector settings: ${problems.join('; ')}`);
-    this.name = 'ConnectorEnvironmentError';
   }
 }
 
@@ -171,7 +234,12 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     logger.warn({ err: error, context }, 'nats');
   };
   const names = natsNames(settings.natsNamespace);
-  const transport = await connectNatsTransport({ servers: settings.natsUrl, name: `connector-${options.kind}-${settings.carrier}`, names, onError: onNatsError });
+  const transport = await connectNatsTransport({
+    servers: settings.natsUrl,
+    name: `connector-${options.kind}-${settings.carrier}`,
+    names,
+    onError: onNatsError,
+  });
   const nc = await connectNats({
     servers,
     name: `connector-${options.kind}-${settings.carrier}-kv`,
@@ -228,7 +296,14 @@ export async function runConnectorProcess(options: ConnectorProcessOptions): Pro
     throw error;
   }
   logger.info(
-    { connector_id: runtime.connectorId, kind: options.kind, name: settings.name, priority: settings.priority, weight: settings.weight, namespace: names.namespace },
+    {
+      connector_id: runtime.connectorId,
+      kind: options.kind,
+      name: settings.name,
+      priority: settings.priority,
+      weight: settings.weight,
+      namespace: names.namespace,
+    },
     `connector ready: consuming ${names.subject(dispatchSubject(settings.carrier))}, publishing ${names.subject(receiptSubject(settings.carrier))}`,
   );
   const statsTimer = setInterval(() => {

@@ -15,8 +15,25 @@ import {
   referenceBucket,
   type NatsNames,
 } from '../../libraries/transport/nats-names.js';
-import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
-import { CARRIER_SLUG, RECEIPT_BATCH_MAX, checkDispatchJob, checkReceipt, knownDispatchFields, type DispatchJob, type Receipt, type ReceiptBatch } from '../carrier-protocol.js';
+import {
+  ACK,
+  DROP,
+  retryAfter,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../../libraries/transport/transport-port.js';
+import {
+  CARRIER_SLUG,
+  RECEIPT_BATCH_MAX,
+  checkDispatchJob,
+  checkReceipt,
+  knownDispatchFields,
+  type DispatchJob,
+  type Receipt,
+  type ReceiptBatch,
+} from '../carrier-protocol.js';
 import type { CarrierLink, CarrierReport, SubmitOutcome } from './carrier-link.js';
 import {
   PRESENCE_INTERVAL_MS,
@@ -157,10 +174,10 @@ const sleep = (ms: number): Promise<void> =>
 
 /** KV create/update refused because the key moved on (another writer): the caller reads again. */
 function isConflict(error: unknown): boolean {
-  if (error instanceof JetStreamApiError) {
-    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
-  }
-  return error instanceof Error && /wrong last sequence/i.test(error.message);
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
 }
 
 /** Opens a bucket, creating it when missing (the same settings twice is no change). */
@@ -190,7 +207,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   if (!Number.isInteger(receiptBatchMax) || receiptBatchMax < 1 || receiptBatchMax > RECEIPT_BATCH_MAX) {
     throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${receiptBatchMax}`);
   }
-  const connectorId = `${options.name}-${ids().replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12)}`;
+  const connectorId = `${options.name}-${ids()
+    .replace(/[^A-Za-z0-9_-]/g, '')
+    .slice(0, 12)}`;
   const log = logger.child({ carrier, connector_id: connectorId });
 
   let dispatches: KV | null = null;
@@ -233,7 +252,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   function receiptMessage(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string } {
     const [first] = receipts;
     if (receipts.length === 1 && first) return { payload: first, id: first.receipt_id };
-    const batchId = `batch:${createHash('sha256').update(receipts.map((r) => r.receipt_id).join('\n')).digest('hex')}`;
+    const batchId = `batch:${createHash('sha256')
+      .update(receipts.map((r) => r.receipt_id).join('\n'))
+      .digest('hex')}`;
     return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId };
   }
 
@@ -283,13 +304,19 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   }
 
   /** Writes `next` computed from the current record, retrying on concurrent writers. Null from `change`: no write. */
-  async function changeRecord(key: string, change: (record: DispatchRecord | null) => DispatchRecord | null): Promise<{ record: DispatchRecord | null; revision: number }> {
+  async function changeRecord(
+    key: string,
+    change: (record: DispatchRecord | null) => DispatchRecord | null,
+  ): Promise<{ record: DispatchRecord | null; revision: number }> {
     for (;;) {
       const current = await readRecord(key);
       const next = change(current.record);
       if (next === null) return current;
       try {
-        const revision = current.revision === 0 ? await bucket(dispatches).create(key, toBytes(next)) : await bucket(dispatches).update(key, toBytes(next), current.revision);
+        const revision =
+          current.revision === 0
+            ? await bucket(dispatches).create(key, toBytes(next))
+            : await bucket(dispatches).update(key, toBytes(next), current.revision);
         return { record: next, revision };
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -297,7 +324,8 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
-  type Claim = { kind: 'claimed'; revision: number } | { kind: 'done'; why: string; unknownOutcome?: true } | { kind: 'busy'; retryInMs: number };
+  type Claim =
+    { kind: 'claimed'; revision: number } | { kind: 'done'; why: string; unknownOutcome?: true } | { kind: 'busy'; retryInMs: number };
 
   async function claim(key: string): Promise<Claim> {
     for (;;) {
@@ -306,7 +334,13 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       const submitting: DispatchRecord = { version: 1, state: 'submitting', instance: connectorId, claimed_at: now, renewed_at: now };
       if (record === null) {
         try {
-          return { kind: 'claimed', revision: revision === 0 ? await bucket(dispatches).create(key, toBytes(submitting)) : await bucket(dispatches).update(key, toBytes(submitting), revision) };
+          return {
+            kind: 'claimed',
+            revision:
+              revision === 0
+                ? await bucket(dispatches).create(key, toBytes(submitting))
+                : await bucket(dispatches).update(key, toBytes(submitting), revision),
+          };
         } catch (error) {
           if (isConflict(error)) continue;
           throw error;
@@ -317,7 +351,11 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       const silentFor = now - record.renewed_at;
       if (silentFor <= ackWaitMs) return { kind: 'busy', retryInMs: Math.max(1_000, ackWaitMs - silentFor + 1_000) };
       if (uncertainSubmission === 'hold') {
-        return { kind: 'done', why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`, unknownOutcome: true };
+        return {
+          kind: 'done',
+          why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`,
+          unknownOutcome: true,
+        };
       }
       try {
         const next: DispatchRecord = { ...submitting, ...(record.parts ? { parts: record.parts } : {}) };
@@ -375,7 +413,10 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     const job = checked.value;
     if (clock.now() - Date.parse(job.submitted_at) > STALE_JOB_MS) {
       counters.jobsSkipped++;
-      log.info({ dispatch_id: job.dispatch_id, submitted_at: job.submitted_at }, 'stale dispatch job acknowledged without sending (older than 24 h)');
+      log.info(
+        { dispatch_id: job.dispatch_id, submitted_at: job.submitted_at },
+        'stale dispatch job acknowledged without sending (older than 24 h)',
+      );
       return ACK;
     }
     const key = encodeKey(job.dispatch_id);
@@ -467,7 +508,10 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       );
     } catch (error) {
       // the job is acknowledged all the same: the carrier has it, and sending it again would be a duplicate
-      log.error({ err: error, dispatch_id: job.dispatch_id, references: refs }, 'carrier took the message but its references were not recorded');
+      log.error(
+        { err: error, dispatch_id: job.dispatch_id, references: refs },
+        'carrier took the message but its references were not recorded',
+      );
     }
     const [first] = refs;
     await publishPatiently({
@@ -481,10 +525,22 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     await resolveOrphans(refs);
   }
 
-  async function onRejected(job: DispatchJob, key: string, carrierStatus: string, message: string, acceptedReferences: readonly string[]): Promise<void> {
+  async function onRejected(
+    job: DispatchJob,
+    key: string,
+    carrierStatus: string,
+    message: string,
+    acceptedReferences: readonly string[],
+  ): Promise<void> {
     counters.jobsRejected++;
     log.info({ dispatch_id: job.dispatch_id, carrier_status: carrierStatus, message }, 'carrier refused the message');
-    await changeRecord(key, () => ({ version: 1, state: 'rejected', carrier_status: carrierStatus, accepted_references: acceptedReferences, rejected_at: clock.now() }));
+    await changeRecord(key, () => ({
+      version: 1,
+      state: 'rejected',
+      carrier_status: carrierStatus,
+      accepted_references: acceptedReferences,
+      rejected_at: clock.now(),
+    }));
     await publishPatiently({
       version: 1,
       receipt_id: `${job.dispatch_id}:rejected`,
@@ -504,7 +560,8 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   }
 
   /** The carrier's words as a receipt field (at most 100 characters), or nothing. */
-  const wordsOf = (words: string | null | undefined): { carrier_status?: string } => (words == null || words === '' ? {} : { carrier_status: words.slice(0, 100) });
+  const wordsOf = (words: string | null | undefined): { carrier_status?: string } =>
+    words == null || words === '' ? {} : { carrier_status: words.slice(0, 100) };
 
   /** The receipt a correlated report calls for; null when it changes nothing. */
   async function receiptFor(report: OrphanReport, correlation: Correlation): Promise<Receipt | null> {
@@ -598,7 +655,10 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       await keepOrphan(kept);
       correlation = await readCorrelation(report.reference);
       if (correlation === null) {
-        log.info({ reference: report.reference, state: report.state }, 'report for an unknown reference kept until its submission is recorded');
+        log.info(
+          { reference: report.reference, state: report.state },
+          'report for an unknown reference kept until its submission is recorded',
+        );
         return;
       }
       // written meanwhile: settle it now (the submitting side may settle it too; the receipt ids are the same), and

@@ -1,5 +1,13 @@
 import Joi from 'joi';
-import { describeFlatSettings, readFlatSettings, validateFlatSettings, type FlatSettingDescription, type RawSettings } from '../../libraries/config/flat-settings.js';
+import {
+  crossSettingProblem,
+  describeFlatSettings,
+  readFlatSettings,
+  validateFlatSettings,
+  type FlatSettingDescription,
+  type RawSettings,
+} from '../../libraries/config/flat-settings.js';
+import { InternalError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * The configuration of one Kannel connector process, from `KANNEL_*` environment variables: where Kannel's smsbox
@@ -55,13 +63,34 @@ function setting<T extends Joi.Schema>(schema: T, env: string, description: stri
 const positiveInt = () => Joi.number().integer().min(1);
 
 const kannelSchema = Joi.object({
-  sendsmsHost: setting(Joi.string().hostname().required(), 'KANNEL_SENDSMS_HOST', 'Host name or address of Kannel\u2019s smsbox (sendsms interface).'),
+  sendsmsHost: setting(
+    Joi.string().hostname().required(),
+    'KANNEL_SENDSMS_HOST',
+    'Host name or address of Kannel\u2019s smsbox (sendsms interface).',
+  ),
   sendsmsPort: setting(Joi.number().port().default(13013), 'KANNEL_SENDSMS_PORT', 'sendsms-port of the smsbox.'),
-  sendsmsPath: setting(Joi.string().pattern(/^\/[^\s?#]*$/).default('/cgi-bin/sendsms'), 'KANNEL_SENDSMS_PATH', 'Path of the sendsms interface.'),
+  sendsmsPath: setting(
+    Joi.string()
+      .pattern(/^\/[^\s?#]*$/)
+      .default('/cgi-bin/sendsms'),
+    'KANNEL_SENDSMS_PATH',
+    'Path of the sendsms interface.',
+  ),
   username: setting(Joi.string().min(1).required(), 'KANNEL_USERNAME', 'username of a sendsms-user group.'),
   password: setting(Joi.string().allow('').required(), 'KANNEL_PASSWORD', 'password of that sendsms-user.'),
-  smsc: setting(Joi.string().pattern(/^[A-Za-z0-9_.-]{1,64}$/).allow('').default(''), 'KANNEL_SMSC', 'smsc-id every submission is forced to (empty: Kannel\u2019s routing chooses).'),
-  defaultSender: setting(Joi.string().max(20).allow('').default(''), 'KANNEL_DEFAULT_SENDER', 'Sender for jobs without sender_id (empty: the sendsms-user\u2019s default, Kannel\u2019s global-sender).'),
+  smsc: setting(
+    Joi.string()
+      .pattern(/^[A-Za-z0-9_.-]{1,64}$/)
+      .allow('')
+      .default(''),
+    'KANNEL_SMSC',
+    'smsc-id every submission is forced to (empty: Kannel\u2019s routing chooses).',
+  ),
+  defaultSender: setting(
+    Joi.string().max(20).allow('').default(''),
+    'KANNEL_DEFAULT_SENDER',
+    'Sender for jobs without sender_id (empty: the sendsms-user\u2019s default, Kannel\u2019s global-sender).',
+  ),
   dlrMask: setting(
     Joi.number()
       .integer()
@@ -74,29 +103,46 @@ const kannelSchema = Joi.object({
   dlrHost: setting(Joi.string().hostname().default('0.0.0.0'), 'KANNEL_DLR_HOST', 'Address the delivery-report listener binds.'),
   dlrPort: setting(Joi.number().port().default(13080), 'KANNEL_DLR_PORT', 'Port of the delivery-report listener (0: any free port).'),
   dlrPublicUrl: setting(
-    Joi.string().uri({ scheme: ['http', 'https'] }).allow('').default(''),
+    Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow('')
+      .default(''),
     'KANNEL_DLR_PUBLIC_URL',
     'Base URL through which smsbox reaches the listener, e.g. http://connector-1:13080 (empty: http://<KANNEL_DLR_HOST>:<port>, with 127.0.0.1 for 0.0.0.0).',
   ),
-  requestTimeoutMs: setting(positiveInt().default(10_000), 'KANNEL_REQUEST_TIMEOUT_MS', 'A sendsms request not answered within this is given back (retry, uncertain).'),
-  maxConcurrentRequests: setting(positiveInt().max(8).default(2), 'KANNEL_MAX_CONCURRENT_REQUESTS', 'HTTP connections to smsbox, i.e. sendsms requests at once (smsbox listens with a backlog of 10: keep few).'),
+  requestTimeoutMs: setting(
+    positiveInt().default(10_000),
+    'KANNEL_REQUEST_TIMEOUT_MS',
+    'A sendsms request not answered within this is given back (retry, uncertain).',
+  ),
+  maxConcurrentRequests: setting(
+    positiveInt().max(8).default(2),
+    'KANNEL_MAX_CONCURRENT_REQUESTS',
+    'HTTP connections to smsbox, i.e. sendsms requests at once (smsbox listens with a backlog of 10: keep few).',
+  ),
   maxSubmitsPerSecond: setting(positiveInt().default(50), 'KANNEL_MAX_SUBMITS_PER_SECOND', 'sendsms requests per second.'),
-  retryDelayMs: setting(positiveInt().default(5_000), 'KANNEL_RETRY_DELAY_MS', 'Delay before a job given back (smsbox down, 5xx, timeout) is delivered again.'),
+  retryDelayMs: setting(
+    positiveInt().default(5_000),
+    'KANNEL_RETRY_DELAY_MS',
+    'Delay before a job given back (smsbox down, 5xx, timeout) is delivered again.',
+  ),
   stopTimeoutMs: setting(positiveInt().default(5_000), 'KANNEL_STOP_TIMEOUT_MS', 'On stop: longest wait for sendsms requests in flight.'),
 }).custom((value: { dlrMask: number }, helpers) => {
   const finals = DLR_TYPE.delivered | DLR_TYPE.failed;
-  if ((value.dlrMask & finals) !== finals) return helpers.message({ custom: 'KANNEL_DLR_MASK must include 1 (delivered) and 2 (failed)' });
+  if ((value.dlrMask & finals) !== finals)
+    return crossSettingProblem(helpers, 'KANNEL_DLR_MASK must include 1 (delivered) and 2 (failed)', 'KANNEL_DLR_MASK');
   return value;
 });
 
-export class KannelSettingsError extends Error {
+export class KannelSettingsError extends InternalError {
+  readonly kind = 'kannel_settings_invalid';
+
   constructor(
     message: string,
     /** The environment variable at fault. */
     readonly variable: string,
   ) {
     super(message);
-    this.name = 'KannelSettingsError';
   }
 }
 
@@ -105,7 +151,6 @@ export type KannelSettingDescription = FlatSettingDescription;
 export function describeKannelSettings(): KannelSettingDescription[] {
   return describeFlatSettings(kannelSchema);
 }
-
 
 /** Validates settings given by key (tests, or the env reader below). Throws KannelSettingsError naming the variable. */
 export function parseKannelSettings(settings: RawSettings): KannelSettings {

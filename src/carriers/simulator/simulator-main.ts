@@ -1,10 +1,11 @@
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createSimulatorConnector } from './simulator-connector.js';
 import { systemClock } from '../../libraries/clock/clock.js';
-import { ConfigError, loadConfig } from '../../libraries/config/config.js';
+import { loadConfig } from '../../libraries/config/config.js';
 import { createProcessTerminator, stopOnSignals } from '../../libraries/lifecycle/process-terminator.js';
 import { dispatchSubject, natsNames, receiptSubject } from '../../libraries/transport/nats-names.js';
 import { createLogger } from '../../libraries/logger/logger.js';
+import { ConfigError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * The sandbox simulator as its own connector process on NATS (`npm run connector:simulator`), exactly as a third

@@ -1,4 +1,5 @@
 import { analyseMessage, type Encoding } from '../../messaging/segments.js';
+import { InternalError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * A dispatch job's text as SMPP parts.
@@ -47,11 +48,8 @@ const EXTENSION_CODE = new Map<string, number>(GSM_EXTENSION);
 const EXTENSION_CHAR = new Map<number, string>(GSM_EXTENSION.map(([char, code]) => [code, char]));
 const BASIC_CHAR = Array.from(GSM_BASIC);
 
-export class EncodingError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'EncodingError';
-  }
+export class EncodingError extends InternalError {
+  readonly kind = 'gsm_encoding';
 }
 
 /** GSM 03.38 unpacked: one octet per septet, extension characters as 0x1B + code. */
@@ -64,7 +62,10 @@ export function encodeGsm7(text: string): Buffer {
       continue;
     }
     const extension = EXTENSION_CODE.get(char);
-    if (extension === undefined) throw new EncodingError(`character U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} is not in the GSM 03.38 alphabet`);
+    if (extension === undefined)
+      throw new EncodingError(
+        `character U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')} is not in the GSM 03.38 alphabet`,
+      );
     out.push(ESCAPE, extension);
   }
   return Buffer.from(out);
@@ -142,7 +143,11 @@ export function encodeMessage(text: string, encoding: Encoding, method: LongMess
     return { dataCoding, segments, parts: [{ shortMessage: encodeText(text, encoding), esmClass: 0, sar: null, messagePayload: null }] };
   }
   if (method === 'payload') {
-    return { dataCoding, segments, parts: [{ shortMessage: Buffer.alloc(0), esmClass: 0, sar: null, messagePayload: encodeText(text, encoding) }] };
+    return {
+      dataCoding,
+      segments,
+      parts: [{ shortMessage: Buffer.alloc(0), esmClass: 0, sar: null, messagePayload: encodeText(text, encoding) }],
+    };
   }
   const ref = reference & 0xff;
   const parts = analysis.parts.map((partText, index): EncodedPart => {

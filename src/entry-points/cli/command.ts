@@ -1,10 +1,10 @@
-import type { Gateway } from '../../gateway.js';
+import type { CommandNode } from '../../composition/command-node.js';
 
 /**
- * What a command needs of the wired node: its use cases, its store (for reads) and its settings; `scheduler` is
- * there (not started: it only reads Agenda's jobs) for the commands that ask for it.
+ * What a command needs of the node it runs on: its use cases, its store (for reads) and its settings; `scheduler` is
+ * there (not started: it only reads Agenda's jobs) for the commands that ask for it. A started gateway has all of it.
  */
-export type CliGateway = Pick<Gateway, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'>;
+export type CliGateway = Pick<CommandNode, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'>;
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes

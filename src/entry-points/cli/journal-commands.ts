@@ -1,7 +1,7 @@
-import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
 import { COMPACT_JOURNAL } from '../../libraries/actors/behaviour.js';
 import { done, limitOption, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { fields } from './format.js';
+import { ActorFailureError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * Bounding the journal: a message settled long ago keeps a snapshot of its state and its last record; its earlier
@@ -25,7 +25,11 @@ export interface PruneJournalOptions {
  */
 export async function pruneJournal(gateway: CliGateway, options: PruneJournalOptions): Promise<CommandOutcome> {
   const lastBefore = gateway.clock.now() - options.settledDays * DAY_MS;
-  const candidates = await gateway.persistence.journal.prunable({ prefix: MESSAGE_PREFIX, lastBefore, limit: options.limit ?? DEFAULT_PRUNE_LIMIT });
+  const candidates = await gateway.persistence.journal.prunable({
+    prefix: MESSAGE_PREFIX,
+    lastBefore,
+    limit: options.limit ?? DEFAULT_PRUNE_LIMIT,
+  });
   let pruned = 0;
   let deleted = 0;
   let unsettled = 0;
@@ -58,7 +62,14 @@ export async function pruneJournal(gateway: CliGateway, options: PruneJournalOpt
   ]);
   return done(
     text,
-    { settled_days: options.settledDays, candidates: candidates.length, messages_pruned: pruned, records_deleted: deleted, not_settled: unsettled, failed },
+    {
+      settled_days: options.settledDays,
+      candidates: candidates.length,
+      messages_pruned: pruned,
+      records_deleted: deleted,
+      not_settled: unsettled,
+      failed,
+    },
     failed.map((line) => `not pruned: ${line}`),
   );
 }
@@ -73,7 +84,8 @@ export const JOURNAL_COMMANDS: readonly CommandSpec[] = [
     prepare(args) {
       const days = args.option('settled-days');
       if (days === undefined) return { usageError: '--settled-days is required' };
-      if (!/^\d+$/.test(days) || Number(days) > 36_500) return { usageError: `--settled-days must be a whole number of days from 0 to 36500, not "${days}"` };
+      if (!/^\d+$/.test(days) || Number(days) > 36_500)
+        return { usageError: `--settled-days must be a whole number of days from 0 to 36500, not "${days}"` };
       const limit = limitOption(args.option('limit'), MAX_PRUNE_LIMIT);
       if (typeof limit === 'object') return limit;
       return (gateway) => pruneJournal(gateway, { settledDays: Number(days), limit });

@@ -1,10 +1,9 @@
 import { KEY_STATUSES, type KeyStatus } from '../../api-keys/api-key.js';
 import type { KeyView } from '../../api-keys/api-key-behaviour.js';
-import { webhookUrlPolicyOf } from '../../gateway.js';
-import { SecretUnreadableError } from '../../libraries/secrets/secret-box.js';
-import { checkWebhookUrl } from '../../webhooks/url-guard.js';
+import { checkWebhookUrl, webhookUrlPolicyOf } from '../../webhooks/url-guard.js';
 import { done, rejected, type CliGateway, type CommandArgs, type CommandOutcome, type CommandSpec } from './command.js';
 import { humanTime, isoTime, table } from './format.js';
+import { SecretUnreadableError } from '../../libraries/errors/internal-errors.js';
 
 const SHOWN_ONCE = 'Store it now: it is not shown again.';
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -55,7 +54,14 @@ export async function createKey(gateway: CliGateway, options: CreateKeyOptions):
   if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
   const issued = await gateway.useCases.apiKeys.issueKey(merchant.id, { status, expiresAt });
   const text = `Key ${issued.keyId} created for ${merchant.id} (status ${status}, ${gateway.config.environment}).\nAPI key: ${issued.apiKey}`;
-  const json = { key_id: issued.keyId, merchant_id: merchant.id, api_key: issued.apiKey, key: issued.display, status, expires_at: isoTime(expiresAt) };
+  const json = {
+    key_id: issued.keyId,
+    merchant_id: merchant.id,
+    api_key: issued.apiKey,
+    key: issued.display,
+    status,
+    expires_at: isoTime(expiresAt),
+  };
   return done(text, json, [SHOWN_ONCE]);
 }
 
@@ -86,7 +92,10 @@ export async function listKeys(gateway: CliGateway, options: { readonly merchant
   return done(text, keys.map(keyJson));
 }
 
-export async function setKeyStatus(gateway: CliGateway, options: { readonly keyId: string; readonly status: string }): Promise<CommandOutcome> {
+export async function setKeyStatus(
+  gateway: CliGateway,
+  options: { readonly keyId: string; readonly status: string },
+): Promise<CommandOutcome> {
   if (!isKeyStatus(options.status)) return rejected(`unknown status "${options.status}"`, [`one of: ${KEY_STATUSES.join(', ')}`]);
   const changed = await gateway.useCases.apiKeys.setStatus(options.keyId, options.status);
   if (changed !== true) return unknownKey(options.keyId);
@@ -109,7 +118,13 @@ export async function deleteKey(gateway: CliGateway, options: { readonly keyId: 
 
 export type SetWebhookOptions =
   | { readonly keyId: string; readonly clear: true }
-  | { readonly keyId: string; readonly clear?: false; readonly url: string; readonly username?: string | undefined; readonly password?: string | undefined };
+  | {
+      readonly keyId: string;
+      readonly clear?: false;
+      readonly url: string;
+      readonly username?: string | undefined;
+      readonly password?: string | undefined;
+    };
 
 /** Replaces the key's webhook settings as a whole: credentials not given are removed. */
 export async function setWebhook(gateway: CliGateway, options: SetWebhookOptions): Promise<CommandOutcome> {
@@ -132,7 +147,8 @@ export async function setWebhook(gateway: CliGateway, options: SetWebhookOptions
   const webhook = { url: options.url, username: options.username ?? null, password: options.password ?? null };
   const set = await gateway.useCases.apiKeys.setWebhook(options.keyId, webhook);
   if (set !== true) return unknownKey(options.keyId);
-  const auth = webhook.username === null ? 'no basic auth' : `basic auth as ${webhook.username}${webhook.password === null ? '' : ' with a password'}`;
+  const auth =
+    webhook.username === null ? 'no basic auth' : `basic auth as ${webhook.username}${webhook.password === null ? '' : ' with a password'}`;
   const json = {
     key_id: options.keyId,
     webhook_url: webhook.url,
@@ -143,7 +159,10 @@ export async function setWebhook(gateway: CliGateway, options: SetWebhookOptions
 }
 
 /** Opt-in HMAC signing of webhook bodies; turning it on issues a new secret, shown once. */
-export async function setSigning(gateway: CliGateway, options: { readonly keyId: string; readonly enabled: boolean }): Promise<CommandOutcome> {
+export async function setSigning(
+  gateway: CliGateway,
+  options: { readonly keyId: string; readonly enabled: boolean },
+): Promise<CommandOutcome> {
   const result = await gateway.useCases.apiKeys.setSigning(options.keyId, options.enabled);
   if (result === null) return unknownKey(options.keyId);
   if (result.secret === null) return done(`Webhook signing of key ${options.keyId} is off.`, { key_id: options.keyId, signing: false });
@@ -176,7 +195,8 @@ export const KEY_COMMANDS: readonly CommandSpec[] = [
     usage: '[--status allowed] [--expires-at <ISO 8601>]',
     summary: 'issue an API key; prints the key once',
     options: { status: { type: 'string' }, 'expires-at': { type: 'string' } },
-    prepare: (args) => (gateway) => createKey(gateway, { merchantId: args.arg('merchantId'), status: args.option('status'), expiresAt: args.option('expires-at') }),
+    prepare: (args) => (gateway) =>
+      createKey(gateway, { merchantId: args.arg('merchantId'), status: args.option('status'), expiresAt: args.option('expires-at') }),
   },
   {
     words: ['keys', 'list'],
@@ -190,7 +210,12 @@ export const KEY_COMMANDS: readonly CommandSpec[] = [
     summary: `set a key's status: ${KEY_STATUSES.join(', ')}`,
     prepare: (args) => (gateway) => setKeyStatus(gateway, { keyId: args.arg('keyId'), status: args.arg('status') }),
   },
-  { words: ['keys', 'rotate'], args: ['keyId'], summary: 'replace a key; prints the new key once, the old one stops working at once', prepare: byKeyId(rotateKey) },
+  {
+    words: ['keys', 'rotate'],
+    args: ['keyId'],
+    summary: 'replace a key; prints the new key once, the old one stops working at once',
+    prepare: byKeyId(rotateKey),
+  },
   { words: ['keys', 'delete'], args: ['keyId'], summary: 'delete a key (it answers 401 from then on)', prepare: byKeyId(deleteKey) },
   {
     words: ['keys', 'set-webhook'],

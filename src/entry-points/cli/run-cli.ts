@@ -1,14 +1,13 @@
 import path from 'node:path';
-import type { AgendaBackend } from 'agenda';
-import { createGateway, openPersistence } from '../../gateway.js';
-import { EnvironmentMismatchError } from '../../libraries/persistence/environment-claim.js';
-import { ConfigError, loadConfig, type Config } from '../../libraries/config/config.js';
-import type { Persistence } from '../../libraries/persistence/persistence.js';
-import { DataDirectoryInUseError, hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
-import { requireSecretsKey } from '../../libraries/secrets/secret-keys.js';
+import { openPersistence } from '../../composition/persistence.js';
+import { createCommandNode } from '../../composition/command-node.js';
+import { loadConfig, type Config } from '../../libraries/config/config.js';
+import { hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
+import { ConfigError, DataDirectoryInUseError, EnvironmentMismatchError, InternalError } from '../../libraries/errors/internal-errors.js';
 import { silentLogger } from '../../libraries/logger/logger.js';
 import type { Transport } from '../../libraries/transport/transport-port.js';
-import { openTransport } from '../../gateway-node.js';
+import { openAgendaReader } from '../../composition/agenda.js';
+import { openTransport } from '../../composition/transport.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
@@ -35,23 +34,6 @@ export interface GatewayNeeds {
   readonly createDatabase: boolean;
 }
 
-/** Agenda's storage on the server's database, as the server opens it (the CLI never starts Agenda: it only reads). */
-async function openAgendaBackend(config: Config, persistence: Persistence): Promise<AgendaBackend> {
-  if (persistence.sql) {
-    const { AgendaPostgresBackend } = await import('../../scheduling/agenda-postgres-backend.js');
-    // a failed query fails the command; the pool's own errors (a connection the server ended) are not the command's
-    return new AgendaPostgresBackend({
-      connectionString: await persistence.sql.connectionString(),
-      notifications: false,
-      maxConnections: 2,
-      ensureSchema: true,
-      onError: () => undefined,
-    });
-  }
-  const { MongoBackend } = await import('@agendajs/mongo-backend');
-  return new MongoBackend({ address: config.database.mongoUrl });
-}
-
 /**
  * How the CLI reaches the actors. Embedded mode, or server mode with no live node: it runs them itself (nobody else
  * writes). Server mode with live nodes: it joins the cluster as a client (owns no shard) over NATS, so every command
@@ -73,27 +55,27 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
     }
     // the database bus in embedded mode (a replayed webhook waits there for the server), NATS in a running cluster
     if (config.mode === 'embedded' || liveNodes.length > 0) transport = await openTransport(config, persistence, silentLogger);
-    const gateway = await createGateway({
+    // only what a command runs on: no relay, no consumers, nothing started (a CLI run carries out its own command)
+    const node = createCommandNode({
       config,
       persistence,
       ...(transport ? { transport } : {}),
       ...(liveNodes.length > 0 ? { role: 'client' as const } : {}),
-      ...(needs.scheduler ? { agendaBackend: await openAgendaBackend(config, persistence) } : {}),
+      ...(needs.scheduler ? { agendaBackend: await openAgendaReader(config, persistence) } : {}),
       onIncident,
     });
-    const stop = gateway.stop.bind(gateway);
     const opened = transport;
-    // the relay and consumers are not started: a CLI run carries out its own command only
-    return Object.assign(gateway, {
+    return {
+      ...node,
       async stop() {
         try {
-          await stop();
+          await node.stop();
         } finally {
           await opened?.close();
           await persistence.close();
         }
       },
-    });
+    };
   } catch (error) {
     await transport?.close();
     await persistence.close();
@@ -102,7 +84,9 @@ async function openRealGateway(config: Config, err: (text: string) => void, need
 }
 
 /** A condition that stops the CLI before any command runs (exit code 1, message on stderr). */
-class CliRefusal extends Error {}
+class CliRefusal extends InternalError {
+  readonly kind = 'cli_refusal';
+}
 
 /**
  * Whether DATA_DIR holds a database. Opening one that does not creates an empty database: a CLI pointed at the
@@ -162,8 +146,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let config: Config;
   try {
-    config = loadConfig({ env: io.env });
-    requireSecretsKey(config);
+    config = loadConfig({ env: io.env, reader: 'cli' });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     io.err(`error: ${error.message}\n`);

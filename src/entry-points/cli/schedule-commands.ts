@@ -1,5 +1,5 @@
 import { messageStatusView } from '../../messaging/message-view.js';
-import type { ScheduledJobView } from '../../scheduling/occurrence-scheduler.js';
+import type { ScheduledJobView } from '../jobs/occurrence-scheduler.js';
 import { done, limitOption, rejected, type CliGateway, type CommandOutcome, type CommandSpec } from './command.js';
 import { fields, humanTime, table } from './format.js';
 

@@ -1,4 +1,5 @@
 import type Joi from 'joi';
+import { InternalError } from '../../libraries/errors/internal-errors.js';
 
 /** A JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1) as a plain JSON value. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
@@ -68,9 +69,25 @@ interface Description {
 /** Flags that change nothing in JSON (messages, labels, error overrides) or that describe() reports for defaults. */
 const IGNORED_FLAGS = new Set(['presence', 'only', 'default', 'description', 'unknown', 'match', 'label', 'error', 'sparse']);
 /** Description keys handled below or without effect on what JSON is accepted. */
-const HANDLED_KEYS = new Set(['type', 'flags', 'rules', 'allow', 'invalid', 'keys', 'items', 'matches', 'whens', 'examples', 'preferences', 'metas', 'notes']);
+const HANDLED_KEYS = new Set([
+  'type',
+  'flags',
+  'rules',
+  'allow',
+  'invalid',
+  'keys',
+  'items',
+  'matches',
+  'whens',
+  'examples',
+  'preferences',
+  'metas',
+  'notes',
+]);
 
-class UnsupportedJoi extends Error {
+class UnsupportedJoiError extends InternalError {
+  readonly kind = 'unsupported_schema';
+
   constructor(where: string, what: string) {
     super(`joi → JSON Schema: ${what} at ${where || '(root)'} is not supported; extend src/entry-points/http/joi-json-schema.ts`);
   }
@@ -81,14 +98,14 @@ const isOverrideMarker = (value: unknown) => typeof value === 'object' && value 
 
 function convert(d: Description, where: string): JsonSchema {
   if (d.flags?.presence === 'forbidden') return false;
-  for (const key of Object.keys(d)) if (!HANDLED_KEYS.has(key)) throw new UnsupportedJoi(where, `"${key}"`);
-  for (const flag of Object.keys(d.flags ?? {})) if (!IGNORED_FLAGS.has(flag)) throw new UnsupportedJoi(where, `flag "${flag}"`);
+  for (const key of Object.keys(d)) if (!HANDLED_KEYS.has(key)) throw new UnsupportedJoiError(where, `"${key}"`);
+  for (const flag of Object.keys(d.flags ?? {})) if (!IGNORED_FLAGS.has(flag)) throw new UnsupportedJoiError(where, `flag "${flag}"`);
   // only messages may be preferred: a preference such as `convert` would change what is accepted
   for (const preference of Object.keys((d.preferences as object | undefined) ?? {})) {
-    if (preference !== 'messages' && preference !== 'errors') throw new UnsupportedJoi(where, `preference "${preference}"`);
+    if (preference !== 'messages' && preference !== 'errors') throw new UnsupportedJoiError(where, `preference "${preference}"`);
   }
   // objectSchema() lifts a key's when() to its object; anywhere else it has no JSON Schema reading here
-  if (d.whens !== undefined) throw new UnsupportedJoi(where, 'a when() that is not on an object key');
+  if (d.whens !== undefined) throw new UnsupportedJoiError(where, 'a when() that is not on an object key');
 
   const out: Record<string, unknown> = {};
   const description = d.flags?.description;
@@ -109,7 +126,7 @@ function convert(d: Description, where: string): JsonSchema {
   if (d.flags && 'default' in d.flags) {
     const value = d.flags.default;
     if (typeof value === 'function' || (typeof value === 'object' && value !== null && 'special' in value)) {
-      throw new UnsupportedJoi(where, 'a computed default');
+      throw new UnsupportedJoiError(where, 'a computed default');
     }
     out.default = value;
   }
@@ -141,22 +158,28 @@ function typeSpecific(d: Description, where: string): Record<string, unknown> {
     case 'alternatives':
       return alternativesSchema(d, where);
     default:
-      throw new UnsupportedJoi(where, `type "${d.type}"`);
+      throw new UnsupportedJoiError(where, `type "${d.type}"`);
   }
 }
 
 function noRules(d: Description, where: string): void {
   const rule = d.rules?.[0];
-  if (rule) throw new UnsupportedJoi(where, `rule "${d.type}.${rule.name}"`);
+  if (rule) throw new UnsupportedJoiError(where, `rule "${d.type}.${rule.name}"`);
 }
 
 const limitOf = (rule: Rule, where: string): number => {
   const limit = rule.args?.limit;
-  if (typeof limit !== 'number') throw new UnsupportedJoi(where, `rule "${rule.name}" with a reference as its limit`);
+  if (typeof limit !== 'number') throw new UnsupportedJoiError(where, `rule "${rule.name}" with a reference as its limit`);
   return limit;
 };
 
-const STRING_FORMATS: Readonly<Record<string, string>> = { email: 'email', uri: 'uri', guid: 'uuid', isoDate: 'date-time', hostname: 'hostname' };
+const STRING_FORMATS: Readonly<Record<string, string>> = {
+  email: 'email',
+  uri: 'uri',
+  guid: 'uuid',
+  isoDate: 'date-time',
+  hostname: 'hostname',
+};
 
 function stringSchema(d: Description, where: string): Record<string, unknown> {
   const out: Record<string, unknown> = { type: 'string' };
@@ -184,7 +207,7 @@ function stringSchema(d: Description, where: string): Record<string, unknown> {
         break;
       default: {
         const format = STRING_FORMATS[rule.name];
-        if (format === undefined) throw new UnsupportedJoi(where, `rule "string.${rule.name}"`);
+        if (format === undefined) throw new UnsupportedJoiError(where, `rule "string.${rule.name}"`);
         out.format = format;
       }
     }
@@ -201,9 +224,9 @@ function stringSchema(d: Description, where: string): Record<string, unknown> {
 /** describe() renders a RegExp as `/source/flags`; only flag-less patterns mean the same in JSON Schema. */
 function regexSource(regex: unknown, where: string): string {
   const match = typeof regex === 'string' ? /^\/(.*)\/([a-z]*)$/s.exec(regex) : null;
-  if (!match) throw new UnsupportedJoi(where, 'a pattern that is not a regular expression');
+  if (!match) throw new UnsupportedJoiError(where, 'a pattern that is not a regular expression');
   const [, source = '', flags = ''] = match;
-  if (flags.replace('u', '') !== '') throw new UnsupportedJoi(where, `a pattern with flags "${flags}"`);
+  if (flags.replace('u', '') !== '') throw new UnsupportedJoiError(where, `a pattern with flags "${flags}"`);
   return source;
 }
 
@@ -228,7 +251,7 @@ function numberSchema(d: Description, where: string): Record<string, unknown> {
         break;
       case 'multiple': {
         const base = rule.args?.base;
-        if (typeof base !== 'number') throw new UnsupportedJoi(where, 'rule "number.multiple" with a reference');
+        if (typeof base !== 'number') throw new UnsupportedJoiError(where, 'rule "number.multiple" with a reference');
         out.multipleOf = base;
         break;
       }
@@ -237,14 +260,14 @@ function numberSchema(d: Description, where: string): Record<string, unknown> {
         else out.exclusiveMaximum = 0;
         break;
       default:
-        throw new UnsupportedJoi(where, `rule "number.${rule.name}"`);
+        throw new UnsupportedJoiError(where, `rule "number.${rule.name}"`);
     }
   }
   return out;
 }
 
 function arraySchema(d: Description, where: string): Record<string, unknown> {
-  if ((d.items ?? []).some((item) => item.flags?.presence === 'required')) throw new UnsupportedJoi(where, 'a required array item');
+  if ((d.items ?? []).some((item) => item.flags?.presence === 'required')) throw new UnsupportedJoiError(where, 'a required array item');
   const out: Record<string, unknown> = { type: 'array' };
   const items = (d.items ?? []).map((item, i) => convert(item, `${where}[${i}]`));
   const [only] = items;
@@ -262,11 +285,12 @@ function arraySchema(d: Description, where: string): Record<string, unknown> {
         out.minItems = out.maxItems = limitOf(rule, where);
         break;
       case 'unique':
-        if (rule.args && Object.values(rule.args).some((v) => v !== undefined)) throw new UnsupportedJoi(where, 'array.unique with a comparator');
+        if (rule.args && Object.values(rule.args).some((v) => v !== undefined))
+          throw new UnsupportedJoiError(where, 'array.unique with a comparator');
         out.uniqueItems = true;
         break;
       default:
-        throw new UnsupportedJoi(where, `rule "array.${rule.name}"`);
+        throw new UnsupportedJoiError(where, `rule "array.${rule.name}"`);
     }
   }
   return out;
@@ -277,7 +301,7 @@ function objectSchema(d: Description, where: string): Record<string, unknown> {
   for (const rule of d.rules ?? []) {
     if (rule.name === 'min') out.minProperties = limitOf(rule, where);
     else if (rule.name === 'max') out.maxProperties = limitOf(rule, where);
-    else throw new UnsupportedJoi(where, `rule "object.${rule.name}"`);
+    else throw new UnsupportedJoiError(where, `rule "object.${rule.name}"`);
   }
   if (d.keys === undefined) return out; // Joi.object() without keys: any keys
   const properties: Record<string, JsonSchema> = {};
@@ -304,7 +328,7 @@ function siblingCondition(key: string, when: When, where: string): Record<string
   // a context reference (`$x`, type "global") or another object's key (`...x`, ancestor 2+) is not a sibling
   const isSibling = ref !== undefined && ref.type === undefined && (ref.ancestor ?? 1) === 1;
   if (!isSibling || when.switch !== undefined || !is || !sibling || sibling.length !== 1 || typeof sibling[0] !== 'string') {
-    throw new UnsupportedJoi(where, 'a when() that does not test a sibling key');
+    throw new UnsupportedJoiError(where, 'a when() that does not test a sibling key');
   }
   const name = sibling[0];
   const test = convert(is, `${where} (is)`);
@@ -329,7 +353,7 @@ function branch(key: string, d: Description, where: string): Record<string, unkn
 
 function alternativesSchema(d: Description, where: string): Record<string, unknown> {
   const options = (d.matches ?? []).map((match, i) => {
-    if (!match.schema || match.ref !== undefined) throw new UnsupportedJoi(where, 'a conditional alternatives()');
+    if (!match.schema || match.ref !== undefined) throw new UnsupportedJoiError(where, 'a conditional alternatives()');
     return convert(match.schema, `${where} (option ${i})`);
   });
   if (d.flags?.match === 'all') return { allOf: options };

@@ -2,13 +2,12 @@ import type { Authentication, IdentifiedKey } from '../../api-keys/api-key-use-c
 import { RATE_BUCKETS, type RateBucket } from '../../api-keys/rate-limiter.js';
 import { isNotApplied } from '../../cluster/cluster-router.js';
 import type { Gateway } from '../../gateway.js';
-import { ActorFailureError } from '../../libraries/actors/actor-runtime.js';
-import { DeadlineExpiredError } from '../../libraries/actors/request-deadline.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import type { ScheduleAction } from '../../messaging/manage-schedule-use-case.js';
 import { DETAILS, dataAnswer, detailAnswer, errorAnswer, type Answer } from './envelopes.js';
+import { ActorFailureError, DeadlineExpiredError } from '../../libraries/errors/internal-errors.js';
 
 /**
  * What an authenticated merchant request asks for, once read from HTTP: the same value whether it is served here or
@@ -47,10 +46,20 @@ function resultAnswer<T>(status: number, result: Result<T>, requestId: string): 
 }
 
 /** Runs one operation with this node's use cases. Throws what it cannot answer (the caller maps it with toAppError). */
-export async function performOperation(useCases: UseCases, auth: { merchantId: string; keyId: string }, operation: MerchantOperation, requestId: string): Promise<Answer> {
+export async function performOperation(
+  useCases: UseCases,
+  auth: { merchantId: string; keyId: string },
+  operation: MerchantOperation,
+  requestId: string,
+): Promise<Answer> {
   switch (operation.route) {
     case 'send': {
-      const result = await useCases.sendMessage({ merchantId: auth.merchantId, keyId: auth.keyId, body: operation.body, idempotencyKey: operation.idempotencyKey });
+      const result = await useCases.sendMessage({
+        merchantId: auth.merchantId,
+        keyId: auth.keyId,
+        body: operation.body,
+        idempotencyKey: operation.idempotencyKey,
+      });
       if (!result.ok) return errorAnswer(result.error, requestId);
       return dataAnswer(201, result.value.receipt, result.value.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
     }
@@ -110,7 +119,9 @@ function operationOf(value: unknown): MerchantOperation | null {
   if (!isRecord(value) || !isString(value.route)) return null;
   switch (value.route) {
     case 'send':
-      return value.idempotencyKey === null || isString(value.idempotencyKey) ? { route: 'send', body: value.body, idempotencyKey: value.idempotencyKey } : null;
+      return value.idempotencyKey === null || isString(value.idempotencyKey)
+        ? { route: 'send', body: value.body, idempotencyKey: value.idempotencyKey }
+        : null;
     case 'calculate':
       return { route: 'calculate', body: value.body };
     case 'balance':
@@ -118,7 +129,9 @@ function operationOf(value: unknown): MerchantOperation | null {
     case 'status':
       return isString(value.messageId) ? { route: 'status', messageId: value.messageId } : null;
     default:
-      return SCHEDULE_ACTIONS.includes(value.route) && isString(value.messageId) ? { route: value.route as ScheduleAction, messageId: value.messageId } : null;
+      return SCHEDULE_ACTIONS.includes(value.route) && isString(value.messageId)
+        ? { route: value.route as ScheduleAction, messageId: value.messageId }
+        : null;
   }
 }
 
@@ -133,18 +146,29 @@ export function forwardedRequestOf(value: unknown): ForwardedRequest | null {
   return { key: { merchantId, keyId, hash }, bucket, requestId: value.requestId, operation };
 }
 
-const AUTH_OUTCOMES: readonly string[] = ['authenticated', 'unauthorized', 'forbidden', 'rate_limited', 'suspended'] satisfies Authentication['outcome'][];
+const AUTH_OUTCOMES: readonly string[] = [
+  'authenticated',
+  'unauthorized',
+  'forbidden',
+  'rate_limited',
+  'suspended',
+] satisfies Authentication['outcome'][];
 
 /** The owner's reply off the wire, checked (a malformed one is an error: the outcome of the request is unknown). */
 export function forwardedReplyOf(value: unknown): ForwardedReply {
   const malformed = (): never => {
     throw new Error('the node owning the shard sent a malformed reply');
   };
-  if (!isRecord(value) || !isRecord(value.auth) || !isString(value.auth.outcome) || !AUTH_OUTCOMES.includes(value.auth.outcome)) return malformed();
+  if (!isRecord(value) || !isRecord(value.auth) || !isString(value.auth.outcome) || !AUTH_OUTCOMES.includes(value.auth.outcome))
+    return malformed();
   if (value.auth.outcome !== 'authenticated') return { auth: value.auth as Exclude<Authentication, { outcome: 'authenticated' }> };
   const answer = value.answer;
-  if (!isRecord(answer) || typeof answer.status !== 'number' || (answer.headers !== undefined && !isRecord(answer.headers))) return malformed();
-  const headers = answer.headers === undefined ? undefined : Object.fromEntries(Object.entries(answer.headers).filter((entry): entry is [string, string] => isString(entry[1])));
+  if (!isRecord(answer) || typeof answer.status !== 'number' || (answer.headers !== undefined && !isRecord(answer.headers)))
+    return malformed();
+  const headers =
+    answer.headers === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(answer.headers).filter((entry): entry is [string, string] => isString(entry[1])));
   return {
     auth: value.auth as Extract<Authentication, { outcome: 'authenticated' }>,
     answer: { status: answer.status, body: answer.body, ...(headers ? { headers } : {}) },

@@ -1,5 +1,5 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
-import { isJournalConflict, type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
+import { type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
 import {
   applyEvents,
   COMPACT_JOURNAL,
@@ -23,6 +23,7 @@ import {
   type NactRef,
   type NactSupervisionContext,
 } from './nact-bindings.js';
+import { ActorFailureError, type ActorFailureReason, isJournalConflict } from '../errors/internal-errors.js';
 
 /** A typed handle on one actor: only its own commands compile, and each command's reply type comes back. */
 export interface ActorRef<C extends Command, RM extends ReplyMap<C>> {
@@ -42,20 +43,6 @@ export interface AskOptions {
  * `expired`: refused, its deadline passed before the actor took it (nothing applied). `timeout`: taken before its
  * deadline but not answered within askTimeoutMs after it (the database hung): it may or may not have been applied.
  */
-export type ActorFailureReason = 'crashed' | 'fenced' | 'unavailable' | 'timeout' | 'expired';
-
-/** The actor could not answer: it crashed on the command, lost its fence, or its storage failed. */
-export class ActorFailureError extends Error {
-  constructor(
-    readonly key: string,
-    readonly reason: ActorFailureReason,
-    detail: string,
-  ) {
-    super(`${key}: ${reason}: ${detail}`);
-    this.name = 'ActorFailureError';
-  }
-}
-
 export interface ActorRuntimeOptions {
   readonly journal: Journal;
   readonly clock: Clock;
@@ -168,11 +155,23 @@ function journalEngine(
         if (freshKeys.delete(key)) return initial;
         const records = await journal.read(key, afterSeq);
         // the key was pruned between reading its snapshot and its records: recovering now would lose state
-        if (records.length > 0 && records[0]?.seq !== afterSeq + 1) throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
+        if (records.length > 0 && records[0]?.seq !== afterSeq + 1)
+          throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
         lastSeq.set(key, records.at(-1)?.seq ?? afterSeq);
         return records.reduce(
           (acc, record, index) =>
-            fn(acc, { data: { events: record.events, outbox: [], at: record.at }, sequenceNumber: record.seq, key, tags: [], createdAt: record.at, isDeleted: false }, index),
+            fn(
+              acc,
+              {
+                data: { events: record.events, outbox: [], at: record.at },
+                sequenceNumber: record.seq,
+                key,
+                tags: [],
+                createdAt: record.at,
+                isDeleted: false,
+              },
+              index,
+            ),
           initial,
         );
       },
@@ -444,15 +443,23 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
      */
     if (hostOptions.settledIdleMs !== undefined && policy.settled) {
       const settledIdleMs = hostOptions.settledIdleMs;
-      const sweep = setInterval(() => {
-        const now = options.clock.now();
-        // deleting the entry being visited is safe while iterating a Map: no copy of every live actor per sweep
-        for (const [id, activation] of live) {
-          if (activation.settled && activation.queue.length === 0 && !activation.drainScheduled && now - activation.lastActive >= settledIdleMs) {
-            stopActivation(id, activation);
+      const sweep = setInterval(
+        () => {
+          const now = options.clock.now();
+          // deleting the entry being visited is safe while iterating a Map: no copy of every live actor per sweep
+          for (const [id, activation] of live) {
+            if (
+              activation.settled &&
+              activation.queue.length === 0 &&
+              !activation.drainScheduled &&
+              now - activation.lastActive >= settledIdleMs
+            ) {
+              stopActivation(id, activation);
+            }
           }
-        }
-      }, Math.max(1, Math.min(SWEEP_MS, Math.floor(settledIdleMs / 2))));
+        },
+        Math.max(1, Math.min(SWEEP_MS, Math.floor(settledIdleMs / 2))),
+      );
       sweep.unref();
       sweeps.push(sweep);
     }
@@ -462,7 +469,10 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       try {
         activation = live.get(id) ?? spawn(id, shard);
       } catch (error) {
-        for (const ask of asks) ask.reject(error instanceof ActorFailureError ? error : new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', describe(error)));
+        for (const ask of asks)
+          ask.reject(
+            error instanceof ActorFailureError ? error : new ActorFailureError(`${behaviour.kind}:${id}`, 'crashed', describe(error)),
+          );
         return;
       }
       activation.queue.push(...asks);

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { DeadlineExpiredError } from '../errors/internal-errors.js';
 
 /**
  * The deadline of the request being served: an absolute time (ms since the epoch, on the injected clock) after
@@ -21,14 +22,6 @@ export function requestDeadline(): number | null {
 export function askDeadline(now: number, askTimeoutMs: number): number {
   const request = requestDeadline();
   return request === null ? now + askTimeoutMs : Math.min(request, now + askTimeoutMs);
-}
-
-/** A step was not started because the request's deadline had passed: nothing of it was applied. */
-export class DeadlineExpiredError extends Error {
-  constructor(readonly step: string) {
-    super(`deadline passed before ${step}`);
-    this.name = 'DeadlineExpiredError';
-  }
 }
 
 /** Refuses to start `step` once the request's deadline has passed. */

@@ -6,7 +6,12 @@ import { describeSettings } from './config.js';
 const CONFIG_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config');
 
 function valueAt(object: unknown, dotted: string): unknown {
-  return dotted.split('.').reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined), object);
+  return dotted
+    .split('.')
+    .reduce<unknown>(
+      (node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined),
+      object,
+    );
 }
 
 function show(value: unknown): string {

@@ -2,71 +2,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Joi from 'joi';
-import { configSchema } from './config-schema.js';
+import { ConfigError } from '../errors/internal-errors.js';
+import { checkSettingsRules, type ConfigReader } from './config-rules.js';
+import { configSchema, type SettingValue } from './config-schema.js';
 
-export type GatewayEnvironment = 'sandbox' | 'production';
-export type GatewayMode = 'embedded' | 'server';
+/**
+ * The validated configuration. Computed from the schema (config-schema.ts), its one description: a setting added,
+ * removed or retyped there is the same here, and code reading a setting the schema lacks does not compile.
+ */
+export type Config = SettingValue<typeof configSchema>;
 
-export interface Config {
-  readonly environment: GatewayEnvironment;
-  readonly mode: GatewayMode;
-  readonly version: string;
-  readonly http: { readonly host: string; readonly port: number; readonly bodyLimitBytes: number };
-  readonly metrics: { readonly port: number };
-  readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  readonly shutdown: { readonly graceMs: number };
-  readonly database: { readonly dataDir: string; readonly url: string; readonly mongoUrl: string; readonly poolSize: number };
-  readonly nats: { readonly url: string; readonly namespace: string };
-  readonly actors: { readonly askTimeoutMs: number; readonly snapshotEvery: number; readonly idleShutdownMs: number; readonly settledIdleMs: number };
-  readonly merchantDefaults: {
-    readonly timezone: string;
-    readonly country: string;
-    readonly currency: string;
-    readonly locale: string;
-    readonly unitPrice: string;
-  };
-  readonly rateLimits: {
-    readonly windowMs: number;
-    readonly send: number;
-    readonly status: number;
-    readonly balance: number;
-    readonly calculate: number;
-    readonly management: number;
-    readonly suspendAfterRejections: number;
-    readonly suspensionMs: number;
-  };
-  readonly scheduling: {
-    readonly openEndedHorizonDays: number;
-    readonly maxScheduledSms: number;
-    readonly receiptTimeoutMs: number;
-    readonly processEveryMs: number;
-  };
-  readonly webhooks: {
-    readonly timeoutMs: number;
-    readonly retryDelaysMs: readonly number[];
-    readonly concurrencyPerMerchant: number;
-    readonly concurrency: number;
-    readonly allowHttpLocalhost: boolean;
-  };
-  readonly cluster: { readonly nodeId: string; readonly shards: number; readonly leaseTtlMs: number; readonly stallToleranceMs: number; readonly forwardRequests: boolean; readonly failoverDeadlineMs: number };
-  readonly carriers: { readonly defaultCarrier: string };
-  readonly simulator: { readonly stepDelayMs: number; readonly slowDelayMs: number; readonly receiptBatchMax: number };
-  readonly outbox: { readonly pollIntervalMs: number };
-  readonly demo: { readonly seedMerchant: boolean };
-  readonly idempotency: { readonly ttlMs: number };
-  readonly secrets: { readonly key: string; readonly previousKeys: readonly string[] };
-  readonly auth: { readonly negativeCacheMs: number; readonly failuresPerAddress: number; readonly failureWindowMs: number };
-}
-
-export class ConfigError extends Error {
-  constructor(
-    message: string,
-    readonly key: string,
-  ) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export type GatewayEnvironment = Config['environment'];
+export type GatewayMode = Config['mode'];
 
 /** One leaf of the schema: its dotted path, environment variable, description and joi type. */
 export interface SettingDescription {
@@ -108,13 +55,16 @@ export interface LoadConfigOptions {
   readonly configDir?: string;
   /** Final overrides, used by tests and the composition root (deep-merged last). */
   readonly overrides?: DeepPartial<Config>;
+  /** The process reading it: its rules across settings are checked too (config-rules.ts); none without one. */
+  readonly reader?: ConfigReader;
 }
 
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends readonly unknown[] ? T[K] : T[K] extends object ? DeepPartial<T[K]> : T[K] };
 
 /**
- * default.json, then <NODE_ENV>.json, then environment variables, then overrides; validated once; frozen.
- * Throws ConfigError naming the offending key (and its environment variable) before anything connects.
+ * default.json, then <NODE_ENV>.json, then environment variables, then overrides; validated once; frozen; then the
+ * reader's rules across settings. Throws ConfigError naming the offending key (and its environment variable) before
+ * anything connects or opens.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = options.env ?? process.env;
@@ -129,12 +79,18 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   for (const setting of settings) {
     const raw = env[setting.env];
     if (raw === undefined) continue;
-    const value = setting.type === 'array' ? raw.split(',').map((s) => s.trim()).filter((s) => s !== '') : raw;
+    const value =
+      setting.type === 'array'
+        ? raw
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s !== '')
+        : raw;
     merged = deepMerge(merged, nest(setting.key, value));
   }
   if (options.overrides) merged = deepMerge(merged, options.overrides);
 
-  const result = configSchema.validate(merged, { abortEarly: true, convert: true, allowUnknown: false }) as Joi.ValidationResult<Config>;
+  const result = configSchema.validate(merged, { abortEarly: true, convert: true, allowUnknown: false });
   const error = result.error;
   if (error) {
     const detail = error.details[0];
@@ -143,7 +99,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     const hint = envName ? ` (environment variable ${envName})` : '';
     throw new ConfigError(`Invalid configuration: ${error.message}${hint}`, key);
   }
-  return deepFreeze(result.value);
+  const config = deepFreeze(result.value);
+  if (options.reader) checkSettingsRules(config, options.reader);
+  return config;
 }
 
 function readJson(file: string): JsonObject {

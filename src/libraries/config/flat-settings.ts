@@ -48,8 +48,16 @@ export interface FlatSettingsProblem {
 }
 
 /**
- * Validates settings given by key: the validated value, or the first problem naming its variable (`prefix` finds a
- * variable named in a cross-field message, e.g. `SMPP_`).
+ * A rule across several settings failed: `message` explains it, `variable` is the one to change (reported as the
+ * variable at fault). For a joi `custom()` rule of the whole object.
+ */
+export function crossSettingProblem(helpers: Joi.CustomHelpers, message: string, variable: string): Joi.ErrorReport {
+  return helpers.message({ custom: message }, { variable });
+}
+
+/**
+ * Validates settings given by key: the validated value, or the first problem naming its variable (a setting's own,
+ * a cross-setting rule's (`crossSettingProblem`), or `<prefix>*` when neither names one, e.g. `SMPP_*`).
  */
 export function validateFlatSettings(
   schema: Joi.ObjectSchema,
@@ -61,7 +69,7 @@ export function validateFlatSettings(
   const env = new Map(describeFlatSettings(schema).map((s) => [s.key, s.env]));
   const detail = result.error.details[0];
   const key = detail?.path.join('.') ?? '';
-  const named = detail?.message.match(new RegExp(`${prefix}[A-Z_]+`))?.[0];
-  const variable = env.get(key) ?? named ?? `${prefix}*`;
+  const named: unknown = detail?.context?.variable;
+  const variable = env.get(key) ?? (typeof named === 'string' ? named : `${prefix}*`);
   return { ok: false, problem: { message: `${detail?.message ?? result.error.message} (environment variable ${variable})`, variable } };
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.js';
-import type { Dependency } from '../errors/dependency-failure.js';
 import type { Logger } from '../logger/logger.js';
+import type { Dependency } from '../errors/internal-errors.js';
 
 /**
  * What a node knows of its dependencies' outages, for its logs and GET /health. A dependency that fails is down
@@ -44,7 +44,10 @@ export function createDependencyOutages(options: { readonly logger: Logger; read
         return;
       }
       outages.set(dependency, { since: clock.now(), failures: 1 });
-      logger.warn({ dependency, err: error, ...(what ? { what } : {}) }, 'dependency unavailable: requests that need it answer 503 until it is back');
+      logger.warn(
+        { dependency, err: error, ...(what ? { what } : {}) },
+        'dependency unavailable: requests that need it answer 503 until it is back',
+      );
     },
     answered(dependency) {
       const outage = outages.get(dependency);
@@ -79,10 +82,12 @@ export function watchDependencies(options: {
   let timer: NodeJS.Timeout | undefined;
   const round = async (): Promise<void> => {
     await Promise.all(
-      (Object.entries(options.probes) as [Dependency, () => Promise<'ok' | 'down'>][]).filter(([dependency]) => options.outages.isDown(dependency)).map(async ([dependency, probe]) => {
-        if ((await probe()) === 'ok') options.outages.answered(dependency);
-        else options.outages.failed(dependency, new Error(`${dependency} did not answer its probe`), 'probe');
-      }),
+      (Object.entries(options.probes) as [Dependency, () => Promise<'ok' | 'down'>][])
+        .filter(([dependency]) => options.outages.isDown(dependency))
+        .map(async ([dependency, probe]) => {
+          if ((await probe()) === 'ok') options.outages.answered(dependency);
+          else options.outages.failed(dependency, new Error(`${dependency} did not answer its probe`), 'probe');
+        }),
     );
   };
   const schedule = (): void => {

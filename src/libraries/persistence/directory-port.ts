@@ -39,13 +39,6 @@ export interface KeyRecord {
   readonly deletedAt: number | null;
 }
 
-export class DuplicateRecordError extends Error {
-  constructor(what: string) {
-    super(`${what} already exists`);
-    this.name = 'DuplicateRecordError';
-  }
-}
-
 export interface Directory {
   createMerchant(merchant: MerchantRecord): Promise<void>;
   merchant(id: string): Promise<MerchantRecord | null>;

@@ -58,22 +58,6 @@ export interface PendingOutboxEntry extends OutboxEntry {
   readonly createdAt: number;
 }
 
-/** Another writer took this sequence number first, or the writer's lease is gone: it must stop. */
-export class JournalConflictError extends Error {
-  constructor(
-    readonly key: string,
-    readonly seq: number,
-    readonly reason: 'sequence_taken' | 'fenced',
-  ) {
-    super(reason === 'fenced' ? `lease lost: append to ${key}@${seq} refused` : `sequence ${seq} of ${key} already written`);
-    this.name = 'JournalConflictError';
-  }
-}
-
-export function isJournalConflict(error: unknown): error is JournalConflictError {
-  return error instanceof JournalConflictError;
-}
-
 export interface Journal {
   /** Atomic: the record and its outbox entries are written together or not at all. */
   append(append: JournalAppend): Promise<void>;

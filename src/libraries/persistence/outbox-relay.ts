@@ -1,6 +1,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import pLimit from 'p-limit';
 import type { Clock } from '../clock/clock.js';
+import { UnreadablePayloadError } from '../errors/internal-errors.js';
 import { createGroupCommit, settledTogether } from './group-commit.js';
 import type { Outbox, PendingOutboxEntry } from './journal-port.js';
 
@@ -30,17 +31,6 @@ export interface OutboxRelayOptions<M> {
   /** Shards this node relays; undefined = all (single node). */
   readonly shards?: () => readonly number[] | undefined;
   readonly onError?: (error: unknown) => void;
-}
-
-/** A payload its topic's handler does not accept: reported, and left pending (nothing is lost, nothing is run). */
-export class UnreadablePayloadError extends Error {
-  constructor(
-    readonly topic: string,
-    readonly ids: readonly string[],
-  ) {
-    super(`outbox entries of ${topic} with a payload of the wrong shape: ${ids.join(', ')}`);
-    this.name = 'UnreadablePayloadError';
-  }
 }
 
 /** Any payload: for a topic whose handler reads nothing from it. */

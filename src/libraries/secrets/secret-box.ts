@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { SecretUnreadableError } from '../errors/internal-errors.js';
 
 /**
  * Secrets at rest (webhook Basic passwords, signing secrets): AES-256-GCM, a random 96-bit IV per value, the id of
@@ -22,14 +23,12 @@ export type StoredSecret = string | SealedSecret;
 export function isSealedSecret(value: unknown): value is SealedSecret {
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Record<string, unknown>;
-  return candidate.sealed === 'aes-256-gcm' && typeof candidate.keyId === 'string' && typeof candidate.iv === 'string' && typeof candidate.data === 'string';
-}
-
-export class SecretUnreadableError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SecretUnreadableError';
-  }
+  return (
+    candidate.sealed === 'aes-256-gcm' &&
+    typeof candidate.keyId === 'string' &&
+    typeof candidate.iv === 'string' &&
+    typeof candidate.data === 'string'
+  );
 }
 
 export const SECRET_KEY_BYTES = 32;
@@ -60,7 +59,10 @@ export interface SecretBox {
   isCurrent(stored: StoredSecret): boolean;
 }
 
-export function createSecretBox(keys: { readonly current: Buffer; readonly previous?: readonly Buffer[] }, random: (size: number) => Buffer = randomBytes): SecretBox {
+export function createSecretBox(
+  keys: { readonly current: Buffer; readonly previous?: readonly Buffer[] },
+  random: (size: number) => Buffer = randomBytes,
+): SecretBox {
   const currentKeyId = secretKeyId(keys.current);
   const byId = new Map<string, Buffer>();
   for (const key of [...(keys.previous ?? []), keys.current]) byId.set(secretKeyId(key), key);
@@ -78,7 +80,9 @@ export function createSecretBox(keys: { readonly current: Buffer; readonly previ
       if (typeof stored === 'string') return stored;
       const key = byId.get(stored.keyId);
       if (!key) {
-        throw new SecretUnreadableError(`secret sealed with key ${stored.keyId}, which is not configured (SECRETS_KEY / SECRETS_PREVIOUS_KEYS)`);
+        throw new SecretUnreadableError(
+          `secret sealed with key ${stored.keyId}, which is not configured (SECRETS_KEY / SECRETS_PREVIOUS_KEYS)`,
+        );
       }
       const data = Buffer.from(stored.data, 'base64url');
       if (data.length < TAG_BYTES) throw new SecretUnreadableError(`secret sealed with key ${stored.keyId} is truncated`);

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
 import { createSecretBox, parseSecretKey, SECRET_KEY_BYTES, type SecretBox } from './secret-box.js';
+import { ConfigError } from '../errors/internal-errors.js';
 
 /** The embedded sandbox's own key, made on first start beside its database. */
 export const EMBEDDED_KEY_FILE = 'secrets.key';

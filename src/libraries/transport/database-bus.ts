@@ -4,8 +4,6 @@ import type { SqlExecutor } from '../persistence/sql/sql-executor.js';
 import { createHandlerSlots } from './handler-slots.js';
 import { subjectMatches, subjectPattern } from './subjects.js';
 import {
-  NoResponderError,
-  RequestTimeoutError,
   STREAMS,
   retryAfter,
   type Consumer,
@@ -15,6 +13,7 @@ import {
   type StreamName,
   type Transport,
 } from './transport-port.js';
+import { NoResponderError, RequestTimeoutError } from '../errors/internal-errors.js';
 
 export interface DatabaseBusOptions {
   /** The journal's database, with the bus migration applied (`bus-migration.ts`). */
@@ -132,7 +131,11 @@ export function createDatabaseBus(options: DatabaseBusOptions): Transport {
     );
   });
 
-  async function publish(subject: string, payload: unknown, publishOptions: { id: string; headers?: Readonly<Record<string, string>> }): Promise<void> {
+  async function publish(
+    subject: string,
+    payload: unknown,
+    publishOptions: { id: string; headers?: Readonly<Record<string, string>> },
+  ): Promise<void> {
     if (closed) throw new Error('database bus closed');
     const stream = streamOf(subject);
     await writePublishes({
@@ -376,5 +379,8 @@ const copy = (value: unknown): unknown => (value === undefined ? null : JSON.par
  * failed batch is retried item by item.
  */
 function createGroupWriter<T>(write: (batch: readonly T[]) => Promise<void>): (item: T) => Promise<void> {
-  return createGroupCommit<T>({ groupCommit: true, maxBatch: 500, maxConcurrentBatches: 1, firstWrite: 'at-once' }, settledTogether(write, { aloneOnFailure: true }));
+  return createGroupCommit<T>(
+    { groupCommit: true, maxBatch: 500, maxConcurrentBatches: 1, firstWrite: 'at-once' },
+    settledTogether(write, { aloneOnFailure: true }),
+  );
 }

@@ -1,3 +1,4 @@
+import { NatsNamespaceError } from '../errors/internal-errors.js';
 /**
  * Every name the gateway, its connectors and its CLI use on NATS, and the namespace that sets one deployment's names
  * apart from another's on a shared server (`NATS_NAMESPACE`, README "Sharing a NATS server").
@@ -54,13 +55,6 @@ export const NATS_NAMESPACE_VARIABLE = 'NATS_NAMESPACE';
 export const NATS_NAMESPACE_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 export const NATS_NAMESPACE_RULE = `${NATS_NAMESPACE_VARIABLE} must be 1 to 32 letters, digits, - or _ (empty: no namespace)`;
 
-export class NatsNamespaceError extends Error {
-  constructor(readonly namespace: string) {
-    super(`${NATS_NAMESPACE_RULE}, not ${JSON.stringify(namespace)}`);
-    this.name = 'NatsNamespaceError';
-  }
-}
-
 /** One deployment's names on the NATS server. */
 export interface NatsNames {
   /** Empty: no namespace, every name exactly as the application has it. */
@@ -83,7 +77,7 @@ export function natsNames(namespace: string): NatsNames {
     const same = (name: string): string => name;
     return { namespace, stream: same, subject: same, localSubject: same, consumer: same, bucket: same };
   }
-  if (!NATS_NAMESPACE_PATTERN.test(namespace)) throw new NatsNamespaceError(namespace);
+  if (!NATS_NAMESPACE_PATTERN.test(namespace)) throw new NatsNamespaceError(namespace, NATS_NAMESPACE_RULE);
   const named = (name: string): string => `${namespace}_${name}`;
   const token = `${namespace}.`;
   return {

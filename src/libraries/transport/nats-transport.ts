@@ -13,13 +13,10 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { RequestError, TimeoutError, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
-import { DependencyUnavailableError } from '../errors/dependency-failure.js';
 import { createHandlerSlots } from './handler-slots.js';
 import { connectNats } from './nats-connect.js';
 import { NO_NAMESPACE, type NatsNames } from './nats-names.js';
 import {
-  NoResponderError,
-  RequestTimeoutError,
   STREAMS,
   retryAfter,
   type Consumer,
@@ -28,6 +25,7 @@ import {
   type Disposition,
   type Transport,
 } from './transport-port.js';
+import { DependencyUnavailableError, NoResponderError, RequestTimeoutError } from '../errors/internal-errors.js';
 
 export interface NatsTransportOptions {
   /** Comma-separated server URLs (`NATS_URL`). */
@@ -201,7 +199,8 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
   async function request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown> {
     // while disconnected the client would buffer the request and send it on reconnecting, perhaps after its caller
     // gave up: a request that may still be applied later. It is refused instead, unsent: nothing applied.
-    if (disconnectedFrom !== null) throw new DependencyUnavailableError('transport', new Error(`not connected (disconnected from ${disconnectedFrom})`));
+    if (disconnectedFrom !== null)
+      throw new DependencyUnavailableError('transport', new Error(`not connected (disconnected from ${disconnectedFrom})`));
     let reply: Msg;
     try {
       reply = await nc.request(names.subject(subject), encode(payload), { timeout: timeoutMs });
@@ -365,7 +364,11 @@ async function ensureStreams(
   }
 }
 
-async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+async function ensureConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { durable_name: string },
+): Promise<void> {
   try {
     await jsm.consumers.add(stream, config);
   } catch (error) {

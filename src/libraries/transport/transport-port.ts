@@ -93,17 +93,3 @@ export interface Transport {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
-
-export class NoResponderError extends Error {
-  constructor(readonly subject: string) {
-    super(`no responder on ${subject}`);
-    this.name = 'NoResponderError';
-  }
-}
-
-export class RequestTimeoutError extends Error {
-  constructor(readonly subject: string) {
-    super(`request on ${subject} timed out`);
-    this.name = 'RequestTimeoutError';
-  }
-}

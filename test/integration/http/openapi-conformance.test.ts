@@ -4,13 +4,13 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { buildOpenApiDocument } from '../../../src/entry-points/http/openapi/build-document.js';
 import type { OpenApiDocument } from '../../../src/entry-points/http/openapi/openapi-document.js';
-import { ActorFailureError } from '../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
 import { client, dataOf, NUMBERS, unknownKey, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture, type CallResult } from '../../helpers/http-fixture.js';
 import { documentValidator, errorsOf, type DocumentValidator } from '../../helpers/openapi-validation.js';
 import { testPostgres } from '../../helpers/postgres.js';
+import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
 
 // 2031-03-10 08:00 UTC is 09:00 in Africa/Kinshasa (UTC+1)
 const NOW = Date.UTC(2031, 2, 10, 8, 0, 0);
@@ -54,7 +54,8 @@ describe('OpenAPI conformance: real responses match the served document', functi
       if (required) expect(result.headers.get(name), `${status} header ${name}`).to.be.a('string').and.not.equal('');
     }
     for (const name of ['Retry-After', 'Idempotent-Replayed', 'Allow']) {
-      if (result.headers.get(name) !== null) expect(documented, `undocumented ${name} on ${method} ${path} ${status}`).to.have.property(name);
+      if (result.headers.get(name) !== null)
+        expect(documented, `undocumented ${name} on ${method} ${path} ${status}`).to.have.property(name);
     }
     observed.add(`${method} ${path} ${status}`);
   }
@@ -212,7 +213,9 @@ describe('OpenAPI conformance: real responses match the served document', functi
 
     it('delivers every webhook event type in the documented shape', async () => {
       const types = ['sms.queued', 'sms.processing', 'sms.sent', 'sms.delivered', 'sms.failed'];
-      await eventually('all five event types', 20_000, () => Promise.resolve(types.every((type) => events.some((e) => e.type === type)) ? true : undefined));
+      await eventually('all five event types', 20_000, () =>
+        Promise.resolve(types.every((type) => events.some((e) => e.type === type)) ? true : undefined),
+      );
       for (const event of events) {
         const validate = validator.at(`/webhooks/${event.type}/post/requestBody/content/application~1json/schema`);
         expect(validate(event.body), `${event.type}: ${errorsOf(validate)} in ${JSON.stringify(event.body)}`).to.equal(true);
@@ -228,7 +231,12 @@ describe('OpenAPI conformance: real responses match the served document', functi
       shop = await merchant();
       immediateId = dataOf<SendData>(await http.send(shop.apiKey, { to: [DELIVERED], message: 'Now' }), 201).message_id;
       scheduledId = dataOf<SendData>(
-        await http.send(shop.apiKey, { to: [DELIVERED], message: 'Later', sending_type: 'scheduled', scheduled_dates: [{ date: '2031-05-01', time: '10:00' }] }),
+        await http.send(shop.apiKey, {
+          to: [DELIVERED],
+          message: 'Later',
+          sending_type: 'scheduled',
+          scheduled_dates: [{ date: '2031-05-01', time: '10:00' }],
+        }),
         201,
       ).message_id;
       conforms(await http.cancel(shop.apiKey, scheduledId), 'delete', '/cancel/{id}', 200);
@@ -299,17 +307,42 @@ describe('OpenAPI conformance: real responses match the served document', functi
 
     it('POST /send: 400/1110 (invalid body, malformed JSON), 402/1202, 409/1111, 413 and 415', async () => {
       conforms(await http.send(shop.apiKey, { to: ['12'], message: '', extra: 1 }), 'post', '/send', 400);
-      conforms(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: '{"to":', headers: { 'content-type': 'application/json' } }), 'post', '/send', 400);
+      conforms(
+        await call(`${fixture.api}/send`, {
+          method: 'POST',
+          key: shop.apiKey,
+          raw: '{"to":',
+          headers: { 'content-type': 'application/json' },
+        }),
+        'post',
+        '/send',
+        400,
+      );
       conforms(await http.send(shop.apiKey, { to: [DELIVERED], message: 'x' }, { 'Idempotency-Key': 'bad key' }), 'post', '/send', 400);
       const poor = await merchant({ prepaid: '0.01' });
       conforms(await http.send(poor.apiKey, { to: [DELIVERED, DELIVERED], message: 'x' }), 'post', '/send', 402);
       const walletless = await merchant({ pricing: true });
       conforms(await http.send(walletless.apiKey, { to: [DELIVERED], message: 'x' }), 'post', '/send', 402);
       await http.send(shop.apiKey, { to: [DELIVERED], message: 'first' }, { 'Idempotency-Key': 'conformance-2' });
-      conforms(await http.send(shop.apiKey, { to: [DELIVERED], message: 'second' }, { 'Idempotency-Key': 'conformance-2' }), 'post', '/send', 409);
+      conforms(
+        await http.send(shop.apiKey, { to: [DELIVERED], message: 'second' }, { 'Idempotency-Key': 'conformance-2' }),
+        'post',
+        '/send',
+        409,
+      );
       const huge = JSON.stringify({ to: [DELIVERED], message: 'x'.repeat(300 * 1024) });
-      conforms(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: huge, headers: { 'content-type': 'application/json' } }), 'post', '/send', 413);
-      conforms(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: 'to=1', headers: { 'content-type': 'text/plain' } }), 'post', '/send', 415);
+      conforms(
+        await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: huge, headers: { 'content-type': 'application/json' } }),
+        'post',
+        '/send',
+        413,
+      );
+      conforms(
+        await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: 'to=1', headers: { 'content-type': 'text/plain' } }),
+        'post',
+        '/send',
+        415,
+      );
     });
 
     it('GET /status: 404 {detail} for an unknown or foreign id', async () => {
@@ -329,8 +362,28 @@ describe('OpenAPI conformance: real responses match the served document', functi
       const unpriced = await merchant({ prepaid: '1', pricing: false });
       conforms(await http.calculate(unpriced.apiKey, { mode: 'amount_to_sms', amount: 1 }), 'post', '/calculate', 400);
       const huge = JSON.stringify({ mode: 'amount_to_sms', amount: 1, pad: 'x'.repeat(300 * 1024) });
-      conforms(await call(`${fixture.api}/calculate`, { method: 'POST', key: shop.apiKey, raw: huge, headers: { 'content-type': 'application/json' } }), 'post', '/calculate', 413);
-      conforms(await call(`${fixture.api}/calculate`, { method: 'POST', key: shop.apiKey, raw: 'mode=x', headers: { 'content-type': 'text/plain' } }), 'post', '/calculate', 415);
+      conforms(
+        await call(`${fixture.api}/calculate`, {
+          method: 'POST',
+          key: shop.apiKey,
+          raw: huge,
+          headers: { 'content-type': 'application/json' },
+        }),
+        'post',
+        '/calculate',
+        413,
+      );
+      conforms(
+        await call(`${fixture.api}/calculate`, {
+          method: 'POST',
+          key: shop.apiKey,
+          raw: 'mode=x',
+          headers: { 'content-type': 'text/plain' },
+        }),
+        'post',
+        '/calculate',
+        415,
+      );
     });
 
     it('cancel, pause and resume: 404 {detail} for an unknown id, 409/1120 on an immediate send or a cancelled schedule', async () => {
@@ -357,10 +410,12 @@ describe('OpenAPI conformance: real responses match the served document', functi
 
   describe('coverage', () => {
     it('has produced every response the document lists, for every operation', () => {
-    const documented = Object.entries(served.paths).flatMap(([path, item]) =>
-      Object.entries(item).flatMap(([method, operation]) => Object.keys(operation.responses as object).map((status) => `${method} ${path} ${status}`)),
-    );
-    expect([...observed].sort()).to.deep.equal(documented.sort());
+      const documented = Object.entries(served.paths).flatMap(([path, item]) =>
+        Object.entries(item).flatMap(([method, operation]) =>
+          Object.keys(operation.responses as object).map((status) => `${method} ${path} ${status}`),
+        ),
+      );
+      expect([...observed].sort()).to.deep.equal(documented.sort());
     });
   });
 });

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import { DependencyUnavailableError } from '../../../src/libraries/errors/dependency-failure.js';
 import { connectPostgres, type SqlExecutor } from '../../../src/libraries/persistence/sql/sql-executor.js';
 import { AgendaPostgresBackend } from '../../../src/scheduling/agenda-postgres-backend.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
+import { DependencyUnavailableError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
  * Connections the server ends under the process (as a restart does), one at a time by `pg_terminate_backend`: an

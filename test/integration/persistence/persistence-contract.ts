@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { DuplicateRecordError, type MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
-import { JournalConflictError, type JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
-import { EnvironmentMismatchError } from '../../../src/libraries/persistence/environment-claim.js';
+import type { MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
+import type { JournalAppend } from '../../../src/libraries/persistence/journal-port.js';
 import type { Persistence } from '../../../src/libraries/persistence/persistence.js';
+import { DuplicateRecordError, EnvironmentMismatchError, JournalConflictError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
  * The contract every persistence adapter passes (PostgreSQL, PGlite, MongoDB). `open` gives a fresh, empty
@@ -48,24 +48,37 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
 
     it('when two writers race for the same sequence number, then exactly one wins', async () => {
-      const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.journal.append(append('race', 1, [{ writer: i }]))));
+      const results = await Promise.allSettled(
+        Array.from({ length: 8 }, (_, i) => store.journal.append(append('race', 1, [{ writer: i }]))),
+      );
       expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
       for (const r of results) if (r.status === 'rejected') expect(r.reason).to.be.instanceOf(JournalConflictError);
       expect(await store.journal.read('race', 0)).to.have.length(1);
     });
 
     it('when many appends to different keys run at once, then all of them are written', async () => {
-      await Promise.all(Array.from({ length: 300 }, (_, i) => store.journal.append(append(`many:${i % 30}`, Math.floor(i / 30) + 1, [{ i }]))));
+      await Promise.all(
+        Array.from({ length: 300 }, (_, i) => store.journal.append(append(`many:${i % 30}`, Math.floor(i / 30) + 1, [{ i }]))),
+      );
       for (let k = 0; k < 30; k++) {
         expect((await store.journal.read(`many:${k}`, 0)).map((r) => r.seq)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       }
     });
 
     it('when one append of many holds what the store cannot keep (a NUL in text), then at most that one fails: those written beside it are unharmed', async () => {
-      const poisoned = append('poison:0', 1, [{ text: 'a\u0000b' }], { outbox: [{ id: 'poison-entry', topic: 'dispatch', payload: { text: 'a\u0000b' }, shard: 1 }] });
-      const beside = (i: number) => store.journal.append(append(`beside:${i}`, 1, [{ i }], { outbox: [{ id: `beside-entry-${i}`, topic: 'dispatch', payload: { i }, shard: 1 }] }));
+      const poisoned = append('poison:0', 1, [{ text: 'a\u0000b' }], {
+        outbox: [{ id: 'poison-entry', topic: 'dispatch', payload: { text: 'a\u0000b' }, shard: 1 }],
+      });
+      const beside = (i: number) =>
+        store.journal.append(
+          append(`beside:${i}`, 1, [{ i }], { outbox: [{ id: `beside-entry-${i}`, topic: 'dispatch', payload: { i }, shard: 1 }] }),
+        );
       // in the middle, so that a store writing in batches has it in one with others (the first few go alone)
-      const settled = await Promise.allSettled([...Array.from({ length: 10 }, (_, i) => beside(i)), store.journal.append(poisoned), ...Array.from({ length: 10 }, (_, i) => beside(10 + i))]);
+      const settled = await Promise.allSettled([
+        ...Array.from({ length: 10 }, (_, i) => beside(i)),
+        store.journal.append(poisoned),
+        ...Array.from({ length: 10 }, (_, i) => beside(10 + i)),
+      ]);
       const results = [settled[10]!, ...settled.slice(0, 10), ...settled.slice(11)];
       expect(results.slice(1).map((r) => r.status)).to.deep.equal(Array.from({ length: 20 }, () => 'fulfilled'));
       for (let i = 0; i < 20; i++) expect((await store.journal.read(`beside:${i}`, 0)).map((r) => r.events)).to.deep.equal([[{ i }]]);
@@ -79,7 +92,9 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
 
     it('when an append carries outbox entries, then they are pending with their key, sequence and shard until marked done', async () => {
       const notified: string[][] = [];
-      const unsubscribe = store.outbox.onAppended((entries) => notified.push(entries.map((e) => `${e.id} ${e.topic} ${e.key}#${e.seq} shard ${e.shard}`).sort()));
+      const unsubscribe = store.outbox.onAppended((entries) =>
+        notified.push(entries.map((e) => `${e.id} ${e.topic} ${e.key}#${e.seq} shard ${e.shard}`).sort()),
+      );
       await store.journal.append(
         append('message:x', 1, [{ type: 'created' }], {
           outbox: [
@@ -89,10 +104,18 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
         }),
       );
       unsubscribe();
-      expect(notified, 'one notice, with the entries written').to.deep.equal([['dsp-1 carrier.dispatch message:x#1 shard 3', 'evt-1 webhook.event message:x#1 shard 3']]);
+      expect(notified, 'one notice, with the entries written').to.deep.equal([
+        ['dsp-1 carrier.dispatch message:x#1 shard 3', 'evt-1 webhook.event message:x#1 shard 3'],
+      ]);
       const pending = await store.outbox.pending({ limit: 10 });
       expect(pending.map((e) => e.id).sort()).to.deep.equal(['dsp-1', 'evt-1']);
-      expect(pending.find((e) => e.id === 'evt-1')).to.deep.include({ key: 'message:x', seq: 1, shard: 3, topic: 'webhook.event', payload: { event_id: 'evt-1' } });
+      expect(pending.find((e) => e.id === 'evt-1')).to.deep.include({
+        key: 'message:x',
+        seq: 1,
+        shard: 3,
+        topic: 'webhook.event',
+        payload: { event_id: 'evt-1' },
+      });
       expect(await store.outbox.backlog()).to.equal(2);
       await store.outbox.markDone(['evt-1']);
       expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['dsp-1']);
@@ -113,7 +136,9 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       await store.journal.append(append('message:m', 1, [{}], { outbox: [deadline('timeout:m:0'), deadline('timeout:m:1')] }));
       await store.journal.append(append('message:other', 1, [{}], { outbox: [deadline('timeout:other:0')] }));
 
-      await store.journal.append(append('message:m', 2, [{ type: 'final' }], { retire: ['timeout:m:0', 'timeout:other:0', 'timeout:unknown:0'] }));
+      await store.journal.append(
+        append('message:m', 2, [{ type: 'final' }], { retire: ['timeout:m:0', 'timeout:other:0', 'timeout:unknown:0'] }),
+      );
 
       expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id).sort()).to.deep.equal(['timeout:m:1', 'timeout:other:0']);
       expect(await store.outbox.backlog()).to.equal(2);
@@ -121,7 +146,9 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     });
 
     it('when an append that retires entries is refused, then nothing is retired', async () => {
-      await store.journal.append(append('message:r', 1, [{}], { outbox: [{ id: 'timeout:r:0', topic: 'receipt.timeout', payload: {}, shard: 0 }] }));
+      await store.journal.append(
+        append('message:r', 1, [{}], { outbox: [{ id: 'timeout:r:0', topic: 'receipt.timeout', payload: {}, shard: 0 }] }),
+      );
       const refused = await store.journal.append(append('message:r', 1, [{}], { retire: ['timeout:r:0'] })).catch((e: unknown) => e);
       expect(refused).to.be.instanceOf(JournalConflictError);
       expect((await store.outbox.pending({ limit: 10 })).map((e) => e.id)).to.deep.equal(['timeout:r:0']);
@@ -129,9 +156,22 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
 
     it('when many appends retire at once (one batch), then each retires its own entry and writes its own', async () => {
       const keys = Array.from({ length: 40 }, (_, i) => `message:batch-${i}`);
-      await Promise.all(keys.map((key) => store.journal.append(append(key, 1, [{}], { outbox: [{ id: `timeout:${key}`, topic: 'receipt.timeout', payload: {}, shard: 1 }] }))));
       await Promise.all(
-        keys.map((key) => store.journal.append(append(key, 2, [{}], { retire: [`timeout:${key}`], outbox: [{ id: `event:${key}`, topic: 'webhook.event', payload: {}, shard: 1 }] }))),
+        keys.map((key) =>
+          store.journal.append(
+            append(key, 1, [{}], { outbox: [{ id: `timeout:${key}`, topic: 'receipt.timeout', payload: {}, shard: 1 }] }),
+          ),
+        ),
+      );
+      await Promise.all(
+        keys.map((key) =>
+          store.journal.append(
+            append(key, 2, [{}], {
+              retire: [`timeout:${key}`],
+              outbox: [{ id: `event:${key}`, topic: 'webhook.event', payload: {}, shard: 1 }],
+            }),
+          ),
+        ),
       );
       expect((await store.outbox.pending({ limit: 100 })).map((e) => e.id).sort()).to.deep.equal(keys.map((key) => `event:${key}`).sort());
     });
@@ -198,7 +238,9 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       expect(await store.journal.pruneBefore('message:f', 2)).to.equal(1);
 
       await store.journal.append(append('message:f', 3, [{ seq: 3 }], { fence }));
-      const stale = await store.journal.append(append('message:f', 4, [{}], { fence: { ...fence, epoch: fence.epoch + 1 } })).catch((e: unknown) => e);
+      const stale = await store.journal
+        .append(append('message:f', 4, [{}], { fence: { ...fence, epoch: fence.epoch + 1 } }))
+        .catch((e: unknown) => e);
       expect(stale).to.be.instanceOf(JournalConflictError).with.property('reason', 'fenced');
       expect((await store.journal.read('message:f', 0)).map((r) => r.seq)).to.deep.equal([2, 3]);
     });
@@ -236,7 +278,11 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       await store.directory.createMerchant(merchant);
       expect(await store.directory.merchant('mer_1')).to.deep.equal(merchant);
       expect(await store.directory.merchant('mer_none')).to.equal(null);
-      const updated = await store.directory.updateMerchant('mer_1', { timezone: 'Europe/Paris', unitPrice: 150, wallets: { prepaid: true, postpaid: true } });
+      const updated = await store.directory.updateMerchant('mer_1', {
+        timezone: 'Europe/Paris',
+        unitPrice: 150,
+        wallets: { prepaid: true, postpaid: true },
+      });
       expect(updated).to.deep.equal({ ...merchant, timezone: 'Europe/Paris', unitPrice: 150, wallets: { prepaid: true, postpaid: true } });
       expect(await store.directory.merchant('mer_1')).to.deep.equal(updated);
       expect(await store.directory.updateMerchant('mer_none', { name: 'x' })).to.equal(null);
@@ -257,14 +303,24 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
         { countryCallingCode: '243', networkPrefix: '81', price: 200, carrier: 'vodacom' },
       ]);
       await store.directory.setPricing('mer_1', [{ countryCallingCode: '33', networkPrefix: '6', price: 1, carrier: 'sfr' }]);
-      expect(await store.directory.pricing('mer_1')).to.deep.equal([{ countryCallingCode: '33', networkPrefix: '6', price: 1, carrier: 'sfr' }]);
+      expect(await store.directory.pricing('mer_1')).to.deep.equal([
+        { countryCallingCode: '33', networkPrefix: '6', price: 1, carrier: 'sfr' },
+      ]);
       await store.directory.setPricing('mer_1', []);
       expect(await store.directory.pricing('mer_1')).to.deep.equal([]);
     });
 
     it('when a key is registered, then it resolves by hash and id until rotated or deleted', async () => {
       await store.directory.createMerchant(merchant);
-      const key = { keyId: 'key_1', merchantId: 'mer_1', environment: 'sandbox' as const, hash: 'a'.repeat(64), display: 'sk_test_…abcd', createdAt: 5, deletedAt: null };
+      const key = {
+        keyId: 'key_1',
+        merchantId: 'mer_1',
+        environment: 'sandbox' as const,
+        hash: 'a'.repeat(64),
+        display: 'sk_test_…abcd',
+        createdAt: 5,
+        deletedAt: null,
+      };
       await store.directory.registerKey(key);
       expect(await store.directory.keyByHash('a'.repeat(64))).to.deep.equal(key);
       expect(await store.directory.key('key_1')).to.deep.equal(key);
@@ -316,7 +372,15 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
     it('when a letter is recorded twice, then it is listed once, by merchant, and taken once', async () => {
       await store.deadLetters.record(letter);
       await store.deadLetters.record({ ...letter, attempts: 9 });
-      await store.deadLetters.record({ ...letter, id: 'evt-2:abc', eventId: 'evt-2', merchantId: 'mer_2', droppedAt: 2000, lastStatus: null, lastError: 'timeout' });
+      await store.deadLetters.record({
+        ...letter,
+        id: 'evt-2:abc',
+        eventId: 'evt-2',
+        merchantId: 'mer_2',
+        droppedAt: 2000,
+        lastStatus: null,
+        lastError: 'timeout',
+      });
       expect(await store.deadLetters.list({ limit: 10 })).to.have.length(2);
       expect(await store.deadLetters.list({ merchantId: 'mer_1', limit: 10 })).to.deep.equal([letter]);
       expect(await store.deadLetters.take('evt-1:abc')).to.deep.equal(letter);
@@ -336,7 +400,10 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
 
     it('when two nodes race for the same shards, then each shard has one owner, with epoch 1', async () => {
       const shards = Array.from({ length: 16 }, (_, i) => i);
-      const [a, b] = await Promise.all([store.leases.acquire('node-a', shards, 16, 60_000), store.leases.acquire('node-b', shards, 16, 60_000)]);
+      const [a, b] = await Promise.all([
+        store.leases.acquire('node-a', shards, 16, 60_000),
+        store.leases.acquire('node-b', shards, 16, 60_000),
+      ]);
       const owned = [...a, ...b].map((l) => l.shard).sort((x, y) => x - y);
       expect(owned).to.deep.equal(shards);
       expect([...a, ...b].every((l) => l.epoch === 1)).to.equal(true);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
-import { DataDirectoryInUseError, openPglite } from '../../../src/libraries/persistence/sql/sql-executor.js';
+import { openPglite } from '../../../src/libraries/persistence/sql/sql-executor.js';
+import { DataDirectoryInUseError } from '../../../src/libraries/errors/internal-errors.js';
 
 describe('PGlite data directory lock', function () {
   this.timeout(60_000);

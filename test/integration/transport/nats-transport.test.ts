@@ -3,10 +3,11 @@ import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager }
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
 import { NO_NAMESPACE, natsNames, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
-import { ACK, NoResponderError, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import { ACK, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import { dependencyOf } from '../../../src/libraries/errors/dependency-failure.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
+import { NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
 
 /** Polls an asynchronous condition with a generous timeout (no fixed sleep). */
 async function waitUntilAsync(condition: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
@@ -147,7 +148,12 @@ describe('NATS transport', function () {
 
     it('when a stream exists with limits retention (an earlier version), then connecting updates the rest, says how to migrate, and works', async () => {
       await deleteStreams(jsm);
-      await jsm.streams.add({ name: STREAMS.dispatch.name, subjects: [STREAMS.dispatch.subjects], retention: RetentionPolicy.Limits, storage: StorageType.File });
+      await jsm.streams.add({
+        name: STREAMS.dispatch.name,
+        subjects: [STREAMS.dispatch.subjects],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+      });
       const reported: string[] = [];
       const older = await connectNatsTransport({
         servers: server.url,
@@ -161,7 +167,9 @@ describe('NATS transport', function () {
         expect(info.config.retention).to.equal('limits');
         expect(info.config.duplicate_window).to.equal(90_000 * 1_000_000);
         expect(reported).to.have.length(1);
-        expect(reported[0]).to.contain(`stream ${STREAMS.dispatch.name} has limits retention, not workqueue`).and.contain('docs/operations.md');
+        expect(reported[0])
+          .to.contain(`stream ${STREAMS.dispatch.name} has limits retention, not workqueue`)
+          .and.contain('docs/operations.md');
         expect((await jsm.streams.info(STREAMS.receipts.name)).config.retention, 'the others are created right').to.equal('limits');
       } finally {
         await older.close();
@@ -188,7 +196,17 @@ describe('NATS transport', function () {
     try {
       const streams: string[] = [];
       for await (const info of jsm.streams.list()) streams.push(info.config.name);
-      expect(streams.sort()).to.deep.equal(['SMS_DISPATCH', 'SMS_RECEIPTS', 'WEBHOOK_JOBS', 'a_SMS_DISPATCH', 'a_SMS_RECEIPTS', 'a_WEBHOOK_JOBS', 'b_SMS_DISPATCH', 'b_SMS_RECEIPTS', 'b_WEBHOOK_JOBS']);
+      expect(streams.sort()).to.deep.equal([
+        'SMS_DISPATCH',
+        'SMS_RECEIPTS',
+        'WEBHOOK_JOBS',
+        'a_SMS_DISPATCH',
+        'a_SMS_RECEIPTS',
+        'a_WEBHOOK_JOBS',
+        'b_SMS_DISPATCH',
+        'b_SMS_RECEIPTS',
+        'b_WEBHOOK_JOBS',
+      ]);
       expect((await jsm.streams.info('a_SMS_DISPATCH')).config.subjects).to.deep.equal(['a.sms.dispatch.>']);
 
       const deployments = [
@@ -270,9 +288,14 @@ describe('NATS transport', function () {
       }
     }, 'a request refused as the transport being unavailable');
     await server.startServer();
-    await waitUntilAsync(async () => (await transport.request('gw.shard.7', { n: 3 }, 1_000).catch(() => null)) === 'ok', 'served again after the restart');
+    await waitUntilAsync(
+      async () => (await transport.request('gw.shard.7', { n: 3 }, 1_000).catch(() => null)) === 'ok',
+      'served again after the restart',
+    );
     // what was refused while away never reached the server, not even once it was back
-    expect(served.filter((p) => (p as { n: number }).n === 2).length, 'refused requests are not sent later').to.be.at.most(errors.filter((e) => dependencyOf(e) === null).length);
+    expect(served.filter((p) => (p as { n: number }).n === 2).length, 'refused requests are not sent later').to.be.at.most(
+      errors.filter((e) => dependencyOf(e) === null).length,
+    );
     await server2.stop();
   });
 

@@ -2,8 +2,6 @@ import { expect } from 'chai';
 import {
   ACK,
   DROP,
-  NoResponderError,
-  RequestTimeoutError,
   retryAfter,
   type Consumer,
   type ConsumerSpec,
@@ -11,6 +9,7 @@ import {
   type Disposition,
   type Transport,
 } from '../../../src/libraries/transport/transport-port.js';
+import { NoResponderError, RequestTimeoutError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
  * The contract both transports pass (NATS JetStream, database bus). `open` may be called several times in a test:
@@ -133,7 +132,12 @@ export function transportContract(fixture: TransportFixture): void {
       const all = recorder();
       const dispatch = recorder();
       // overlapping filters on a limits stream (a work-queue stream takes one durable per subject)
-      await consume(transport, { durable: 'only-simulator', stream: 'receipts', filter: 'sms.receipts.simulator', handler: simulator.handler });
+      await consume(transport, {
+        durable: 'only-simulator',
+        stream: 'receipts',
+        filter: 'sms.receipts.simulator',
+        handler: simulator.handler,
+      });
       await consume(transport, { durable: 'all-receipts', stream: 'receipts', filter: 'sms.receipts.>', handler: all.handler });
       await consume(transport, { durable: 'dispatch', filter: 'sms.dispatch.*', handler: dispatch.handler });
       await transport.publish('sms.receipts.simulator', {}, { id: 'f-1' });
@@ -141,7 +145,10 @@ export function transportContract(fixture: TransportFixture): void {
       await transport.publish('sms.receipts.orange.cd', {}, { id: 'f-3' });
       await transport.publish('sms.dispatch.orange', {}, { id: 'f-4' });
       await transport.publish('sms.dispatch.orange.cd', {}, { id: 'f-5' });
-      await waitUntil(() => all.received.length === 3 && dispatch.received.length === 1 && simulator.received.length === 1, 'every consumer has its messages');
+      await waitUntil(
+        () => all.received.length === 3 && dispatch.received.length === 1 && simulator.received.length === 1,
+        'every consumer has its messages',
+      );
       await pause(200);
       expect(simulator.ids()).to.deep.equal(['f-1']);
       expect(all.ids().sort()).to.deep.equal(['f-1', 'f-2', 'f-3']);
@@ -246,12 +253,14 @@ export function transportContract(fixture: TransportFixture): void {
       const other = await open();
       const counts = new Map<string, number>();
       const byProcess = [0, 0];
-      const handlerOf = (process: 0 | 1) => async (d: Delivery): Promise<Disposition> => {
-        counts.set(d.id, (counts.get(d.id) ?? 0) + 1);
-        byProcess[process]!++;
-        await pause(15);
-        return ACK;
-      };
+      const handlerOf =
+        (process: 0 | 1) =>
+        async (d: Delivery): Promise<Disposition> => {
+          counts.set(d.id, (counts.get(d.id) ?? 0) + 1);
+          byProcess[process]!++;
+          await pause(15);
+          return ACK;
+        };
       await consume(transport, { durable: 'workers', concurrency: 2, handler: handlerOf(0) });
       await consume(other, { durable: 'workers', concurrency: 2, handler: handlerOf(1) });
       const ids = Array.from({ length: 40 }, (_, i) => `w-${i}`);

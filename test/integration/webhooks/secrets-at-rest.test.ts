@@ -8,7 +8,7 @@ import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { secretKeyId } from '../../../src/libraries/secrets/secret-box.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
-import { SECRET_UNREADABLE } from '../../../src/webhooks/webhook-worker.js';
+import { SECRET_UNREADABLE } from '../../../src/webhooks/webhook-delivery.js';
 import { client, dataOf, NUMBERS, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, testConfig } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';

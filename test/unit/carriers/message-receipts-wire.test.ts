@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { messageReceiptsOf } from '../../../src/carriers/receipt-consumer.js';
+import { messageReceiptsOf } from '../../../src/carriers/message-receipts.js';
 
 /** A message's receipts as a batch item between nodes: checked field by field before they reach an actor. */
 describe('message receipts off the wire', () => {

@@ -3,9 +3,9 @@ import { createClusterRouter, isNotApplied } from '../../../src/cluster/cluster-
 import type { DomainHosts } from '../../../src/cluster/actor-router.js';
 import type { ShardManager } from '../../../src/cluster/shard-manager.js';
 import { shardOf } from '../../../src/cluster/shards.js';
-import { ActorFailureError } from '../../../src/libraries/actors/actor-runtime.js';
 import { systemClock } from '../../../src/libraries/clock/clock.js';
-import { NoResponderError, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import type { Transport } from '../../../src/libraries/transport/transport-port.js';
+import { ActorFailureError, NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
 
 /** Two routers on an in-process "wire": `serve` registers a subject, `request` calls it (JSON both ways). */
 function wire() {
@@ -46,7 +46,15 @@ function routerOf(name: string, owned: Set<number>, transport: Transport) {
     messages: { passivate },
     keyWebhooks: { forgetShard: passivate },
   } as unknown as DomainHosts;
-  return createClusterRouter({ hosts, shards: SHARDS, manager, transport, clock: systemClock, requestTimeoutMs: 1_000, failoverDeadlineMs: 300 });
+  return createClusterRouter({
+    hosts,
+    shards: SHARDS,
+    manager,
+    transport,
+    clock: systemClock,
+    requestTimeoutMs: 1_000,
+    failoverDeadlineMs: 300,
+  });
 }
 
 describe('cluster router: an operation forwarded to a node that loses the shard meanwhile', () => {
@@ -71,7 +79,10 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     });
 
     expect(served, 'the owner took the operation').to.be.at.least(1);
-    expect(requests.filter((r) => r.from === 'a'), 'the owner asked nobody for the shard it left').to.deep.equal([]);
+    expect(
+      requests.filter((r) => r.from === 'a'),
+      'the owner asked nobody for the shard it left',
+    ).to.deep.equal([]);
     // nobody owns the shard in this test: the forwarder gives up at its failover deadline, as for any ask
     expect(failure).to.be.instanceOf(ActorFailureError);
     expect((failure as ActorFailureError).reason).to.equal('unavailable');

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { ActorFailureError } from '../../../src/libraries/actors/actor-runtime.js';
 import type { OperationHandler } from '../../../src/cluster/cluster-router.js';
 import { createShardBatches } from '../../../src/cluster/shard-batches.js';
+import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
  * Two nodes in one process: `here` owns no shard of the merchants below, `owner` owns them all. A forward from here
@@ -35,13 +35,14 @@ function twoNodes(perform: (merchantId: string, item: Item) => Promise<string>, 
     },
     handleOperations: () => undefined,
   };
-  const itemOf = (value: unknown): Item | null => (typeof value === 'object' && value !== null && typeof (value as Item).n === 'number' ? { n: (value as Item).n } : null);
+  const itemOf = (value: unknown): Item | null =>
+    typeof value === 'object' && value !== null && typeof (value as Item).n === 'number' ? { n: (value as Item).n } : null;
   createShardBatches<Item, string>({ name: 'things', router: owner, perform, itemOf, maxBatch });
   const batches = createShardBatches<Item, string>({ name: 'things', router: here, perform, itemOf, maxBatch });
   return { batches, forwards, handlers };
 }
 
-describe('shard batches: items for another node\'s shards reach it in one hop per shard', () => {
+describe("shard batches: items for another node's shards reach it in one hop per shard", () => {
   it('when items of three shards are queued in one turn, then each shard gets one forward with all its items, and each item its own answer', async () => {
     const performed: string[] = [];
     const { batches, forwards } = twoNodes((merchantId, item) => {
@@ -65,9 +66,11 @@ describe('shard batches: items for another node\'s shards reach it in one hop pe
     expect(performed).to.have.members(['m1:1', 'm5:2', 'm2:3', 'm1:4', 'm3:5', 'm0:6']);
   });
 
-  it('when one item of a batch fails in its actor, then only that item is refused, with the actor\'s reason', async () => {
+  it("when one item of a batch fails in its actor, then only that item is refused, with the actor's reason", async () => {
     const { batches } = twoNodes((merchantId, item) =>
-      item.n === 2 ? Promise.reject(new ActorFailureError(`message:${item.n}`, 'unavailable', 'journal down')) : Promise.resolve(`ok ${item.n}`),
+      item.n === 2
+        ? Promise.reject(new ActorFailureError(`message:${item.n}`, 'unavailable', 'journal down'))
+        : Promise.resolve(`ok ${item.n}`),
     );
     const settled = await Promise.allSettled([1, 2, 3].map((n) => batches.run('m1', { n })));
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
@@ -93,7 +96,13 @@ describe('shard batches: items for another node\'s shards reach it in one hop pe
   it('when the owner gets a malformed item or one of another shard, then that item is refused and the others are served', async () => {
     const { handlers } = twoNodes((_m, item) => Promise.resolve(`ok ${item.n}`));
     const handler = handlers.get('things')!;
-    const reply = (await handler('m1', { items: [{ merchantId: 'm1', item: { n: 1 } }, { merchantId: 'm1', item: { n: 'x' } }, { merchantId: 'm2', item: { n: 3 } }] })) as {
+    const reply = (await handler('m1', {
+      items: [
+        { merchantId: 'm1', item: { n: 1 } },
+        { merchantId: 'm1', item: { n: 'x' } },
+        { merchantId: 'm2', item: { n: 3 } },
+      ],
+    })) as {
       outcomes: { ok: boolean }[];
     };
     expect(reply.outcomes.map((o) => o.ok)).to.deep.equal([true, false, false]);

@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ActorFailureError } from '../../../src/libraries/actors/actor-runtime.js';
 import { createHttpApp } from '../../../src/entry-points/http/http-app.js';
 import { API_ROOT } from '../../../src/entry-points/http/routes.js';
 import type { Gateway } from '../../../src/gateway.js';
 import { requestDeadline } from '../../../src/libraries/actors/request-deadline.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
 import { silentLogger } from '../../../src/libraries/logger/logger.js';
+import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
  * The HTTP layer gives each request a deadline on the injected clock: its steps run under it, and a request whose
@@ -62,7 +62,11 @@ describe('HTTP request deadlines', () => {
   });
 
   const send = () =>
-    fetch(`${base}/send`, { method: 'POST', headers: { 'app-key': 'key', 'content-type': 'application/json' }, body: JSON.stringify({ to: ['0812345678'], message: 'hi' }) });
+    fetch(`${base}/send`, {
+      method: 'POST',
+      headers: { 'app-key': 'key', 'content-type': 'application/json' },
+      body: JSON.stringify({ to: ['0812345678'], message: 'hi' }),
+    });
 
   it('when a request reaches its route in time, then its use case runs under the deadline of its arrival plus the budget', async () => {
     const arrival = clock.now();

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { ConfigError, describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
+import { describeSettings, loadConfig } from '../../../src/libraries/config/config.js';
 import { requireSecretsKey } from '../../../src/libraries/secrets/secret-keys.js';
+import { ConfigError } from '../../../src/libraries/errors/internal-errors.js';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 const OLD_KEY = Buffer.alloc(32, 2).toString('base64');
@@ -33,14 +34,47 @@ describe('configuration', () => {
     expect(() => {
       requireSecretsKey(loadConfig({ env: {} }));
     }).to.not.throw();
-    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(ConfigError, /32 random bytes in base64.*SECRETS_KEY/);
-    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(ConfigError, /secrets\.previousKeys/);
-    expect(loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: 'c2hvcnQ=' } })).to.throw(
+      ConfigError,
+      /32 random bytes in base64.*SECRETS_KEY/,
+    );
+    expect(() => loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${KEY},nope` } })).to.throw(
+      ConfigError,
+      /secrets\.previousKeys/,
+    );
+    expect(
+      loadConfig({ env: { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, SECRETS_PREVIOUS_KEYS: `${OLD_KEY}, ${KEY}` } }).secrets,
+    ).to.deep.equal({ key: KEY, previousKeys: [OLD_KEY, KEY] });
     expect(loadConfig({ env: {} }).secrets.key).to.equal('');
   });
 
+  it('when a node or the CLI reads settings at odds with each other, then loading fails naming the setting, before anything opens', () => {
+    const server = { GATEWAY_MODE: 'server', SECRETS_KEY: KEY, DATABASE_URL: 'postgres://db/gateway', NATS_URL: 'nats://nats:4222' };
+    expect(loadConfig({ env: server, reader: 'node' }).mode).to.equal('server');
+    expect(() => loadConfig({ env: { ...server, NATS_URL: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /^Invalid configuration: server mode needs NATS_URL/)
+      .with.property('key', 'nats.url');
+    expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /server mode needs DATABASE_URL \(PostgreSQL\) or MONGO_URL \(MongoDB\)/)
+      .with.property('key', 'database.url');
+    expect(
+      loadConfig({ env: { ...server, DATABASE_URL: '', MONGO_URL: 'mongodb://db/gateway' }, reader: 'node' }).database.mongoUrl,
+    ).to.equal('mongodb://db/gateway');
+    expect(() => loadConfig({ env: { ...server, SECRETS_KEY: '' }, reader: 'node' }))
+      .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
+      .with.property('key', 'secrets.key');
+    // the CLI works on the database alone when no node runs; it refuses later, once it has seen nodes running
+    expect(loadConfig({ env: { ...server, NATS_URL: '' }, reader: 'cli' }).nats.url).to.equal('');
+    expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'cli' })).to.throw(ConfigError, /DATABASE_URL/);
+    // embedded mode needs none of them; without a reader (tests, the simulator connector) no rule applies
+    expect(loadConfig({ env: {}, reader: 'node' }).mode).to.equal('embedded');
+    expect(loadConfig({ env: { GATEWAY_MODE: 'server' } }).nats.url).to.equal('');
+  });
+
   it('when environment variables are set, then they win over files and are converted to their types', () => {
-    const config = loadConfig({ env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' } });
+    const config = loadConfig({
+      env: { NODE_ENV: 'test', PORT: '8080', WEBHOOK_RETRY_DELAYS_MS: '30, 120,600', SEED_DEMO_MERCHANT: 'true' },
+    });
     expect(config.http.port).to.equal(8080);
     expect(config.webhooks.retryDelaysMs).to.deep.equal([30, 120, 600]);
     expect(config.demo.seedMerchant).to.equal(true);

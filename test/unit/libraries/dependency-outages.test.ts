@@ -3,9 +3,10 @@ import sinon from 'sinon';
 import pg from 'pg';
 import { TimeoutError } from '@nats-io/nats-core';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
-import { DependencyUnavailableError, dependencyOf, isDatabaseConnectionError } from '../../../src/libraries/errors/dependency-failure.js';
+import { dependencyOf, isDatabaseConnectionError } from '../../../src/libraries/errors/dependency-failure.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { OUTAGE_TAIL_MS, createDependencyOutages, watchDependencies } from '../../../src/libraries/observability/dependency-outages.js';
+import { DependencyUnavailableError } from '../../../src/libraries/errors/internal-errors.js';
 
 type Line = Record<string, unknown> & { msg: string; level: number };
 
@@ -85,7 +86,10 @@ describe('dependency watch: probes end an outage once the dependency answers', (
   it('when the database fails the node and comes back, then probes run meanwhile and the next one ends the outage', async () => {
     const h = harness();
     let database: 'ok' | 'down' = 'ok';
-    const probes = { database: sinon.spy(() => Promise.resolve(database)), transport: sinon.spy(() => Promise.resolve<'ok' | 'down'>('ok')) };
+    const probes = {
+      database: sinon.spy(() => Promise.resolve(database)),
+      transport: sinon.spy(() => Promise.resolve<'ok' | 'down'>('ok')),
+    };
     const watch = watchDependencies({ outages: h.outages, probes, intervalMs: 1_000 });
 
     await timers.tickAsync(3_000);
@@ -101,7 +105,10 @@ describe('dependency watch: probes end an outage once the dependency answers', (
     expect(h.outages.isDown('database')).to.equal(false);
     expect(probes.database.callCount).to.equal(6);
     expect(probes.transport.callCount).to.equal(0);
-    expect(h.messages()).to.deep.equal(['database: dependency unavailable: requests that need it answer 503 until it is back', 'database: dependency available again']);
+    expect(h.messages()).to.deep.equal([
+      'database: dependency unavailable: requests that need it answer 503 until it is back',
+      'database: dependency available again',
+    ]);
     expect(h.lines[1]).to.include({ failures: 6 });
   });
 });
@@ -111,7 +118,9 @@ describe('dependency failures: which errors mean a dependency is out of reach', 
     expect(isDatabaseConnectionError(pgError('57P01', 'terminating connection due to administrator command'))).to.equal(true);
     expect(isDatabaseConnectionError(pgError('57P03', 'the database system is starting up'))).to.equal(true);
     expect(isDatabaseConnectionError(pgError('08006', 'connection failure'))).to.equal(true);
-    expect(isDatabaseConnectionError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).to.equal(true);
+    expect(isDatabaseConnectionError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).to.equal(
+      true,
+    );
     expect(isDatabaseConnectionError(new Error('Connection terminated unexpectedly'))).to.equal(true);
     expect(isDatabaseConnectionError(new Error('timeout exceeded when trying to connect'))).to.equal(true);
   });
@@ -123,7 +132,9 @@ describe('dependency failures: which errors mean a dependency is out of reach', 
   });
 
   it('when an error is or wraps a dependency failure, then its dependency is named; any other error names none', () => {
-    const wrapped = new Error('the relay failed', { cause: new DependencyUnavailableError('database', new Error('Connection terminated unexpectedly')) });
+    const wrapped = new Error('the relay failed', {
+      cause: new DependencyUnavailableError('database', new Error('Connection terminated unexpectedly')),
+    });
     expect(dependencyOf(wrapped)).to.equal('database');
     expect(dependencyOf(new TimeoutError())).to.equal('transport');
     expect(dependencyOf(new Error('a bug'))).to.equal(null);

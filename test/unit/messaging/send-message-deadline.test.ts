@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createDomainHosts, createLocalActorRouter } from '../../../src/cluster/actor-router.js';
 import { createActorRuntime, type ActorRuntime } from '../../../src/libraries/actors/actor-runtime.js';
-import { DeadlineExpiredError, withDeadline } from '../../../src/libraries/actors/request-deadline.js';
+import { withDeadline } from '../../../src/libraries/actors/request-deadline.js';
 import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
 import type { Directory, MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../../../src/merchants/merchant-catalog.js';
@@ -9,6 +9,7 @@ import { createSendMessageUseCase } from '../../../src/messaging/send-message-us
 import { mustParseMoney } from '../../../src/pricing/money.js';
 import { createPriceList } from '../../../src/pricing/pricing-table.js';
 import { createMemoryJournal } from '../../helpers/memory-journal.js';
+import { DeadlineExpiredError } from '../../../src/libraries/errors/internal-errors.js';
 
 const MERCHANT: MerchantRecord = {
   id: 'm1',
@@ -43,7 +44,12 @@ describe('send use case under a deadline', () => {
   function useCase() {
     const hosts = createDomainHosts(runtime, {
       host: { askTimeoutMs: BUDGET_MS, idleShutdownMs: 60_000, snapshotEvery: 100 },
-      ratePolicy: { windowMs: 1_000, limits: { send: 100, status: 100, balance: 100, calculate: 100, management: 100 }, suspendAfterRejections: 100, suspensionMs: 1_000 },
+      ratePolicy: {
+        windowMs: 1_000,
+        limits: { send: 100, status: 100, balance: 100, calculate: 100, management: 100 },
+        suspendAfterRejections: 100,
+        suspensionMs: 1_000,
+      },
       idempotencyTtlMs: 86_400_000,
     });
     const router = createLocalActorRouter(hosts, 4);
@@ -77,8 +83,14 @@ describe('send use case under a deadline', () => {
   }
 
   const send = () =>
-    withDeadline(clock.now() + BUDGET_MS, () => sending.sendMessage({ merchantId: 'm1', keyId: 'k1', body: { to: ['0812345678'], message: 'hi' }, idempotencyKey: null }));
-  const walletEvents = () => journal.records('wallet:m1').flatMap((r) => r.events as { type: string }[]).map((e) => e.type);
+    withDeadline(clock.now() + BUDGET_MS, () =>
+      sending.sendMessage({ merchantId: 'm1', keyId: 'k1', body: { to: ['0812345678'], message: 'hi' }, idempotencyKey: null }),
+    );
+  const walletEvents = () =>
+    journal
+      .records('wallet:m1')
+      .flatMap((r) => r.events as { type: string }[])
+      .map((e) => e.type);
 
   beforeEach(async () => {
     journal = createMemoryJournal();
@@ -97,7 +109,9 @@ describe('send use case under a deadline', () => {
   });
 
   it('when the deadline passes before the charge, then the send is refused before it and nothing is charged or created', async () => {
-    onPricing = () => { clock.advance(BUDGET_MS); };
+    onPricing = () => {
+      clock.advance(BUDGET_MS);
+    };
     const error = await send().catch((e: unknown) => e);
     expect(error).to.be.instanceOf(DeadlineExpiredError).with.property('step', 'the charge');
     expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up']);
@@ -107,9 +121,13 @@ describe('send use case under a deadline', () => {
   it('when the charge was decided just before the deadline, then the message is still created after it and the send succeeds', async () => {
     // the charge is asked with REAL_MARGIN_MS of the deadline left: the runtime withdraws a command still queued at
     // its deadline on a real timer, so a 1 ms margin made the test depend on how fast a loaded machine takes it
-    onPricing = () => { clock.advance(BUDGET_MS - REAL_MARGIN_MS); };
+    onPricing = () => {
+      clock.advance(BUDGET_MS - REAL_MARGIN_MS);
+    };
     // the first step after the charge finds the deadline passed: it must go on all the same
-    onRecordOwner = () => { clock.advance(REAL_MARGIN_MS + 10); };
+    onRecordOwner = () => {
+      clock.advance(REAL_MARGIN_MS + 10);
+    };
     const result = await send();
     expect(result.ok).to.equal(true);
     expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { busyMerchantDelayMs, createAttemptPace, createMerchantSlots } from '../../../src/webhooks/webhook-worker.js';
+import { busyMerchantDelayMs, createAttemptPace, createMerchantSlots } from '../../../src/webhooks/merchant-slots.js';
 
 describe('per-merchant delivery slots', () => {
   it('when a merchant has free slots, then a delivery gets one at once', async () => {

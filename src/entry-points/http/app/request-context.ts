@@ -4,10 +4,11 @@ import type { RequestHandler, Response } from 'express';
 import type { RateBucket } from '../../../api-keys/rate-limiter.js';
 import type { IdentifiedKey } from '../../../api-keys/api-key-use-cases.js';
 import { countingHops, type HopCount } from '../../../cluster/remote-hops.js';
-import { DeadlineExpiredError, withDeadline } from '../../../libraries/actors/request-deadline.js';
+import { withDeadline } from '../../../libraries/actors/request-deadline.js';
 import { scrubSecrets, type Logger } from '../../../libraries/logger/logger.js';
 import type { RouteName } from '../routes.js';
 import type { HttpAppDependencies } from './dependencies.js';
+import { DeadlineExpiredError } from '../../../libraries/errors/internal-errors.js';
 
 /** What the app keeps about a request while it is served (Express's `res.locals`). */
 export interface Locals {
@@ -54,13 +55,21 @@ export function requestIdOf(req: IncomingMessage): string {
  * The first middleware: gives the request its id, logger and deadline, and, once it is answered, writes its
  * request line and reports it to `onRequestFinished`.
  */
-export function requestLine(deps: Pick<HttpAppDependencies, 'deadline' | 'logger' | 'onRequestFinished' | 'bodyLimitBytes'>): RequestHandler {
+export function requestLine(
+  deps: Pick<HttpAppDependencies, 'deadline' | 'logger' | 'onRequestFinished' | 'bodyLimitBytes'>,
+): RequestHandler {
   return (req, res, next) => {
     const requestId = requestIdOf(req);
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     const deadline = deps.deadline ? deps.deadline.clock.now() + deps.deadline.budgetMs : null;
-    Object.assign(res.locals, { requestId, logger: deps.logger.child({ request_id: requestId }), route: 'unmatched', deadline, hops: { hops: 0 } } satisfies Locals);
+    Object.assign(res.locals, {
+      requestId,
+      logger: deps.logger.child({ request_id: requestId }),
+      route: 'unmatched',
+      deadline,
+      hops: { hops: 0 },
+    } satisfies Locals);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const { route, auth, logger, errorCode } = locals(res);

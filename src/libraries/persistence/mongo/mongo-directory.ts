@@ -1,6 +1,7 @@
-import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
+import { type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
 import type { Collections, KeyDoc, MerchantDoc, PricingDoc } from './mongo-collections.js';
 import { isDuplicateKey } from './mongo-errors.js';
+import { DuplicateRecordError } from '../../errors/internal-errors.js';
 
 // The directory on MongoDB: merchants (each with its whole price list), API keys and message owners.
 
@@ -81,7 +82,11 @@ export function createMongoDirectory(c: Collections): Directory {
       if (changes.wallets?.prepaid !== undefined) set['wallets.prepaid'] = changes.wallets.prepaid;
       if (changes.wallets?.postpaid !== undefined) set['wallets.postpaid'] = changes.wallets.postpaid;
       if (Object.keys(set).length === 0) return merchant(id);
-      const doc = await c.merchants.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: 'after', projection: MERCHANT_PROJECTION });
+      const doc = await c.merchants.findOneAndUpdate(
+        { _id: id },
+        { $set: set },
+        { returnDocument: 'after', projection: MERCHANT_PROJECTION },
+      );
       return doc ? toMerchant(doc) : null;
     },
 
@@ -92,10 +97,16 @@ export function createMongoDirectory(c: Collections): Directory {
         const id = `${r.countryCallingCode}\u0000${r.networkPrefix}`;
         if (seen.has(id)) throw new Error(`duplicate pricing row ${r.countryCallingCode}/${r.networkPrefix}`);
         seen.add(id);
-        if (!Number.isSafeInteger(r.price) || r.price <= 0) throw new Error(`pricing row ${r.countryCallingCode}/${r.networkPrefix}: price must be a positive integer`);
+        if (!Number.isSafeInteger(r.price) || r.price <= 0)
+          throw new Error(`pricing row ${r.countryCallingCode}/${r.networkPrefix}: price must be a positive integer`);
       }
       const pricing = rows
-        .map((r): PricingDoc => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: r.price, carrier: r.carrier }))
+        .map((r): PricingDoc => ({
+          countryCallingCode: r.countryCallingCode,
+          networkPrefix: r.networkPrefix,
+          price: r.price,
+          carrier: r.carrier,
+        }))
         .sort(comparePricing);
       const result = await c.merchants.updateOne({ _id: merchantId }, { $set: { pricing } });
       if (result.matchedCount === 0 && rows.length > 0) throw new Error(`merchant ${merchantId} does not exist`);
@@ -104,7 +115,12 @@ export function createMongoDirectory(c: Collections): Directory {
     async pricing(merchantId) {
       const doc = await c.merchants.findOne({ _id: merchantId }, { projection: { _id: 0, pricing: 1 } });
       return (doc?.pricing ?? [])
-        .map((r): PricingRowRecord => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: r.price, carrier: r.carrier }))
+        .map((r): PricingRowRecord => ({
+          countryCallingCode: r.countryCallingCode,
+          networkPrefix: r.networkPrefix,
+          price: r.price,
+          carrier: r.carrier,
+        }))
         .sort(comparePricing);
     },
 

@@ -1,7 +1,6 @@
 import { MongoBulkWriteError } from 'mongodb';
 import { systemClock } from '../../clock/clock.js';
 import {
-  JournalConflictError,
   outboxEntriesOf,
   type Fence,
   type Journal,
@@ -14,6 +13,7 @@ import {
 import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
 import type { Collections, JournalDoc, LeaseDoc, OutboxDoc } from './mongo-collections.js';
 import { DUPLICATE_KEY, isDuplicateKey } from './mongo-errors.js';
+import { JournalConflictError } from '../../errors/internal-errors.js';
 
 // The journal and its outbox on MongoDB: an append and the outbox entries it causes are one `journal` document.
 
@@ -131,7 +131,10 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     // `'outbox.done': { $ne: false }` matches a document none of whose entries is still not done. A crash
     // between the two updates leaves `outboxPending` true on a document with nothing pending: harmless, pending()
     // and backlog() look at the entries.
-    await c.journal.updateMany({ ...ofKey, outboxPending: true, 'outbox.id': { $in: list }, 'outbox.done': { $ne: false } }, { $set: { outboxPending: false } });
+    await c.journal.updateMany(
+      { ...ofKey, outboxPending: true, 'outbox.id': { $in: list }, 'outbox.done': { $ne: false } },
+      { $set: { outboxPending: false } },
+    );
   }
 
   /**
@@ -309,24 +312,27 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
           { $project: { _id: 0, key: 1, seq: 1, at: 1, outbox: 1 } },
         ])
         .toArray();
-      return rows.map(
-        (r): PendingOutboxEntry => ({
-          id: r.outbox.id,
-          key: r.key,
-          seq: r.seq,
-          topic: r.outbox.topic,
-          payload: r.outbox.payload,
-          shard: r.outbox.shard,
-          createdAt: r.at,
-        }),
-      );
+      return rows.map((r): PendingOutboxEntry => ({
+        id: r.outbox.id,
+        key: r.key,
+        seq: r.seq,
+        topic: r.outbox.topic,
+        payload: r.outbox.payload,
+        shard: r.outbox.shard,
+        createdAt: r.at,
+      }));
     },
 
     markDone: (ids) => markEntriesDone(ids),
 
     async backlog() {
       const rows = await c.journal
-        .aggregate<{ n: number }>([{ $match: { outboxPending: true } }, { $unwind: '$outbox' }, { $match: { 'outbox.done': false } }, { $count: 'n' }])
+        .aggregate<{ n: number }>([
+          { $match: { outboxPending: true } },
+          { $unwind: '$outbox' },
+          { $match: { 'outbox.done': false } },
+          { $count: 'n' },
+        ])
         .toArray();
       return rows[0]?.n ?? 0;
     },

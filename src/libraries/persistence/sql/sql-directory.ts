@@ -1,7 +1,8 @@
 import type { GatewayEnvironment } from '../../config/config.js';
-import { DuplicateRecordError, type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
+import { type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
 import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, settledTogether, type GroupCommitOptions } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
+import { DuplicateRecordError } from '../../errors/internal-errors.js';
 
 interface MerchantRow {
   id: string;
@@ -29,7 +30,8 @@ interface KeyRow {
 
 const MERCHANT_COLUMNS = `id, name, timezone, default_country, currency, locale, currency_symbol, unit_price::float8 AS unit_price,
   prepaid_wallet, postpaid_wallet, created_at::float8 AS created_at`;
-const KEY_COLUMNS = 'key_id, merchant_id, environment, key_hash, display, created_at::float8 AS created_at, deleted_at::float8 AS deleted_at';
+const KEY_COLUMNS =
+  'key_id, merchant_id, environment, key_hash, display, created_at::float8 AS created_at, deleted_at::float8 AS deleted_at';
 
 const toMerchant = (r: MerchantRow): MerchantRecord => ({
   id: r.id,
@@ -89,7 +91,19 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
           `INSERT INTO merchants (id, name, timezone, default_country, currency, locale, currency_symbol, unit_price,
              prepaid_wallet, postpaid_wallet, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-          [m.id, m.name, m.timezone, m.defaultCountry, m.currency, m.locale, m.currencySymbol, m.unitPrice, m.wallets.prepaid, m.wallets.postpaid, m.createdAt],
+          [
+            m.id,
+            m.name,
+            m.timezone,
+            m.defaultCountry,
+            m.currency,
+            m.locale,
+            m.currencySymbol,
+            m.unitPrice,
+            m.wallets.prepaid,
+            m.wallets.postpaid,
+            m.createdAt,
+          ],
         );
       } catch (error) {
         if (isUniqueViolation(error)) throw new DuplicateRecordError(`merchant ${m.id}`);
@@ -111,7 +125,18 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
       await db.query(
         `UPDATE merchants SET name = $2, timezone = $3, default_country = $4, currency = $5, locale = $6, currency_symbol = $7,
            unit_price = $8, prepaid_wallet = $9, postpaid_wallet = $10 WHERE id = $1`,
-        [id, next.name, next.timezone, next.defaultCountry, next.currency, next.locale, next.currencySymbol, next.unitPrice, next.wallets.prepaid, next.wallets.postpaid],
+        [
+          id,
+          next.name,
+          next.timezone,
+          next.defaultCountry,
+          next.currency,
+          next.locale,
+          next.currencySymbol,
+          next.unitPrice,
+          next.wallets.prepaid,
+          next.wallets.postpaid,
+        ],
       );
       return next;
     },
@@ -126,7 +151,14 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
            FROM jsonb_to_recordset($2::jsonb) AS r(country_calling_code text, network_prefix text, price bigint, carrier text)`,
           [
             merchantId,
-            JSON.stringify(rows.map((r) => ({ country_calling_code: r.countryCallingCode, network_prefix: r.networkPrefix, price: r.price, carrier: r.carrier }))),
+            JSON.stringify(
+              rows.map((r) => ({
+                country_calling_code: r.countryCallingCode,
+                network_prefix: r.networkPrefix,
+                price: r.price,
+                carrier: r.carrier,
+              })),
+            ),
           ],
         );
       });
@@ -138,9 +170,12 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
          WHERE merchant_id = $1 ORDER BY country_calling_code, network_prefix`,
         [merchantId],
       );
-      return rows.map(
-        (r): PricingRowRecord => ({ countryCallingCode: r.country_calling_code, networkPrefix: r.network_prefix, price: r.price, carrier: r.carrier }),
-      );
+      return rows.map((r): PricingRowRecord => ({
+        countryCallingCode: r.country_calling_code,
+        networkPrefix: r.network_prefix,
+        price: r.price,
+        carrier: r.carrier,
+      }));
     },
 
     async registerKey(k) {
@@ -167,7 +202,9 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
     },
 
     async keys(merchantId) {
-      const rows = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY created_at, key_id`, [merchantId]);
+      const rows = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY created_at, key_id`, [
+        merchantId,
+      ]);
       return rows.map(toKey);
     },
 

@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { DependencyUnavailableError, isDatabaseConnectionError } from '../../errors/dependency-failure.js';
+import { isDatabaseConnectionError } from '../../errors/dependency-failure.js';
+import { DataDirectoryInUseError, DependencyUnavailableError } from '../../errors/internal-errors.js';
 
 /** The SQL the adapters need, whether the database is a PostgreSQL server (pg) or PGlite in-process. */
 export interface QueryOptions {
@@ -18,7 +19,11 @@ export interface QueryOptions {
 }
 
 export interface SqlQueries {
-  query<R extends object = Record<string, unknown>>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<readonly R[]>;
+  query<R extends object = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<readonly R[]>;
   /** Several statements without parameters (migrations). */
   script(sql: string): Promise<void>;
 }
@@ -108,7 +113,9 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
     async query<R extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) {
       try {
         // a config object costs pg a copy per call: only a prepared statement needs one
-        const result = options?.prepare ? await pool.query<R>(preparedStatement(text, params)) : await pool.query<R>(text, params as unknown[]);
+        const result = options?.prepare
+          ? await pool.query<R>(preparedStatement(text, params))
+          : await pool.query<R>(text, params as unknown[]);
         return result.rows;
       } catch (error) {
         throw asDatabaseFailure(error);
@@ -136,7 +143,8 @@ export async function connectPostgres(options: PostgresOptions): Promise<SqlExec
         await client.query('BEGIN');
         const result = await work({
           query: async <R extends object>(text: string, params: readonly unknown[] = [], options?: QueryOptions) =>
-            (options?.prepare ? await client.query<R>(preparedStatement(text, params)) : await client.query<R>(text, params as unknown[])).rows,
+            (options?.prepare ? await client.query<R>(preparedStatement(text, params)) : await client.query<R>(text, params as unknown[]))
+              .rows,
           script: async (sql: string) => {
             await client.query(sql);
           },
@@ -161,17 +169,6 @@ export interface PgliteOptions {
   /** Directory of the database files; undefined keeps it in memory. */
   readonly dataDir?: string;
   readonly schema?: string;
-}
-
-/** PGlite is single-process: a second process opening the same directory would corrupt it. */
-export class DataDirectoryInUseError extends Error {
-  constructor(
-    readonly dataDir: string,
-    readonly pid: number,
-  ) {
-    super(`the data directory ${dataDir} is in use by process ${pid}; stop it first (PGlite serves one process)`);
-    this.name = 'DataDirectoryInUseError';
-  }
 }
 
 function isAlive(pid: number): boolean {
@@ -237,7 +234,8 @@ export async function openPglite(options: PgliteOptions): Promise<SqlExecutor> {
     async transaction<T>(work: (tx: SqlQueries) => Promise<T>) {
       return db.transaction(async (tx) =>
         work({
-          query: async <R extends object>(text: string, params: readonly unknown[] = []) => (await tx.query<R>(text, params as unknown[])).rows,
+          query: async <R extends object>(text: string, params: readonly unknown[] = []) =>
+            (await tx.query<R>(text, params as unknown[])).rows,
           script: async (sql: string) => {
             await tx.exec(sql);
           },

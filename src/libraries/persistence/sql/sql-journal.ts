@@ -1,5 +1,4 @@
 import {
-  JournalConflictError,
   outboxEntriesOf,
   type Journal,
   type JournalAppend,
@@ -10,6 +9,7 @@ import {
 } from '../journal-port.js';
 import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
+import { JournalConflictError } from '../../errors/internal-errors.js';
 
 export type SqlJournalOptions = GroupCommitOptions;
 
@@ -80,14 +80,26 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       fence_epoch: a.fence?.epoch ?? null,
     }));
     const outboxRows = appends.flatMap((a) =>
-      a.outbox.map((entry) => ({ id: entry.id, key: a.key, seq: a.seq, topic: entry.topic, payload: entry.payload, shard: entry.shard, created_at: a.at })),
+      a.outbox.map((entry) => ({
+        id: entry.id,
+        key: a.key,
+        seq: a.seq,
+        topic: entry.topic,
+        payload: entry.payload,
+        shard: entry.shard,
+        created_at: a.at,
+      })),
     );
     const retiredRows = appends.flatMap((a) => (a.retire ?? []).map((id) => ({ id, key: a.key, seq: a.seq })));
     let written: readonly { key: string; seq: number }[];
     try {
-      written = await db.query<{ key: string; seq: number }>(APPEND_BATCH_SQL, [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows)], {
-        prepare: true,
-      });
+      written = await db.query<{ key: string; seq: number }>(
+        APPEND_BATCH_SQL,
+        [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows)],
+        {
+          prepare: true,
+        },
+      );
     } catch (error) {
       // an append whose data the database refuses (a NUL in its text, say) must not fail the others batched with
       // it: the batch is halved until the guilty one is alone. Any other failure (the database down) fails all.
@@ -106,7 +118,10 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       if (ok.has(id)) {
         pending.resolve();
         relayable.push(...outboxEntriesOf(pending.item));
-      } else pending.reject(new JournalConflictError(pending.item.key, pending.item.seq, taken.has(id) || !pending.item.fence ? 'sequence_taken' : 'fenced'));
+      } else
+        pending.reject(
+          new JournalConflictError(pending.item.key, pending.item.seq, taken.has(id) || !pending.item.fence ? 'sequence_taken' : 'fenced'),
+        );
     }
     if (relayable.length > 0) for (const listener of listeners) listener(relayable);
   }
@@ -183,7 +198,8 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       // stops at the limit instead of collecting and sorting (the outbox holds a day of receipt deadlines)
       const params: unknown[] = [limit];
       const where: string[] = [];
-      if (topics) where.push(topics.length === 1 ? `topic = $${params.push(topics[0])}` : `topic = ANY($${params.push([...topics])}::text[])`);
+      if (topics)
+        where.push(topics.length === 1 ? `topic = $${params.push(topics[0])}` : `topic = ANY($${params.push([...topics])}::text[])`);
       if (olderThan !== undefined) where.push(`created_at < $${params.push(olderThan)}::bigint`);
       if (shards) where.push(`shard = ANY($${params.push([...shards])}::integer[])`);
       const rows = await db.query<{
@@ -200,17 +216,15 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
          ORDER BY outbox.created_at, outbox.id LIMIT $1`,
         params,
       );
-      return rows.map(
-        (r): PendingOutboxEntry => ({
-          id: r.id,
-          key: r.key,
-          seq: r.seq,
-          topic: r.topic,
-          payload: r.payload,
-          shard: r.shard,
-          createdAt: r.created_at,
-        }),
-      );
+      return rows.map((r): PendingOutboxEntry => ({
+        id: r.id,
+        key: r.key,
+        seq: r.seq,
+        topic: r.topic,
+        payload: r.payload,
+        shard: r.shard,
+        createdAt: r.created_at,
+      }));
     },
 
     async markDone(ids) {

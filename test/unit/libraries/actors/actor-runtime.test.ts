@@ -1,10 +1,16 @@
 import { expect } from 'chai';
-import { createActorRuntime, ActorFailureError, type ActorHostOptions, type ActorRuntime, type RecordedEvents } from '../../../../src/libraries/actors/actor-runtime.js';
+import {
+  createActorRuntime,
+  type ActorHostOptions,
+  type ActorRuntime,
+  type RecordedEvents,
+} from '../../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../../src/libraries/clock/clock.js';
-import { JournalConflictError, type JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
+import type { JournalAppend } from '../../../../src/libraries/persistence/journal-port.js';
 import { COMPACT_JOURNAL, type CompactJournalReply } from '../../../../src/libraries/actors/behaviour.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 import { counterBehaviour, type CounterCommand, type CounterEvent, type CounterState } from './counter-behaviour.js';
+import { ActorFailureError, JournalConflictError } from '../../../../src/libraries/errors/internal-errors.js';
 
 const HOST = { askTimeoutMs: 2000, idleShutdownMs: 60_000, snapshotEvery: 3 };
 
@@ -116,7 +122,8 @@ describe('actor runtime', () => {
     const settling = { settled: (state: { readonly total: number }) => state.total >= 10 };
     const noSnapshots = { ...HOST, snapshotEvery: 1_000 };
     // the command every host answers itself; the counter's own commands do not list it
-    const compact = (ref: { ask(command: CounterCommand): Promise<unknown> }) => ref.ask({ type: COMPACT_JOURNAL } as unknown as CounterCommand) as Promise<CompactJournalReply>;
+    const compact = (ref: { ask(command: CounterCommand): Promise<unknown> }) =>
+      ref.ask({ type: COMPACT_JOURNAL } as unknown as CounterCommand) as Promise<CompactJournalReply>;
 
     it('when a settled actor is compacted, then it snapshots at its last sequence number, earlier records go, and it recovers and appends after them', async () => {
       const counters = runtime.host(counterBehaviour, noSnapshots, settling);
@@ -163,7 +170,10 @@ describe('actor runtime', () => {
         return found;
       };
 
-      const error = await counters.ref('race', 7).ask({ type: 'read' }).catch((e: unknown) => e);
+      const error = await counters
+        .ref('race', 7)
+        .ask({ type: 'read' })
+        .catch((e: unknown) => e);
 
       expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
       expect(await counters.ref('race', 7).ask({ type: 'read' })).to.deep.equal({ total: 10, applied: 3 });
@@ -232,7 +242,10 @@ describe('actor runtime', () => {
     journal.fence(7, 1);
     await counters.ref('epoch', 7).ask({ type: 'add', amount: 1 });
     journal.fence(7, 2);
-    const error = await counters.ref('epoch', 7).ask({ type: 'add', amount: 1 }).catch((e: unknown) => e);
+    const error = await counters
+      .ref('epoch', 7)
+      .ask({ type: 'add', amount: 1 })
+      .catch((e: unknown) => e);
     expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'fenced');
   });
 
@@ -263,8 +276,16 @@ describe('actor runtime', () => {
       const records = journal.records('counter:observed').filter((r) => r.events.length > 0);
       expect(records.length, 'the two first adds may share a record').to.be.oneOf([2, 3]);
       expect(reported.map((r) => r.recorded.events)).to.deep.equal(records.map((r) => r.events));
-      expect(reported.map((r) => r.durable.at(-1)), 'reported once durable').to.deep.equal(records.map((r) => r.seq));
-      const totals = records.map((_, i) => records.slice(0, i).flatMap((r) => r.events as CounterEvent[]).reduce((sum, e) => sum + e.amount, 0));
+      expect(
+        reported.map((r) => r.durable.at(-1)),
+        'reported once durable',
+      ).to.deep.equal(records.map((r) => r.seq));
+      const totals = records.map((_, i) =>
+        records
+          .slice(0, i)
+          .flatMap((r) => r.events as CounterEvent[])
+          .reduce((sum, e) => sum + e.amount, 0),
+      );
       expect(reported.map((r) => r.recorded.before.total)).to.deep.equal(totals);
       expect(reported.every((r) => r.recorded.key === 'counter:observed')).to.equal(true);
     });
@@ -284,9 +305,15 @@ describe('actor runtime', () => {
       const counters = runtime.host(counterBehaviour, HOST, {}, (recorded) => reported.push(recorded));
       journal.failNextAppend(new Error('connection refused'));
 
-      await counters.ref('lost', 7).ask({ type: 'add', amount: 1 }).catch(() => undefined);
+      await counters
+        .ref('lost', 7)
+        .ask({ type: 'add', amount: 1 })
+        .catch(() => undefined);
       journal.failNextAppend(new JournalConflictError('counter:lost', 1, 'fenced'));
-      await counters.ref('lost', 7).ask({ type: 'add', amount: 1 }).catch(() => undefined);
+      await counters
+        .ref('lost', 7)
+        .ask({ type: 'add', amount: 1 })
+        .catch(() => undefined);
 
       expect(journal.records('counter:lost')).to.deep.equal([]);
       expect(reported).to.deep.equal([]);
@@ -294,7 +321,12 @@ describe('actor runtime', () => {
 
     it('when the observer throws, then the command still succeeds and the failure is an incident', async () => {
       const incidents: string[] = [];
-      const observed = createActorRuntime({ journal, clock, newId: createSequentialIds('id'), onIncident: (incident) => incidents.push(`${incident.what} ${incident.key}`) });
+      const observed = createActorRuntime({
+        journal,
+        clock,
+        newId: createSequentialIds('id'),
+        onIncident: (incident) => incidents.push(`${incident.what} ${incident.key}`),
+      });
       try {
         const counters = observed.host(counterBehaviour, HOST, {}, () => {
           throw new Error('observer broke');
@@ -380,7 +412,10 @@ describe('actor runtime', () => {
       const weight = record.reduce((a, b) => a + b, 0);
       expect(weight <= 10 || record.length === 1, JSON.stringify(records)).to.equal(true);
     }
-    expect(records.some((record) => record.length > 1), 'commands still share records').to.equal(true);
+    expect(
+      records.some((record) => record.length > 1),
+      'commands still share records',
+    ).to.equal(true);
   });
 
   it('when the append of a batch fails, then every command of the batch fails and none is applied', async () => {
@@ -400,7 +435,10 @@ describe('actor runtime', () => {
     // an ask timeout longer than the test's: waiting for it instead of failing at once would time the test out
     const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 3_600_000 });
     journal.failNextRead(new Error('database is down'));
-    const error = await counters.ref('norecovery', 7).ask({ type: 'read' }).catch((e: unknown) => e);
+    const error = await counters
+      .ref('norecovery', 7)
+      .ask({ type: 'read' })
+      .catch((e: unknown) => e);
     expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
     expect(await counters.ref('norecovery', 7).ask({ type: 'read' })).to.deep.equal({ total: 0, applied: 0 });
   });
@@ -433,7 +471,7 @@ describe('actor runtime', () => {
       expect(journal.records('counter:late')).to.deep.equal([]);
     });
 
-    it('when a queued command\'s deadline passes before the actor takes it (a frozen process resuming), then the actor refuses it and journals nothing of it', async () => {
+    it("when a queued command's deadline passes before the actor takes it (a frozen process resuming), then the actor refuses it and journals nothing of it", async () => {
       const counter = runtime.host(counterBehaviour, HOST).ref('frozen', 7);
       const held = holdAppends();
       const first = counter.ask({ type: 'add', amount: 1 }, { deadline: clock.now() + 60_000 });
@@ -444,7 +482,9 @@ describe('actor runtime', () => {
       clock.advance(5_000);
       held.release();
       expect(await first).to.deep.equal({ total: 1 });
-      expect(await late).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(await late)
+        .to.be.instanceOf(ActorFailureError)
+        .with.property('reason', 'expired');
       expect(journal.records('counter:frozen').flatMap((r) => r.events)).to.deep.equal([{ type: 'added', amount: 1 }]);
       expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
     });
@@ -462,7 +502,9 @@ describe('actor runtime', () => {
       held.release();
       expect(await first).to.deep.equal({ total: 1 });
       expect(await before).to.deep.equal({ total: 3 });
-      expect(await expired).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(await expired)
+        .to.be.instanceOf(ActorFailureError)
+        .with.property('reason', 'expired');
       expect(await after).to.deep.equal({ total: 7 });
       expect(journal.records('counter:grouped').map((r) => r.events.length)).to.deep.equal([1, 2]);
     });
@@ -474,7 +516,9 @@ describe('actor runtime', () => {
       // the actor is journaling it: what comes next waits in its queue
       await held.entered;
       const waiting = counter.ask({ type: 'add', amount: 10 }, { deadline: clock.now() + 20 }).catch((e: unknown) => e);
-      expect(await waiting).to.be.instanceOf(ActorFailureError).with.property('reason', 'expired');
+      expect(await waiting)
+        .to.be.instanceOf(ActorFailureError)
+        .with.property('reason', 'expired');
       held.release();
       expect(await first).to.deep.equal({ total: 1 });
       expect(await counter.ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
@@ -500,8 +544,13 @@ describe('actor runtime', () => {
     it('when a taken command is not journaled within askTimeoutMs after its deadline, then its caller gets "timeout" (outcome unknown), a read "expired"', async () => {
       const counters = runtime.host(counterBehaviour, { ...HOST, askTimeoutMs: 20 });
       const held = holdAppends();
-      const write = counters.ref('stuck', 7).ask({ type: 'add', amount: 5 }, { deadline: clock.now() + 10 }).catch((e: unknown) => e);
-      expect(await write).to.be.instanceOf(ActorFailureError).with.property('reason', 'timeout');
+      const write = counters
+        .ref('stuck', 7)
+        .ask({ type: 'add', amount: 5 }, { deadline: clock.now() + 10 })
+        .catch((e: unknown) => e);
+      expect(await write)
+        .to.be.instanceOf(ActorFailureError)
+        .with.property('reason', 'timeout');
       held.release();
     });
   });
@@ -557,7 +606,13 @@ describe('actor runtime', () => {
 
   it('refuses ids that are not safe actor names', async () => {
     const counters = runtime.host(counterBehaviour, HOST);
-    const error = await counters.ref('a:b', 7).ask({ type: 'read' }).catch((e: unknown) => e);
-    expect(error).to.be.instanceOf(Error).with.property('message').that.matches(/invalid actor id/);
+    const error = await counters
+      .ref('a:b', 7)
+      .ask({ type: 'read' })
+      .catch((e: unknown) => e);
+    expect(error)
+      .to.be.instanceOf(Error)
+      .with.property('message')
+      .that.matches(/invalid actor id/);
   });
 });

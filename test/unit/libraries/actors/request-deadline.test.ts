@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { askDeadline, beforeDeadline, DeadlineExpiredError, patientTimer, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
+import { askDeadline, beforeDeadline, patientTimer, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
 import { createManualClock } from '../../../../src/libraries/clock/clock.js';
+import { DeadlineExpiredError } from '../../../../src/libraries/errors/internal-errors.js';
 
 const realMs = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -2,9 +2,10 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSecretBox, isSealedSecret, SecretUnreadableError, secretKeyId } from '../../../../src/libraries/secrets/secret-box.js';
+import { createSecretBox, isSealedSecret, secretKeyId } from '../../../../src/libraries/secrets/secret-box.js';
 import { EMBEDDED_KEY_FILE, embeddedSecretKey, secretBoxOf } from '../../../../src/libraries/secrets/secret-keys.js';
 import { loadConfig } from '../../../../src/libraries/config/config.js';
+import { SecretUnreadableError } from '../../../../src/libraries/errors/internal-errors.js';
 
 const OLD = Buffer.alloc(32, 1);
 const NEW = Buffer.alloc(32, 2);
@@ -38,8 +39,10 @@ describe('secret box', () => {
     const after = rotated.seal('s3cret', CONTEXT);
     expect(after.keyId).to.equal(secretKeyId(NEW));
     expect(rotated.isCurrent(after)).to.equal(true);
-    expect(() => createSecretBox({ current: NEW }).open(before, CONTEXT))
-      .to.throw(SecretUnreadableError, new RegExp(`key ${secretKeyId(OLD)}.*not configured`));
+    expect(() => createSecretBox({ current: NEW }).open(before, CONTEXT)).to.throw(
+      SecretUnreadableError,
+      new RegExp(`key ${secretKeyId(OLD)}.*not configured`),
+    );
   });
 
   it('when the key is wrong, the value altered or moved to another record, then opening fails with SecretUnreadableError', () => {

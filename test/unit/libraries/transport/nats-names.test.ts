@@ -1,9 +1,8 @@
 import { expect } from 'chai';
 import { readConnectorEnvironment, ConnectorEnvironmentError } from '../../../../src/carriers/connector/connector-main.js';
-import { ConfigError, loadConfig } from '../../../../src/libraries/config/config.js';
+import { loadConfig } from '../../../../src/libraries/config/config.js';
 import {
   NO_NAMESPACE,
-  NatsNamespaceError,
   PRESENCE_BUCKET,
   RECEIPTS_DURABLE,
   WEBHOOKS_DURABLE,
@@ -20,15 +19,20 @@ import {
 } from '../../../../src/libraries/transport/nats-names.js';
 import { subjectMatches } from '../../../../src/libraries/transport/subjects.js';
 import { STREAMS } from '../../../../src/libraries/transport/transport-port.js';
+import { ConfigError, NatsNamespaceError } from '../../../../src/libraries/errors/internal-errors.js';
 
 /** Every name a deployment uses on the server, for one carrier, one merchant and one shard. */
 function everyName(names: NatsNames) {
   return {
     streams: Object.values(STREAMS).map((stream) => names.stream(stream.name)),
     streamSubjects: Object.values(STREAMS).map((stream) => names.subject(stream.subjects)),
-    subjects: [dispatchSubject('simulator'), receiptSubject('simulator'), webhookSubject('mer_1'), shardSubject(7)].map((s) => names.subject(s)),
+    subjects: [dispatchSubject('simulator'), receiptSubject('simulator'), webhookSubject('mer_1'), shardSubject(7)].map((s) =>
+      names.subject(s),
+    ),
     consumers: [RECEIPTS_DURABLE, WEBHOOKS_DURABLE, connectorDurable('simulator')].map((d) => names.consumer(d)),
-    buckets: [PRESENCE_BUCKET, dispatchBucket('simulator'), referenceBucket('simulator'), orphanBucket('simulator')].map((b) => names.bucket(b)),
+    buckets: [PRESENCE_BUCKET, dispatchBucket('simulator'), referenceBucket('simulator'), orphanBucket('simulator')].map((b) =>
+      names.bucket(b),
+    ),
   };
 }
 
@@ -38,7 +42,9 @@ const LEGAL_BUCKET = /^[-\w]+$/;
 /** A subject: non-empty tokens without whitespace; `*` and `>` only as whole tokens, `>` only last. */
 function legalSubject(subject: string): boolean {
   const tokens = subject.split('.');
-  return tokens.every((token, i) => token !== '' && !/\s/.test(token) && (!/[*>]/.test(token) || token === '*' || (token === '>' && i === tokens.length - 1)));
+  return tokens.every(
+    (token, i) => token !== '' && !/\s/.test(token) && (!/[*>]/.test(token) || token === '*' || (token === '>' && i === tokens.length - 1)),
+  );
 }
 
 describe('NATS names and NATS_NAMESPACE', () => {
@@ -69,7 +75,8 @@ describe('NATS names and NATS_NAMESPACE', () => {
       const names = everyName(natsNames(namespace));
       for (const name of [...names.streams, ...names.consumers]) expect(name, `${namespace}: ${name}`).to.match(LEGAL_STREAM_OR_CONSUMER);
       for (const name of names.buckets) expect(name, `${namespace}: ${name}`).to.match(LEGAL_BUCKET);
-      for (const subject of [...names.streamSubjects, ...names.subjects]) expect(legalSubject(subject), `${namespace}: ${subject}`).to.equal(true);
+      for (const subject of [...names.streamSubjects, ...names.subjects])
+        expect(legalSubject(subject), `${namespace}: ${subject}`).to.equal(true);
     }
   });
 
@@ -82,13 +89,15 @@ describe('NATS names and NATS_NAMESPACE', () => {
   it('when two deployments share a server, then no subject of one falls in a stream of the other, with or without a namespace', () => {
     // namespaces named like the application's own tokens are the ones that could have collided; case counts
     const namespaces = ['', 'a', 'A', 'b', 'sms', 'webhook', 'gw', 'dispatch', 'receipts', 'jobs', 'shard'];
-    const subjectsOf = (names: NatsNames) => [dispatchSubject('simulator'), receiptSubject('sms'), webhookSubject('dispatch'), shardSubject(1)].map((s) => names.subject(s));
+    const subjectsOf = (names: NatsNames) =>
+      [dispatchSubject('simulator'), receiptSubject('sms'), webhookSubject('dispatch'), shardSubject(1)].map((s) => names.subject(s));
     for (const mine of namespaces) {
       for (const theirs of namespaces) {
         if (mine === theirs) continue;
         const filters = Object.values(STREAMS).map((stream) => natsNames(theirs).subject(stream.subjects));
         for (const subject of subjectsOf(natsNames(mine))) {
-          for (const filter of filters) expect(subjectMatches(filter, subject), `${subject} (${mine}) in ${filter} (${theirs})`).to.equal(false);
+          for (const filter of filters)
+            expect(subjectMatches(filter, subject), `${subject} (${mine}) in ${filter} (${theirs})`).to.equal(false);
         }
         const streams = Object.values(STREAMS).map((stream) => natsNames(theirs).stream(stream.name));
         for (const stream of Object.values(STREAMS).map((s) => natsNames(mine).stream(s.name))) expect(streams).not.to.include(stream);

@@ -1,15 +1,15 @@
 import { expect } from 'chai';
-import { secretContext } from '../../../src/api-keys/api-key-behaviour.js';
-import type { ActorRouter } from '../../../src/cluster/actor-router.js';
-import { createLogger } from '../../../src/libraries/logger/logger.js';
-import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
-import { createSecretBox, type StoredSecret } from '../../../src/libraries/secrets/secret-box.js';
-import { ACK, retryAfter, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
-import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
-import type { AttemptResult } from '../../../src/webhooks/retry-plan.js';
-import type { WebhookJob } from '../../../src/webhooks/webhook-jobs.js';
-import type { WebhookSender } from '../../../src/webhooks/webhook-sender.js';
-import { createWebhookWorker } from '../../../src/webhooks/webhook-worker.js';
+import { secretContext } from '../../../../src/api-keys/api-key-behaviour.js';
+import type { ActorRouter } from '../../../../src/cluster/actor-router.js';
+import { createLogger } from '../../../../src/libraries/logger/logger.js';
+import type { DeadLetter, DeadLetters } from '../../../../src/libraries/persistence/dead-letters-port.js';
+import { createSecretBox, type StoredSecret } from '../../../../src/libraries/secrets/secret-box.js';
+import { ACK, retryAfter, type Delivery, type Disposition, type Transport } from '../../../../src/libraries/transport/transport-port.js';
+import type { WebhookEvent } from '../../../../src/webhooks/event-envelope.js';
+import type { AttemptResult } from '../../../../src/webhooks/retry-plan.js';
+import type { WebhookJob } from '../../../../src/webhooks/webhook-jobs.js';
+import type { WebhookSender } from '../../../../src/webhooks/webhook-sender.js';
+import { createWebhookWorker } from '../../../../src/entry-points/transport/webhook-worker.js';
 
 const NOW = Date.UTC(2026, 10, 23, 9, 0, 0);
 /** Each attempt takes 40 ms on this clock. */

@@ -1,7 +1,7 @@
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
-import type { ActorRouter } from '../cluster/actor-router.js';
-import { systemClock } from '../libraries/clock/clock.js';
-import type { ScheduleRegistration } from './schedule-registration.js';
+import type { ActorRouter } from '../../cluster/actor-router.js';
+import { systemClock } from '../../libraries/clock/clock.js';
+import type { ScheduleRegistration } from '../../scheduling/schedule-registration.js';
 
 /**
  * Scheduled and recurring occurrences, timed by Agenda on the journal's database. One Agenda job per message wakes

@@ -1,16 +1,17 @@
 import { expect } from 'chai';
-import { silentLogger } from '../../../src/libraries/logger/logger.js';
-import { createSecretBox } from '../../../src/libraries/secrets/secret-box.js';
+import { silentLogger } from '../../../../src/libraries/logger/logger.js';
+import { createSecretBox } from '../../../../src/libraries/secrets/secret-box.js';
 import sinon from 'sinon';
-import type { ActorRouter } from '../../../src/cluster/actor-router.js';
-import type { DeadLetter, DeadLetters } from '../../../src/libraries/persistence/dead-letters-port.js';
-import type { RelayedEntry } from '../../../src/libraries/persistence/outbox-relay.js';
-import { ACK, retryAfter, type Delivery, type Disposition, type PublishOptions, type Transport } from '../../../src/libraries/transport/transport-port.js';
-import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
-import type { AttemptResult } from '../../../src/webhooks/retry-plan.js';
-import { createWebhookRelay, jobId, WEBHOOK_BATCH_MAX_EVENTS, type WebhookBatch, type WebhookJob, type WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
-import type { WebhookSender } from '../../../src/webhooks/webhook-sender.js';
-import { busyMerchantDelayMs, createWebhookWorker } from '../../../src/webhooks/webhook-worker.js';
+import type { ActorRouter } from '../../../../src/cluster/actor-router.js';
+import type { DeadLetter, DeadLetters } from '../../../../src/libraries/persistence/dead-letters-port.js';
+import type { RelayedEntry } from '../../../../src/libraries/persistence/outbox-relay.js';
+import { ACK, retryAfter, type Delivery, type Disposition, type PublishOptions, type Transport } from '../../../../src/libraries/transport/transport-port.js';
+import type { WebhookEvent } from '../../../../src/webhooks/event-envelope.js';
+import type { AttemptResult } from '../../../../src/webhooks/retry-plan.js';
+import { createWebhookRelay, jobId, WEBHOOK_BATCH_MAX_EVENTS, type WebhookBatch, type WebhookJob, type WebhookOutboxPayload } from '../../../../src/webhooks/webhook-jobs.js';
+import type { WebhookSender } from '../../../../src/webhooks/webhook-sender.js';
+import { createWebhookWorker } from '../../../../src/entry-points/transport/webhook-worker.js';
+import { busyMerchantDelayMs } from '../../../../src/webhooks/merchant-slots.js';
 
 const NOW = Date.UTC(2026, 10, 23, 9, 0, 0);
 const clock = { now: () => NOW };
