@@ -9,8 +9,20 @@ const NACT_ONLY_IN_ACTORS_LIBRARY = {
   message: 'Only src/libraries/actors/ may import nact; use its typed wrapper.',
 };
 
-const IO_MODULES = ['pg', 'mongodb', 'express', 'agenda', 'node:fs', 'node:net', 'node:http', 'node:https', 'fs', 'net', 'http', 'https']
-  .map((name) => ({ name, message: 'Actor behaviour is pure: do I/O in the wrapper or effects layer.' }));
+const IO_MODULES = [
+  'pg',
+  'mongodb',
+  'express',
+  'agenda',
+  'node:fs',
+  'node:net',
+  'node:http',
+  'node:https',
+  'fs',
+  'net',
+  'http',
+  'https',
+].map((name) => ({ name, message: 'Actor behaviour is pure: do I/O in the wrapper or effects layer.' }));
 
 // Layering of src/ (docs/development.md draws it). An arrow is an allowed import; nothing points upwards.
 //
@@ -55,7 +67,8 @@ const LAYERS = [
 ];
 
 /** Time is read through the Clock, so that tests can drive it. */
-const CLOCK_MESSAGE = 'Read the time from a Clock (src/libraries/clock/clock.ts): take one as a dependency, or systemClock at a process edge.';
+const CLOCK_MESSAGE =
+  'Read the time from a Clock (src/libraries/clock/clock.ts): take one as a dependency, or systemClock at a process edge.';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'coverage/**', 'node_modules/**', '.stryker-tmp/**', 'reports/**', 'data/**'] },
@@ -86,7 +99,11 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^(?!node:|p-retry$|\\./)', message: 'The client is self-contained: import only node:*, p-retry and ./ files.' }] },
+        {
+          patterns: [
+            { regex: '^(?!node:|p-retry$|\\./)', message: 'The client is self-contained: import only node:*, p-retry and ./ files.' },
+          ],
+        },
       ],
     },
   },
@@ -100,7 +117,9 @@ export default tseslint.config(
       'import-x/external-module-folders': ['node_modules'],
       'import-x/ignore': ['node_modules'],
       // sources import each other as ./file.js (NodeNext) and the file is ./file.ts
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json', '.node'], extensionAlias: { '.js': ['.ts', '.js'] } })],
+      'import-x/resolver-next': [
+        createNodeResolver({ extensions: ['.ts', '.js', '.json', '.node'], extensionAlias: { '.js': ['.ts', '.js'] } }),
+      ],
     },
     rules: {
       'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: LAYERS }],

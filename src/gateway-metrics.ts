@@ -15,7 +15,12 @@ import type { WalletEvent } from './wallets/wallet-behaviour.js';
  * well: the message host counts them (DomainHostOptions.onRecipientTransition), just as durably.
  */
 
-function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): void {
+function countAppend(
+  append: JournalAppend,
+  metrics: Metrics,
+  currencyOf: (merchantId: string) => Promise<string>,
+  onError: (error: unknown) => void,
+): void {
   const separator = append.key.indexOf(':');
   const kind = append.key.slice(0, separator);
   const id = append.key.slice(separator + 1);
@@ -40,7 +45,12 @@ function countAppend(append: JournalAppend, metrics: Metrics, currencyOf: (merch
 }
 
 /** The journal, with each append timed and, once durable, counted; `currencyOf` names a merchant's wallet currency. */
-export function meteredJournal(journal: Journal, metrics: Metrics, currencyOf: (merchantId: string) => Promise<string>, onError: (error: unknown) => void): Journal {
+export function meteredJournal(
+  journal: Journal,
+  metrics: Metrics,
+  currencyOf: (merchantId: string) => Promise<string>,
+  onError: (error: unknown) => void,
+): Journal {
   return {
     async append(append) {
       const started = process.hrtime.bigint();

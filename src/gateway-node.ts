@@ -164,7 +164,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       ? {
           forwarding: {
             ownsMerchant: (merchantId: string) => cluster.ownsMerchant(merchantId),
-            forward: (merchantId: string, request: ForwardedRequest, deadline: number | undefined) => cluster.forward(MERCHANT_REQUEST, merchantId, request, deadline),
+            forward: (merchantId: string, request: ForwardedRequest, deadline: number | undefined) =>
+              cluster.forward(MERCHANT_REQUEST, merchantId, request, deadline),
           },
         }
       : {}),

@@ -36,7 +36,19 @@ import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import type { FixedRateSpec, SecondOfRun } from './fixed-rate-load.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
-import { API_ROOT, commandLine, runChildOutput, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, sleep } from './bench-common.js';
+import {
+  API_ROOT,
+  commandLine,
+  runChildOutput,
+  startSimulatorProcess,
+  countingLogger,
+  deliverableNumbers,
+  envNumber,
+  exitSoon,
+  fmt,
+  machineLine,
+  sleep,
+} from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 32);
@@ -313,7 +325,11 @@ function watchNode(node: GatewayNode): { stop(): string } {
 
 /** One request before the run: it must succeed, else the run would measure error answers. */
 async function probe(spec: LoadSpec): Promise<unknown> {
-  const response = await fetch(spec.url, { method: spec.method, headers: spec.headers, ...(spec.body !== undefined ? { body: spec.body } : {}) });
+  const response = await fetch(spec.url, {
+    method: spec.method,
+    headers: spec.headers,
+    ...(spec.body !== undefined ? { body: spec.body } : {}),
+  });
   const text = await response.text();
   if (response.status >= 300) throw new Error(`${spec.method} ${spec.url} answered ${response.status}: ${text.slice(0, 500)}`);
   return text === '' ? null : (JSON.parse(text) as unknown);
@@ -336,7 +352,9 @@ async function benchMode(mode: RunningMode): Promise<{ rows: Row[]; idleShare: n
   const json = { ...auth, 'content-type': 'application/json' };
   const one = JSON.stringify({ to: deliverableNumbers(1), message: 'Your code is 123456' });
   const thousand = JSON.stringify({ to: deliverableNumbers(1000), message: 'Your code is 123456' });
-  const sent = (await probe({ url: `${api}/send`, method: 'POST', headers: json, body: one, connections: 1 })) as { data?: { message_id?: string } };
+  const sent = (await probe({ url: `${api}/send`, method: 'POST', headers: json, body: one, connections: 1 })) as {
+    data?: { message_id?: string };
+  };
   const messageId = sent.data?.message_id;
   if (!messageId) throw new Error(`POST /send gave no message_id: ${JSON.stringify(sent)}`);
   const postgres = mode.persistence.kind === 'postgres';

@@ -23,7 +23,17 @@ import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js'
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { sampleCpu, type CpuSample } from './process-cpu.js';
-import { API_ROOT, commandLine, runChildOutput, countingLogger, envNumber, exitSoon, fmt, machineLine, startSimulatorProcess } from './bench-common.js';
+import {
+  API_ROOT,
+  commandLine,
+  runChildOutput,
+  countingLogger,
+  envNumber,
+  exitSoon,
+  fmt,
+  machineLine,
+  startSimulatorProcess,
+} from './bench-common.js';
 
 const DURATION_S = envNumber('BENCH_DURATION_S', 10);
 const RATE = envNumber('BENCH_RATE', 200);
@@ -46,8 +56,25 @@ const runChild = (args: readonly string[]): Promise<string> => runChildOutput(ar
 
 async function measuredClient(url: string, key: string): Promise<Measured> {
   const connections = 16;
-  const out = await runChild(['npx', 'autocannon', '--json', '-c', String(connections), '-d', String(DURATION_S), '--overallRate', String(RATE), '-H', `app-key=${key}`, url]);
-  const summary = JSON.parse(out.slice(out.indexOf('{'))) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number };
+  const out = await runChild([
+    'npx',
+    'autocannon',
+    '--json',
+    '-c',
+    String(connections),
+    '-d',
+    String(DURATION_S),
+    '--overallRate',
+    String(RATE),
+    '-H',
+    `app-key=${key}`,
+    url,
+  ]);
+  const summary = JSON.parse(out.slice(out.indexOf('{'))) as {
+    requests: { average: number };
+    latency: { p50: number; p99: number };
+    non2xx: number;
+  };
   return { rps: summary.requests.average, p50: summary.latency.p50, p99: summary.latency.p99, non2xx: summary.non2xx };
 }
 
@@ -87,7 +114,14 @@ async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows:
     cleanups.push(() => persistence.close());
     const transport = await connectNatsTransport({ servers: nats.url, name: 'bench-auth-flood' });
     cleanups.push(() => transport.close());
-    const node = await createGatewayNode({ config, persistence, transport, inProcessSimulator: false, logger: countingLogger().logger, announce: () => undefined });
+    const node = await createGatewayNode({
+      config,
+      persistence,
+      transport,
+      inProcessSimulator: false,
+      logger: countingLogger().logger,
+      announce: () => undefined,
+    });
     const port = await node.start();
     cleanups.push(() => node.stop());
     const simulator = await startSimulatorProcess(nats.url);
@@ -103,7 +137,13 @@ async function runGuards(label: string, auth: DeepPartial<Config>['auth'], rows:
     rows.push({ guards: label, phase: 'quiet', measured: quiet, flood: null, cpu: cpuBetween(quietFrom, sampleCpu()) });
     const floodFrom = sampleCpu();
     const [measured, attack] = await Promise.all([measuredClient(balance, shop.apiKey), flood(base, prefix)]);
-    rows.push({ guards: label, phase: `flood of unknown keys (${FLOOD_CONNECTIONS} connections)`, measured, flood: attack, cpu: cpuBetween(floodFrom, sampleCpu()) });
+    rows.push({
+      guards: label,
+      phase: `flood of unknown keys (${FLOOD_CONNECTIONS} connections)`,
+      measured,
+      flood: attack,
+      cpu: cpuBetween(floodFrom, sampleCpu()),
+    });
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => process.stderr.write(`stop: ${String(error)}\n`));
   }
@@ -114,7 +154,11 @@ async function main(): Promise<void> {
   await runGuards('off', { negativeCacheMs: 0, failuresPerAddress: MANY }, rows);
   // the shipped defaults (the test settings the fixture starts from turn the per-address limit off)
   const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { auth: Config['auth'] };
-  await runGuards(`on (defaults: ${defaults.auth.failuresPerAddress} 401s per address per ${defaults.auth.failureWindowMs / 1000} s, unknown keys remembered ${defaults.auth.negativeCacheMs / 1000} s)`, defaults.auth, rows);
+  await runGuards(
+    `on (defaults: ${defaults.auth.failuresPerAddress} 401s per address per ${defaults.auth.failureWindowMs / 1000} s, unknown keys remembered ${defaults.auth.negativeCacheMs / 1000} s)`,
+    defaults.auth,
+    rows,
+  );
   const lines = [
     machineLine(),
     `${commandLine('bench:auth-flood')} (BENCH_DURATION_S=${DURATION_S}, BENCH_RATE=${RATE}, BENCH_FLOOD_CONNECTIONS=${FLOOD_CONNECTIONS})`,

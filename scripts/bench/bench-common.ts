@@ -56,7 +56,8 @@ export function envNumber(name: string, fallback: number): number {
   return value;
 }
 
-export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+export const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /** A warn-level logger that keeps a count and the first few lines, so a run can say whether the node complained. */
 export function countingLogger(): { logger: Logger; count(): number; first(): readonly string[] } {

@@ -39,10 +39,29 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { shardOf } from '../../src/cluster/shards.js';
-import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadMerchant, type LoadSend, type SendAttempt, type TestCluster } from '../../test/helpers/cluster.js';
+import {
+  runSendLoad,
+  settleSends,
+  startCluster,
+  type ClusterNode,
+  type LoadMerchant,
+  type LoadSend,
+  type SendAttempt,
+  type TestCluster,
+} from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { stopSharedPostgres } from '../../test/helpers/postgres.js';
-import { deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep, parseBenchOptions, positiveOption, type BenchOptionSpec } from './bench-common.js';
+import {
+  deliverableNumbers,
+  exitSoon,
+  fmt,
+  machineLine,
+  percentile,
+  sleep,
+  parseBenchOptions,
+  positiveOption,
+  type BenchOptionSpec,
+} from './bench-common.js';
 import {
   between,
   cpuCounters,
@@ -92,7 +111,9 @@ const numberOption = (flag: string, fallback: number): number => {
 };
 
 /** config/default.json (what a deployment runs with unless told otherwise; the harness's own defaults are test values). */
-const DEFAULTS = JSON.parse(readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/default.json'), 'utf8')) as {
+const DEFAULTS = JSON.parse(
+  readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/default.json'), 'utf8'),
+) as {
   cluster: { shards: number; leaseTtlMs: number; failoverDeadlineMs: number };
   actors: { askTimeoutMs: number };
 };
@@ -112,7 +133,8 @@ const ASK_TIMEOUT_MS = DEFAULTS.actors.askTimeoutMs;
 const MANY = '10000000';
 
 for (let i = 1; i < NODE_COUNTS.length; i++) {
-  if ((NODE_COUNTS[i] ?? 0) <= (NODE_COUNTS[i - 1] ?? 0)) throw new Error(`--nodes must be ascending (the cluster grows), got ${NODE_COUNTS.join(',')}`);
+  if ((NODE_COUNTS[i] ?? 0) <= (NODE_COUNTS[i - 1] ?? 0))
+    throw new Error(`--nodes must be ascending (the cluster grows), got ${NODE_COUNTS.join(',')}`);
 }
 const LARGEST = NODE_COUNTS[NODE_COUNTS.length - 1] ?? 1;
 const FAILOVER = !NO_FAILOVER && LARGEST >= 2;
@@ -159,7 +181,12 @@ interface LoadStats {
   readonly perNode: Readonly<Record<string, number>>;
 }
 
-async function closedLoop(targets: readonly ClusterNode[], merchants: readonly LoadMerchant[], seconds: number, offset: number): Promise<LoadStats> {
+async function closedLoop(
+  targets: readonly ClusterNode[],
+  merchants: readonly LoadMerchant[],
+  seconds: number,
+  offset: number,
+): Promise<LoadStats> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   const perNode: Record<string, number> = {};
@@ -236,7 +263,12 @@ interface Taken {
 async function takeSample(running: TestCluster, targets: readonly ClusterNode[], withDatabase = true): Promise<Taken> {
   const atMs = performance.now();
   const simulator = running.simulatorPid();
-  const cpu = cpuCounters(sampleCpu(simulator === null ? [] : [simulator], targets.map((n) => n.process.pid ?? -1)));
+  const cpu = cpuCounters(
+    sampleCpu(
+      simulator === null ? [] : [simulator],
+      targets.map((n) => n.process.pid ?? -1),
+    ),
+  );
   const monitorUrl = running.nats.monitorUrl;
   const [nats, wal, database] = await Promise.all([
     monitorUrl === null ? Promise.resolve({}) : readNatsCounters(monitorUrl),
@@ -315,7 +347,8 @@ interface FailoverResult {
 function failureKind(a: SendAttempt): string | null {
   if (a.outcome === 201) return null;
   if (a.outcome === 503 && a.errorCode === '1402') return '503/1402 (shard without owner)';
-  if (a.outcome === 500 && a.detail === JSON.stringify({ detail: 'Could not verify the API key; retry.' })) return '500 (API key check timed out)';
+  if (a.outcome === 500 && a.detail === JSON.stringify({ detail: 'Could not verify the API key; retry.' }))
+    return '500 (API key check timed out)';
   if (a.outcome === 'network') return `connection cut (${a.errorCode ?? 'network'})`;
   if (a.outcome === 'refused') return 'connection refused';
   return `${String(a.outcome)} ${a.errorCode ?? ''} ${a.detail?.slice(0, 80) ?? ''}`.trim();
@@ -328,22 +361,32 @@ function latencyOf(attempts: readonly SendAttempt[]): number[] {
 async function measureFailover(running: TestCluster, merchants: readonly LoadMerchant[]): Promise<FailoverResult> {
   const problems: string[] = [];
   const owners = await running.ownership();
-  const ownerOf = (merchantId: string): string | undefined => [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, running.shards)))?.[0];
+  const ownerOf = (merchantId: string): string | undefined =>
+    [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, running.shards)))?.[0];
   const live = running.running();
   // the node with the most merchants: the kill then hits as much of the load as it can
   const victim = [...live].sort(
-    (a, b) => merchants.filter((m) => ownerOf(m.merchantId) === b.id).length - merchants.filter((m) => ownerOf(m.merchantId) === a.id).length,
+    (a, b) =>
+      merchants.filter((m) => ownerOf(m.merchantId) === b.id).length - merchants.filter((m) => ownerOf(m.merchantId) === a.id).length,
   )[0];
   if (!victim) throw new Error('no node to kill');
   const victimShards = owners.get(victim.id) ?? [];
   const merchantsOnVictim = merchants.filter((m) => ownerOf(m.merchantId) === victim.id).length;
   const dead = new Set<ClusterNode>();
-  const targets = (): string[] => running.running().filter((n) => !dead.has(n)).map((n) => n.api);
+  const targets = (): string[] =>
+    running
+      .running()
+      .filter((n) => !dead.has(n))
+      .map((n) => n.api);
 
   const total = Math.round(FAILOVER_RATE * FAILOVER_S);
   const killAfterMs = (FAILOVER_S * 1000) / 3;
   // written by the killer task below, read once the load is over
-  const watch: { killAt: number; takeoverAt: number | null; firstTakeoverAt: number | null } = { killAt: 0, takeoverAt: null, firstTakeoverAt: null };
+  const watch: { killAt: number; takeoverAt: number | null; firstTakeoverAt: number | null } = {
+    killAt: 0,
+    takeoverAt: null,
+    firstTakeoverAt: null,
+  };
   const numbers = deliverableNumbers(total, 500_000);
   process.stderr.write(
     `failover: ${fmt(total)} sends at ${fmt(FAILOVER_RATE)}/s; SIGKILL ${victim.id} (${victimShards.length} shards, ${merchantsOnVictim} of ${merchants.length} merchants) after ${fmt(killAfterMs / 1000, 1)} s…\n`,
@@ -360,13 +403,16 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
       const current = await running.ownership();
       const held = [...current.values()].reduce((n, list) => n + list.length, 0);
       const now = Date.now();
-      if (watch.firstTakeoverAt === null && [...current].some(([owner, list]) => owner !== victim.id && list.some((s) => victimSet.has(s)))) watch.firstTakeoverAt = now;
+      if (watch.firstTakeoverAt === null && [...current].some(([owner, list]) => owner !== victim.id && list.some((s) => victimSet.has(s))))
+        watch.firstTakeoverAt = now;
       if (!current.has(victim.id) && held === running.shards) {
         watch.takeoverAt = now;
         break;
       }
       if (now - killAt > 120_000) {
-        problems.push(`the shards were not all held again within 120 s of the kill: ${JSON.stringify(Object.fromEntries([...current].map(([o, l]) => [o, l.length])))}`);
+        problems.push(
+          `the shards were not all held again within 120 s of the kill: ${JSON.stringify(Object.fromEntries([...current].map(([o, l]) => [o, l.length])))}`,
+        );
         break;
       }
       await sleep(25);
@@ -450,7 +496,8 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
       }
     }),
   );
-  if (invisible.length > 0) problems.push(`${fmt(invisible.length)} accepted sends not visible in GET /status: ${invisible.slice(0, 3).join(', ')}`);
+  if (invisible.length > 0)
+    problems.push(`${fmt(invisible.length)} accepted sends not visible in GET /status: ${invisible.slice(0, 3).join(', ')}`);
 
   // and reached the connector, each dispatch id once
   const expected = accepted.flatMap((s) => (s.accepted ? [`${s.accepted.messageId}:0:0`] : []));
@@ -463,8 +510,10 @@ async function measureFailover(running: TestCluster, merchants: readonly LoadMer
   }
   const missing = expected.filter((id) => sent[id] === undefined);
   const twice = expected.filter((id) => (sent[id] ?? 0) > 1);
-  if (missing.length > 0) problems.push(`${fmt(missing.length)} accepted sends never reached the connector (first: ${missing.slice(0, 3).join(', ')})`);
-  if (twice.length > 0) problems.push(`${fmt(twice.length)} dispatch ids reached the connector more than once (first: ${twice.slice(0, 3).join(', ')})`);
+  if (missing.length > 0)
+    problems.push(`${fmt(missing.length)} accepted sends never reached the connector (first: ${missing.slice(0, 3).join(', ')})`);
+  if (twice.length > 0)
+    problems.push(`${fmt(twice.length)} dispatch ids reached the connector more than once (first: ${twice.slice(0, 3).join(', ')})`);
 
   return {
     victim: victim.id,
@@ -509,7 +558,11 @@ interface Phase {
   readonly costs: PhaseCosts;
 }
 
-function nodeCpu(stats: LoadStats, inWindow: CounterInterval, idle: CounterInterval): Pick<Phase, 'nodeCpuMsPerRequest' | 'nodeCpuMsPerRequestNet' | 'idleCpuShare'> {
+function nodeCpu(
+  stats: LoadStats,
+  inWindow: CounterInterval,
+  idle: CounterInterval,
+): Pick<Phase, 'nodeCpuMsPerRequest' | 'nodeCpuMsPerRequestNet' | 'idleCpuShare'> {
   return {
     nodeCpuMsPerRequest: perSend(inWindow, stats.requests)['cpu.gateway'] ?? Number.NaN,
     nodeCpuMsPerRequestNet: perSend(inWindow, stats.requests, idle)['cpu.gateway'] ?? Number.NaN,
@@ -517,7 +570,13 @@ function nodeCpu(stats: LoadStats, inWindow: CounterInterval, idle: CounterInter
   };
 }
 
-function phaseCosts(stats: LoadStats, idle: CounterInterval, inWindow: CounterInterval, throughDrain: CounterInterval, drain: { seconds: number; quiet: boolean }): PhaseCosts {
+function phaseCosts(
+  stats: LoadStats,
+  idle: CounterInterval,
+  inWindow: CounterInterval,
+  throughDrain: CounterInterval,
+  drain: { seconds: number; quiet: boolean },
+): PhaseCosts {
   const accepted = acceptedIn(stats);
   const idlePerSecond = perSecond(idle);
   const idleCommits = idlePerSecond['wal.commits'];
@@ -561,7 +620,12 @@ function costsJson(c: SendCosts): Record<string, unknown> {
     natsBytesOut: round2(c.nats.bytesOut),
     jetStreamStoredMsgs: round2(c.nats.storedMsgs),
     jetStreamStoredBytes: round2(c.nats.storedBytes),
-    cpuMs: { node: round2(c.cpuMs.gateway), postgres: round2(c.cpuMs.postgres), nats: round2(c.cpuMs.nats), connector: round2(c.cpuMs.connector) },
+    cpuMs: {
+      node: round2(c.cpuMs.gateway),
+      postgres: round2(c.cpuMs.postgres),
+      nats: round2(c.cpuMs.nats),
+      connector: round2(c.cpuMs.connector),
+    },
   };
 }
 
@@ -577,7 +641,15 @@ async function main(): Promise<void> {
   process.stderr.write(`starting a cluster of ${first} node(s)…\n`);
   let t0 = performance.now();
   // no audit triggers: the database does the product's work only; NATS with its monitoring endpoint (/varz)
-  const running = await startCluster({ nodes: first, shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, env, audit: false, natsMonitoring: true });
+  const running = await startCluster({
+    nodes: first,
+    shards: SHARDS,
+    leaseTtlMs: LEASE_TTL_MS,
+    failoverDeadlineMs: FAILOVER_DEADLINE_MS,
+    env,
+    audit: false,
+    natsMonitoring: true,
+  });
   harness.cluster = running;
   const query = queryOf(running);
   const walInspection = await enableWalInspection(query);
@@ -611,7 +683,10 @@ async function main(): Promise<void> {
     }
     const targets = running.running();
     let settled = await settle(running, acceptedSoFar);
-    if (!settled.quiet) process.stderr.write(`${count} node(s): the connector still lags the earlier sends after ${fmt(settled.seconds)} s; measuring anyway\n`);
+    if (!settled.quiet)
+      process.stderr.write(
+        `${count} node(s): the connector still lags the earlier sends after ${fmt(settled.seconds)} s; measuring anyway\n`,
+      );
     if (WARMUP_S > 0) {
       process.stderr.write(`${count} node(s): warm-up ${fmt(WARMUP_S)} s…\n`);
       acceptedSoFar += acceptedIn(await closedLoop(targets, merchants, WARMUP_S, index * 1_000_000));
@@ -627,14 +702,36 @@ async function main(): Promise<void> {
     acceptedSoFar += acceptedIn(stats);
     process.stderr.write(`  ${fmt(stats.rps)} req/s, p50 ${ms(stats.p50)}, p99 ${ms(stats.p99)}; draining…\n`);
     await sleep(STATS_FLUSH_MS);
-    const windowCounters: CounterSample = { atMs: windowEnd.sample.atMs, counters: { ...windowEnd.sample.counters, ...(await readDatabaseCounters(query)) } };
+    const windowCounters: CounterSample = {
+      atMs: windowEnd.sample.atMs,
+      counters: { ...windowEnd.sample.counters, ...(await readDatabaseCounters(query)) },
+    };
     const drain = await settle(running, acceptedSoFar);
     const drained = await takeSample(running, targets);
     // read from the WAL after the CPU samples, so that the reading's own work is outside them
-    const idle = withMovement(between(idleStart.sample, windowStart.sample), 'wal.commits', walInspection ? await walCommits(query, idleStart.lsn, windowStart.lsn) : null);
-    const inWindow = withMovement(between(windowStart.sample, windowCounters), 'wal.commits', walInspection ? await walCommits(query, windowStart.lsn, windowEnd.lsn) : null);
-    const throughDrain = withMovement(between(windowStart.sample, drained.sample), 'wal.commits', walInspection ? await walCommits(query, windowStart.lsn, drained.lsn) : null);
-    phases.push({ nodes: count, stats, merchantsPerNode, settleS: settled.seconds, ...nodeCpu(stats, inWindow, idle), costs: phaseCosts(stats, idle, inWindow, throughDrain, drain) });
+    const idle = withMovement(
+      between(idleStart.sample, windowStart.sample),
+      'wal.commits',
+      walInspection ? await walCommits(query, idleStart.lsn, windowStart.lsn) : null,
+    );
+    const inWindow = withMovement(
+      between(windowStart.sample, windowCounters),
+      'wal.commits',
+      walInspection ? await walCommits(query, windowStart.lsn, windowEnd.lsn) : null,
+    );
+    const throughDrain = withMovement(
+      between(windowStart.sample, drained.sample),
+      'wal.commits',
+      walInspection ? await walCommits(query, windowStart.lsn, drained.lsn) : null,
+    );
+    phases.push({
+      nodes: count,
+      stats,
+      merchantsPerNode,
+      settleS: settled.seconds,
+      ...nodeCpu(stats, inWindow, idle),
+      costs: phaseCosts(stats, idle, inWindow, throughDrain, drain),
+    });
   }
 
   // routing overhead: the operator is a cluster client (it owns no shard), so each of its asks is one NATS round trip
@@ -668,21 +765,29 @@ async function main(): Promise<void> {
     `Settings: ${SHARDS} shards, CLUSTER_LEASE_TTL_MS ${fmt(LEASE_TTL_MS)}, CLUSTER_FAILOVER_DEADLINE_MS ${fmt(FAILOVER_DEADLINE_MS)}, ACTOR_ASK_TIMEOUT_MS ${fmt(ASK_TIMEOUT_MS)} (default), ` +
       `rate limits raised to ${MANY}/window; ${MERCHANTS} merchants; 1 recipient per send; ${CONCURRENCY} requests in flight, ${fmt(WARMUP_S)} s warm-up + ${fmt(DURATION_S)} s measured per node count.`,
   );
-  console.log(`Cluster start-up (processes healthy and shards balanced): ${startup.map((s) => `${s.nodes} node(s) ${fmt(s.seconds, 1)} s`).join(', ')}.`);
+  console.log(
+    `Cluster start-up (processes healthy and shards balanced): ${startup.map((s) => `${s.nodes} node(s) ${fmt(s.seconds, 1)} s`).join(', ')}.`,
+  );
   console.log(
     `Before each measured run (and after its warm-up) the bench waited until the connector had taken every earlier send's dispatch, plus 2 s for receipts ` +
       `(${phases.map((p) => `${fmt(p.settleS, 1)} s`).join(', ')} in all), then measured the idle background for ${fmt(IDLE_MS / 1000)} s. Node CPU counts the gateway processes only (not PostgreSQL, NATS, the connector or the load generator). ` +
       "A request reaching a node that does not own its merchant's shard is forwarded to the owner over NATS: with N nodes about (N-1)/N of the requests take that hop.",
   );
   console.log('');
-  console.log('| Nodes | Requests | req/s | p50 | p99 | max | non-201 | Node CPU per request (less idle) | Idle node CPU | Requests per node | Merchants per owner |');
+  console.log(
+    '| Nodes | Requests | req/s | p50 | p99 | max | non-201 | Node CPU per request (less idle) | Idle node CPU | Requests per node | Merchants per owner |',
+  );
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|');
   for (const phase of phases) {
     const s = phase.stats;
     const non201 = Object.entries(s.statuses).filter(([status]) => status !== '201');
     console.log(
       `| ${phase.nodes} | ${fmt(s.requests)} | ${fmt(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ms(s.max)} | ${fmt(non201.reduce((n, [, c]) => n + c, 0))} | ${ms(phase.nodeCpuMsPerRequest)} (${ms(phase.nodeCpuMsPerRequestNet)}) | ${fmt(phase.idleCpuShare * 100)} % | ` +
-        `${Object.entries(s.perNode).map(([id, n]) => `${id} ${fmt(n)}`).join(', ')} | ${Object.entries(phase.merchantsPerNode).map(([id, n]) => `${id} ${n}`).join(', ')} |`,
+        `${Object.entries(s.perNode)
+          .map(([id, n]) => `${id} ${fmt(n)}`)
+          .join(', ')} | ${Object.entries(phase.merchantsPerNode)
+          .map(([id, n]) => `${id} ${n}`)
+          .join(', ')} |`,
     );
   }
   console.log('');
@@ -691,9 +796,9 @@ async function main(): Promise<void> {
       `the database's row and transaction counters ${fmt(STATS_FLUSH_MS / 1000, 1)} s later, once the backends have flushed them, so they hold up to that much of the pipeline's tail). ` +
       '"drained": from the window\'s start until the connector had taken every dispatch of its sends and 2 s more for their receipts, less the background measured over the ' +
       `idle ${fmt(IDLE_MS / 1000)} s before the window (pollers, lease renewals, heartbeats) at its rate: the whole pipeline of those sends. ` +
-      'Rows: inserted / updated / deleted in the product\'s tables (pg_stat_user_tables; no audit triggers in this cluster). Transactions: pg_stat_database xact_commit, reads included; ' +
+      "Rows: inserted / updated / deleted in the product's tables (pg_stat_user_tables; no audit triggers in this cluster). Transactions: pg_stat_database xact_commit, reads included; " +
       `in brackets the COMMIT records in the WAL (transactions that wrote; pg_walinspect${walInspection ? '' : ', not available here'}). WAL: bytes of WAL written, whole server. ` +
-      'NATS: the server\'s /varz totals (in: messages published by clients, out: delivered to them; JetStream API requests and acknowledgements included); ' +
+      "NATS: the server's /varz totals (in: messages published by clients, out: delivered to them; JetStream API requests and acknowledgements included); " +
       'JetStream stored: the growth of what /jsz says JetStream keeps (receipts and webhook jobs stay 7 days in their streams; dispatch jobs leave theirs once acknowledged). ' +
       'CPU: ms per send of the node processes, PostgreSQL (postmaster and backends), nats-server and the simulator connector.',
   );
@@ -705,7 +810,14 @@ async function main(): Promise<void> {
   for (const phase of phases) {
     const accepted = acceptedIn(phase.stats);
     console.log(costsRow(phase.nodes, 'window', accepted, phase.costs.window));
-    console.log(costsRow(phase.nodes, `drained (${fmt(phase.costs.drainSeconds, 1)} s${phase.costs.drainComplete ? '' : ', connector still lagging'})`, accepted, phase.costs.drained));
+    console.log(
+      costsRow(
+        phase.nodes,
+        `drained (${fmt(phase.costs.drainSeconds, 1)} s${phase.costs.drainComplete ? '' : ', connector still lagging'})`,
+        accepted,
+        phase.costs.drained,
+      ),
+    );
   }
   console.log('');
   for (const phase of phases) {
@@ -722,7 +834,11 @@ async function main(): Promise<void> {
     `Remote hop (routing overhead): ${fmt(HOP_SAMPLES)} sequential wallet-balance asks from a cluster client to the owning node over NATS, ` +
       `answered from the actor in memory: p50 ${ms(hop.p50)}, p99 ${ms(hop.p99)} per ask (a local ask is a few microseconds; a send reaching a non-owner is forwarded in one such hop).`,
   );
-  const odd = phases.flatMap((p) => Object.entries(p.stats.statuses).filter(([status]) => status !== '201').map(([status, n]) => `${p.nodes} nodes: ${n} × ${status}`));
+  const odd = phases.flatMap((p) =>
+    Object.entries(p.stats.statuses)
+      .filter(([status]) => status !== '201')
+      .map(([status, n]) => `${p.nodes} nodes: ${n} × ${status}`),
+  );
   if (odd.length > 0) console.log(`\nNon-201 answers: ${odd.slice(0, 10).join('; ')}`);
 
   const problems = failover?.problems ?? [];
@@ -737,15 +853,25 @@ async function main(): Promise<void> {
     console.log('| Failover measure | Result |');
     console.log('|---|---:|');
     console.log(`| Kill → first of its shards held by a survivor | ${f.firstTakeoverMs === null ? 'never' : ms(f.firstTakeoverMs)} |`);
-    console.log(`| Kill → every shard held again (unexpired lease of a survivor) | ${f.takeoverMs === null ? 'never' : ms(f.takeoverMs)} |`);
-    console.log(`| Kill → first successful send (201) for a merchant of the killed node's shards | ${f.firstAffectedSuccessMs === null ? 'none' : ms(f.firstAffectedSuccessMs)} |`);
+    console.log(
+      `| Kill → every shard held again (unexpired lease of a survivor) | ${f.takeoverMs === null ? 'never' : ms(f.takeoverMs)} |`,
+    );
+    console.log(
+      `| Kill → first successful send (201) for a merchant of the killed node's shards | ${f.firstAffectedSuccessMs === null ? 'none' : ms(f.firstAffectedSuccessMs)} |`,
+    );
     console.log(`| Sends failed on their first attempt | ${fmt(f.failedFirstAttempts)} of ${fmt(f.sends)} |`);
     for (const [kind, n] of Object.entries(f.failures)) console.log(`| … ${kind} | ${fmt(n)} |`);
-    console.log(`| Failed answers, first → last, after the kill | ${f.failureWindowMs ? `${ms(f.failureWindowMs[0])} → ${ms(f.failureWindowMs[1])}` : 'none'} |`);
+    console.log(
+      `| Failed answers, first → last, after the kill | ${f.failureWindowMs ? `${ms(f.failureWindowMs[0])} → ${ms(f.failureWindowMs[1])}` : 'none'} |`,
+    );
     console.log(`| Latency before the kill, p50 / p99 | ${ms(f.latencyBefore.p50)} / ${ms(f.latencyBefore.p99)} |`);
-    console.log(`| Latency from the kill to takeover + ask timeout, p50 / p99 / max | ${ms(f.latencyWindow.p50)} / ${ms(f.latencyWindow.p99)} / ${ms(f.latencyWindow.max)} |`);
+    console.log(
+      `| Latency from the kill to takeover + ask timeout, p50 / p99 / max | ${ms(f.latencyWindow.p50)} / ${ms(f.latencyWindow.p99)} / ${ms(f.latencyWindow.max)} |`,
+    );
     console.log(`| Latency after that, p50 / p99 | ${ms(f.latencyAfter.p50)} / ${ms(f.latencyAfter.p99)} |`);
-    console.log(`| Accepted after retrying failed sends with their Idempotency-Key | ${fmt(f.acceptedAfterRetry)} of ${fmt(f.sends)} (${fmt(f.firstTryAccepted)} at the first try) |`);
+    console.log(
+      `| Accepted after retrying failed sends with their Idempotency-Key | ${fmt(f.acceptedAfterRetry)} of ${fmt(f.sends)} (${fmt(f.firstTryAccepted)} at the first try) |`,
+    );
     console.log(`| Accepted sends visible in GET /status on the survivors | ${fmt(f.visible)} of ${fmt(f.acceptedAfterRetry)} |`);
     console.log(`| Accepted sends at the connector exactly once | ${fmt(f.dispatchedOnce)} of ${fmt(f.acceptedAfterRetry)} |`);
     if (problems.length > 0) {
@@ -763,7 +889,16 @@ async function main(): Promise<void> {
     JSON.stringify({
       bench: 'cluster',
       ok: problems.length === 0,
-      settings: { shards: SHARDS, leaseTtlMs: LEASE_TTL_MS, failoverDeadlineMs: FAILOVER_DEADLINE_MS, askTimeoutMs: ASK_TIMEOUT_MS, merchants: MERCHANTS, concurrency: CONCURRENCY, durationS: DURATION_S, warmupS: WARMUP_S },
+      settings: {
+        shards: SHARDS,
+        leaseTtlMs: LEASE_TTL_MS,
+        failoverDeadlineMs: FAILOVER_DEADLINE_MS,
+        askTimeoutMs: ASK_TIMEOUT_MS,
+        merchants: MERCHANTS,
+        concurrency: CONCURRENCY,
+        durationS: DURATION_S,
+        warmupS: WARMUP_S,
+      },
       startup: startup.map((s) => ({ nodes: s.nodes, seconds: round(s.seconds) })),
       throughput: phases.map((p) => ({
         nodes: p.nodes,
@@ -808,7 +943,11 @@ async function main(): Promise<void> {
             failures: failover.failures,
             failureWindowMs: failover.failureWindowMs,
             latencyBeforeMs: { p50: round(failover.latencyBefore.p50), p99: round(failover.latencyBefore.p99) },
-            latencyWindowMs: { p50: round(failover.latencyWindow.p50), p99: round(failover.latencyWindow.p99), max: round(failover.latencyWindow.max) },
+            latencyWindowMs: {
+              p50: round(failover.latencyWindow.p50),
+              p99: round(failover.latencyWindow.p99),
+              max: round(failover.latencyWindow.max),
+            },
             latencyAfterMs: { p50: round(failover.latencyAfter.p50), p99: round(failover.latencyAfter.p99) },
             accepted: failover.acceptedAfterRetry,
             visible: failover.visible,

@@ -52,7 +52,10 @@ export async function readDatabaseCounters(query: Query): Promise<Record<string,
   const tables = await query<{ name: string; ins: number; upd: number; del: number }>(
     'SELECT relname AS name, n_tup_ins::float8 AS ins, n_tup_upd::float8 AS upd, n_tup_del::float8 AS del FROM pg_stat_user_tables',
   );
-  const counters: Record<string, number> = { 'db.transactions': database?.commits ?? Number.NaN, 'db.rollbacks': database?.rollbacks ?? Number.NaN };
+  const counters: Record<string, number> = {
+    'db.transactions': database?.commits ?? Number.NaN,
+    'db.rollbacks': database?.rollbacks ?? Number.NaN,
+  };
   for (const table of tables) {
     counters[`db.rows.${table.name}.ins`] = table.ins;
     counters[`db.rows.${table.name}.upd`] = table.upd;
@@ -150,7 +153,9 @@ export function perSend(interval: CounterInterval, sends: number, idle?: Counter
 
 /** Each counter's movement per second over `interval`. */
 export function perSecond(interval: CounterInterval): Record<string, number> {
-  return Object.fromEntries(Object.entries(interval.delta).map(([name, moved]) => [name, interval.ms > 0 ? (moved * 1000) / interval.ms : Number.NaN]));
+  return Object.fromEntries(
+    Object.entries(interval.delta).map(([name, moved]) => [name, interval.ms > 0 ? (moved * 1000) / interval.ms : Number.NaN]),
+  );
 }
 
 export interface TableRows {

@@ -147,7 +147,11 @@ export function summarizeRun(run: {
   // from the first measured request due to the last answer (no answer at all: nothing answered per second)
   const elapsedS = latencies.length > 0 ? run.elapsedMs / 1000 - warmupS : Number.POSITIVE_INFINITY;
   return {
-    requests: { average: latencies.length / elapsedS, total: latencies.length, answered: bySecond.flatMap((values) => values ?? []).length },
+    requests: {
+      average: latencies.length / elapsedS,
+      total: latencies.length,
+      answered: bySecond.flatMap((values) => values ?? []).length,
+    },
     latency: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     non2xx: run.non2xx,
     errors: run.errors,
@@ -155,7 +159,15 @@ export function summarizeRun(run: {
     seconds: bySecond.flatMap((values, second) => {
       if (values === undefined) return [];
       const sorted = [...values].sort((a, b) => a - b);
-      return [{ second, warmup: second < warmupS, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? Number.NaN }];
+      return [
+        {
+          second,
+          warmup: second < warmupS,
+          p50: percentile(sorted, 50),
+          p99: percentile(sorted, 99),
+          max: sorted[sorted.length - 1] ?? Number.NaN,
+        },
+      ];
     }),
   };
 }

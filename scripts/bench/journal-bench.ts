@@ -29,7 +29,13 @@ async function appendThroughput(store: Persistence, total: number, inFlight: num
       const key = `bench:${i % keys}`;
       const s = (seq.get(key) ?? 0) + 1;
       seq.set(key, s);
-      await store.journal.append({ key, seq: s, events: [{ type: 'charged', amount: 100, chargeId: `c-${i}` }], outbox: [], at: Date.now() });
+      await store.journal.append({
+        key,
+        seq: s,
+        events: [{ type: 'charged', amount: 100, chargeId: `c-${i}` }],
+        outbox: [],
+        at: Date.now(),
+      });
     }
   }
   await Promise.all(Array.from({ length: inFlight }, worker));
@@ -40,7 +46,12 @@ function hosts(store: Persistence, idleShutdownMs: number) {
   const runtime = createActorRuntime({ journal: store.journal, clock: systemClock, newId: DEFAULT_IDS.eventId });
   const domain = createDomainHosts(runtime, {
     host: { askTimeoutMs: 30_000, idleShutdownMs, snapshotEvery: 1000 },
-    ratePolicy: { windowMs: 60_000, limits: { send: 60, status: 120, balance: 30, calculate: 60, management: 60 }, suspendAfterRejections: 20, suspensionMs: 900_000 },
+    ratePolicy: {
+      windowMs: 60_000,
+      limits: { send: 60, status: 120, balance: 30, calculate: 60, management: 60 },
+      suspendAfterRejections: 20,
+      suspensionMs: 900_000,
+    },
     idempotencyTtlMs: 86_400_000,
   });
   return { runtime, domain };
@@ -53,7 +64,9 @@ async function hotWallet(store: Persistence, total: number): Promise<number> {
   await wallet.ask({ type: 'top_up', wallet: 'prepaid', amount: fromUnits(total * 100), reference: 'bench' });
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: total }, (_, i) => wallet.ask({ type: 'charge', chargeId: `hot-${i}`, amount: fromUnits(100), refundable: false, idempotency: null, followUp: null })),
+    Array.from({ length: total }, (_, i) =>
+      wallet.ask({ type: 'charge', chargeId: `hot-${i}`, amount: fromUnits(100), refundable: false, idempotency: null, followUp: null }),
+    ),
   );
   const perSecond = total / ((performance.now() - started) / 1000);
   runtime.stop();
@@ -86,13 +99,20 @@ function heapMb(): number {
   return process.memoryUsage().heapUsed / 1024 / 1024;
 }
 
-async function actorMemory(store: Persistence, count: number): Promise<{ activeBytes: number; passivatedBytes: number; createPerSecond: number }> {
+async function actorMemory(
+  store: Persistence,
+  count: number,
+): Promise<{ activeBytes: number; passivatedBytes: number; createPerSecond: number }> {
   const { runtime, domain } = hosts(store, 3_600_000);
   const baseline = heapMb();
   const started = performance.now();
   const batch = 500;
   for (let i = 0; i < count; i += batch) {
-    await Promise.all(Array.from({ length: Math.min(batch, count - i) }, (_, j) => domain.messages.ref(`msg_bench_${i + j}`, 0).ask({ type: 'create', spec: spec(i + j) })));
+    await Promise.all(
+      Array.from({ length: Math.min(batch, count - i) }, (_, j) =>
+        domain.messages.ref(`msg_bench_${i + j}`, 0).ask({ type: 'create', spec: spec(i + j) }),
+      ),
+    );
   }
   const createPerSecond = count / ((performance.now() - started) / 1000);
   const active = heapMb();
@@ -143,7 +163,9 @@ async function main(): Promise<void> {
   } finally {
     await pg.stop();
   }
-  console.log(`Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(
+    `Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   console.log('| Measure | Result |\n|---|---|');
   for (const row of rows) console.log(row);
 }

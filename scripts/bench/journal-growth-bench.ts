@@ -27,7 +27,10 @@ async function tableBytes(databaseUrl: string): Promise<Record<string, { bytes: 
     for (const table of TABLES) {
       // VACUUM first: the outbox's deleted rows would otherwise count until autovacuum comes
       await client.query(`VACUUM ${table}`);
-      const size = await client.query<{ bytes: string; rows: string }>(`SELECT pg_total_relation_size($1) AS bytes, (SELECT count(*) FROM ${table}) AS rows`, [table]);
+      const size = await client.query<{ bytes: string; rows: string }>(
+        `SELECT pg_total_relation_size($1) AS bytes, (SELECT count(*) FROM ${table}) AS rows`,
+        [table],
+      );
       sizes[table] = { bytes: Number(size.rows[0]?.bytes ?? 0), rows: Number(size.rows[0]?.rows ?? 0) };
     }
     return sizes;
@@ -68,7 +71,12 @@ async function main(): Promise<void> {
     }
     await admin.close();
 
-    const lines = [`${messages} messages (1 recipient, delivered, 4 webhook events each) in ${seconds.toFixed(1)} s`, '', '| table | rows | bytes | bytes per message |', '|---|---|---|---|'];
+    const lines = [
+      `${messages} messages (1 recipient, delivered, 4 webhook events each) in ${seconds.toFixed(1)} s`,
+      '',
+      '| table | rows | bytes | bytes per message |',
+      '|---|---|---|---|',
+    ];
     let total = 0;
     for (const table of TABLES) {
       const grown = (after[table]?.bytes ?? 0) - (before[table]?.bytes ?? 0);

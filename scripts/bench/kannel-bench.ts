@@ -45,9 +45,30 @@ import { startCluster, type TestCluster } from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { kannelInstalled, startTestKannel, type TestKannel } from '../../test/helpers/kannel.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
-import { API_ROOT, commandLine, deliverableNumbers, exitSoon, fmt, machineLine, parseBenchOptions, positiveOption, sleep, type BenchOptionSpec } from './bench-common.js';
+import {
+  API_ROOT,
+  commandLine,
+  deliverableNumbers,
+  exitSoon,
+  fmt,
+  machineLine,
+  parseBenchOptions,
+  positiveOption,
+  sleep,
+  type BenchOptionSpec,
+} from './bench-common.js';
 import { startReceiver, startSmppConnector, startSmsc, type ReceiverProcess, type SmscProcess } from './bench-children.js';
-import { comparisonTable, KANNEL_FINAL_TYPES, latencyPercentiles, sendsmsPath, summaryLine, type BenchSystem, type RowCounts, type SystemRound, type TableShape } from './kannel-report.js';
+import {
+  comparisonTable,
+  KANNEL_FINAL_TYPES,
+  latencyPercentiles,
+  sendsmsPath,
+  summaryLine,
+  type BenchSystem,
+  type RowCounts,
+  type SystemRound,
+  type TableShape,
+} from './kannel-report.js';
 import { between, perSend, readDatabaseCounters, sendCosts, type CounterSample } from './cluster-costs.js';
 import { sampleProcessCpu } from './process-cpu.js';
 
@@ -82,7 +103,8 @@ const WARMUP_S = numberOption('warmup-s', 3);
 const MESSAGES = Math.floor(numberOption('messages', 5_000));
 const TIMEOUT_S = numberOption('timeout-s', 300);
 const ONLY = options.get('only');
-if (ONLY !== undefined && ONLY !== 'kannel' && ONLY !== 'gateway') throw new Error(`--only takes kannel or gateway, got ${JSON.stringify(ONLY)}\n${USAGE}`);
+if (ONLY !== undefined && ONLY !== 'kannel' && ONLY !== 'gateway')
+  throw new Error(`--only takes kannel or gateway, got ${JSON.stringify(ONLY)}\n${USAGE}`);
 const SYSTEMS: readonly BenchSystem[] = ONLY === undefined ? ['kannel', 'gateway'] : [ONLY];
 
 /** The gateway's connector binds and window; Kannel gets one bind with BINDS × WINDOW submits in flight. */
@@ -127,7 +149,11 @@ interface Submitter {
  * `concurrency` workers, each sending its next message as soon as its previous one was answered, while `more(i)`
  * holds for the next index; every accepted message's id, each request's latency (ms) and the refused count.
  */
-async function closedLoop(submitter: Submitter, tag: string, more: (index: number) => boolean): Promise<{ ids: string[]; sentAt: Map<string, number>; latencies: number[]; failed: number }> {
+async function closedLoop(
+  submitter: Submitter,
+  tag: string,
+  more: (index: number) => boolean,
+): Promise<{ ids: string[]; sentAt: Map<string, number>; latencies: number[]; failed: number }> {
   const ids: string[] = [];
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
@@ -237,7 +263,11 @@ function rowsBetween(before: CounterSample, after: CounterSample, messages: numb
   };
 }
 
-function cpuDelta(before: Readonly<Record<string, number>> | null, after: Readonly<Record<string, number>> | null, messages: number): Record<string, number> | null {
+function cpuDelta(
+  before: Readonly<Record<string, number>> | null,
+  after: Readonly<Record<string, number>> | null,
+  messages: number,
+): Record<string, number> | null {
   if (!before || !after || messages <= 0) return null;
   return Object.fromEntries(Object.keys(after).map((name) => [name, (((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / messages]));
 }
@@ -274,7 +304,16 @@ async function startKannelSystem(round: number, cleanups: Cleanups): Promise<Run
       async submit(tag, index) {
         const id = `r${round}${tag}${index}`;
         const [to = ''] = deliverableNumbers(1, index);
-        const path = sendsmsPath({ username: kannel.username, password: kannel.password, from: 'Bench', to, text: `Bench kannel ${id}`, dlrMask: 31, dlrUrl: receiver.url, id });
+        const path = sendsmsPath({
+          username: kannel.username,
+          password: kannel.password,
+          from: 'Bench',
+          to,
+          text: `Bench kannel ${id}`,
+          dlrMask: 31,
+          dlrUrl: receiver.url,
+          id,
+        });
         const answer = await httpCall(agent, new URL(`${base}${path}`), 'GET', {});
         return answer.status === 202 ? id : null;
       },
@@ -298,13 +337,20 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
     simulator: false,
     postgres: pg,
     audit: false,
-    env: { RATE_LIMIT_SEND: MANY, RATE_LIMIT_STATUS: MANY, RATE_LIMIT_BALANCE: MANY, RATE_LIMIT_CALCULATE: MANY, RATE_LIMIT_MANAGEMENT: MANY },
+    env: {
+      RATE_LIMIT_SEND: MANY,
+      RATE_LIMIT_STATUS: MANY,
+      RATE_LIMIT_BALANCE: MANY,
+      RATE_LIMIT_CALCULATE: MANY,
+      RATE_LIMIT_MANAGEMENT: MANY,
+    },
   });
   cleanups.unshift(() => cluster.stop());
   const connector = await startSmppConnector({ natsUrl: cluster.nats.url, port: smsc.port, binds: BINDS, window: WINDOW });
   cleanups.unshift(() => connector.stop());
   const shop = await seedMerchant(cluster.operator, { name: 'Bench shop', prepaid: '100000000' });
-  if (!(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null }))) throw new Error('setWebhook failed');
+  if (!(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null })))
+    throw new Error('setWebhook failed');
   const node = cluster.nodes[0];
   if (!node) throw new Error('no node started');
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -321,7 +367,13 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
       connections: CONCURRENCY,
       async submit(tag, index) {
         const [to = ''] = deliverableNumbers(1, index);
-        const answer = await httpCall(agent, sendUrl, 'POST', { 'app-key': shop.apiKey, 'content-type': 'application/json' }, JSON.stringify({ to: [to], message: `Bench gateway ${tag}${index}` }));
+        const answer = await httpCall(
+          agent,
+          sendUrl,
+          'POST',
+          { 'app-key': shop.apiKey, 'content-type': 'application/json' },
+          JSON.stringify({ to: [to], message: `Bench gateway ${tag}${index}` }),
+        );
         if (answer.status !== 201) return null;
         const id = (JSON.parse(answer.body) as { data?: { message_id?: string } }).data?.message_id;
         return id ?? null;
@@ -340,7 +392,9 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
         'SELECT tup_inserted::float8 AS inserted, tup_deleted::float8 AS deleted FROM pg_stat_database WHERE datname = current_database()',
       );
       if (!total) throw new Error('no pg_stat_database row for the cluster database');
-      const counters = await readDatabaseCounters(<T extends object>(text: string, params?: readonly unknown[]) => cluster.sql<T>(text, params));
+      const counters = await readDatabaseCounters(<T extends object>(text: string, params?: readonly unknown[]) =>
+        cluster.sql<T>(text, params),
+      );
       return { atMs: performance.now(), counters: { ...counters, 'db.tup_inserted': total.inserted, 'db.tup_deleted': total.deleted } };
     },
   };
@@ -359,7 +413,8 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
     // warm-up, and its reports
     const warmupEnd = performance.now() + WARMUP_S * 1000;
     const warmup = await closedLoop(submitter, 'w', () => performance.now() < warmupEnd);
-    if (!(await book.settle(warmup.ids))) process.stderr.write(`round ${round}, ${system}: not every report of the warm-up came within ${TIMEOUT_S} s\n`);
+    if (!(await book.settle(warmup.ids)))
+      process.stderr.write(`round ${round}, ${system}: not every report of the warm-up came within ${TIMEOUT_S} s\n`);
 
     // (b) first, on a system that holds no backlog: MESSAGES as fast as the loop allows, until the last final report
     if (system === 'gateway') await sleep(STATS_FLUSH_MS);
@@ -378,8 +433,7 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
     if (rowsBefore !== null) {
       await sleep(STATS_FLUSH_MS);
       const rowsAfter = await running.rows();
-      if (rowsAfter !== null && e2e.ids.length > 0)
-        rowsPerMessage = rowsBetween(rowsBefore, rowsAfter, e2e.ids.length);
+      if (rowsAfter !== null && e2e.ids.length > 0) rowsPerMessage = rowsBetween(rowsBefore, rowsAfter, e2e.ids.length);
     }
 
     // (a): a closed loop for DURATION_S (what it leaves queued is not awaited: the system is stopped after)
@@ -389,7 +443,9 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
     const seconds = (performance.now() - started) / 1000;
     const { p50Ms, p99Ms } = latencyPercentiles(loop.latencies);
     process.stderr.write(`round ${round}, ${system}: ${fmt(loop.ids.length / seconds)} req/s\n`);
-    process.stderr.write(`round ${round}, ${system}: end to end ${fmt(reports.finals)} final reports of ${fmt(e2e.ids.length)} in ${fmt(e2eSeconds, 2)} s\n`);
+    process.stderr.write(
+      `round ${round}, ${system}: end to end ${fmt(reports.finals)} final reports of ${fmt(e2e.ids.length)} in ${fmt(e2eSeconds, 2)} s\n`,
+    );
     return {
       system,
       round,
@@ -434,7 +490,13 @@ async function main(): Promise<void> {
     await pg?.stop();
   }
   const loadAfter = os.loadavg();
-  const shape: TableShape = { concurrency: CONCURRENCY, kannelConnections: KANNEL_CONNECTIONS, gatewayConnections: CONCURRENCY, durationS: DURATION_S, messages: MESSAGES };
+  const shape: TableShape = {
+    concurrency: CONCURRENCY,
+    kannelConnections: KANNEL_CONNECTIONS,
+    gatewayConnections: CONCURRENCY,
+    durationS: DURATION_S,
+    messages: MESSAGES,
+  };
   const load = (l: number[]): string => l.map((n) => n.toFixed(2)).join(', ');
   console.log(machineLine());
   console.log(commandLine('bench:kannel'));
@@ -443,7 +505,9 @@ async function main(): Promise<void> {
       `${fmt(CONCURRENCY)} to the node; ${fmt(WARMUP_S)} s warm-up; test SMSC in its own process (receipts 10 ms after acceptance), gateway connector:smpp ${fmt(BINDS)} binds × window ${fmt(WINDOW)}, ` +
       `Kannel one bind with max-pending-submits ${fmt(BINDS * WINDOW)}; report receiver in its own process.`,
   );
-  console.log(`Load average (1, 5, 15 min) at the start ${load(loadBefore)}, at the end ${load(loadAfter)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`);
+  console.log(
+    `Load average (1, 5, 15 min) at the start ${load(loadBefore)}, at the end ${load(loadAfter)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`,
+  );
   console.log('');
   console.log(comparisonTable(rounds, shape));
   console.log('');

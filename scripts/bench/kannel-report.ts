@@ -18,7 +18,13 @@ export interface SystemRound {
   readonly system: BenchSystem;
   readonly round: number;
   /** (a) The closed loop of --duration-s. */
-  readonly submit: { readonly requests: number; readonly failed: number; readonly seconds: number; readonly p50Ms: number; readonly p99Ms: number };
+  readonly submit: {
+    readonly requests: number;
+    readonly failed: number;
+    readonly seconds: number;
+    readonly p50Ms: number;
+    readonly p99Ms: number;
+  };
   /**
    * (b) --messages sent as fast as the loop allows; `seconds` from the first request to the last final report;
    * p50/p99 of each message's request → final report.
@@ -102,7 +108,13 @@ function medianRows(rounds: readonly RowCounts[]): RowCounts {
     inserted: median(rounds.map((r) => r.inserted)),
     deleted: median(rounds.map((r) => r.deleted)),
     byTable: Object.fromEntries(
-      tables.map((t) => [t, { inserted: median(rounds.map((r) => r.byTable[t]?.inserted ?? 0)), deleted: median(rounds.map((r) => r.byTable[t]?.deleted ?? 0)) }]),
+      tables.map((t) => [
+        t,
+        {
+          inserted: median(rounds.map((r) => r.byTable[t]?.inserted ?? 0)),
+          deleted: median(rounds.map((r) => r.byTable[t]?.deleted ?? 0)),
+        },
+      ]),
     ),
   };
 }
@@ -121,13 +133,15 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
     endToEndSeconds: median(rounds.map((r) => r.endToEnd.seconds)),
     incomplete: rounds.filter((r) => !r.endToEnd.complete).length,
     receiverCallsPerMessage: median(rounds.map((r) => r.endToEnd.receiverCallsPerMessage)),
-    cpuMsPerMessage: withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
+    cpuMsPerMessage:
+      withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
     cpuSplit,
     dbRowsPerMessage: withRows.length === 0 ? null : medianRows(withRows),
   };
 }
 
-const ratio = (gateway: number, kannel: number): string => (Number.isFinite(gateway) && Number.isFinite(kannel) && kannel > 0 ? `${fmt(gateway / kannel, 2)}×` : 'n/a');
+const ratio = (gateway: number, kannel: number): string =>
+  Number.isFinite(gateway) && Number.isFinite(kannel) && kannel > 0 ? `${fmt(gateway / kannel, 2)}×` : 'n/a';
 const ms = (n: number): string => (Number.isFinite(n) ? `${fmt(n, n < 10 ? 1 : 0)} ms` : 'n/a');
 const perSecond = (n: number, unit: string): string => (Number.isFinite(n) ? `${fmt(n)} ${unit}/s` : 'n/a');
 const split = (parts: Readonly<Record<string, number>>): string =>
@@ -139,7 +153,9 @@ const split = (parts: Readonly<Record<string, number>>): string =>
 export function rowsCell(rows: RowCounts): string {
   const tables = Object.entries(rows.byTable)
     .filter(([, t]) => t.inserted >= 0.05 || t.deleted >= 0.05)
-    .map(([name, t]) => `${name}${t.inserted >= 0.05 ? ` +${fmt(t.inserted, 1)}` : ''}${t.deleted >= 0.05 ? ` −${fmt(t.deleted, 1)}` : ''}`);
+    .map(
+      ([name, t]) => `${name}${t.inserted >= 0.05 ? ` +${fmt(t.inserted, 1)}` : ''}${t.deleted >= 0.05 ? ` −${fmt(t.deleted, 1)}` : ''}`,
+    );
   return `${fmt(rows.inserted + rows.deleted, 1)} (${fmt(rows.inserted, 1)} inserted + ${fmt(rows.deleted, 1)} deleted${tables.length === 0 ? '' : `: ${tables.join(' · ')}`})`;
 }
 
@@ -161,9 +177,9 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
   const submit = (f: SystemFigures): string => `${perSecond(f.submitPerSecond, 'req')} (p50 ${ms(f.p50Ms)}, p99 ${ms(f.p99Ms)})`;
   const e2e = (f: SystemFigures): string =>
     `${perSecond(f.endToEndPerSecond, 'msg')} (${Number.isFinite(f.endToEndSeconds) ? fmt(f.endToEndSeconds, 1) : 'n/a'} s)${f.incomplete > 0 ? `, ${fmt(f.incomplete)} round(s) incomplete` : ''}`;
-  const cpu = (f: SystemFigures): string => (Number.isFinite(f.cpuMsPerMessage) ? `${fmt(f.cpuMsPerMessage, 2)} ms (${split(f.cpuSplit)})` : 'n/a');
-  const rows = (f: SystemFigures, none: string): string =>
-    f.dbRowsPerMessage === null ? none : rowsCell(f.dbRowsPerMessage);
+  const cpu = (f: SystemFigures): string =>
+    Number.isFinite(f.cpuMsPerMessage) ? `${fmt(f.cpuMsPerMessage, 2)} ms (${split(f.cpuSplit)})` : 'n/a';
+  const rows = (f: SystemFigures, none: string): string => (f.dbRowsPerMessage === null ? none : rowsCell(f.dbRowsPerMessage));
   const lines = [
     '| per message, 1 recipient | Kannel (sendsms + dlr-url) | this gateway (POST /send + webhooks) | gateway / Kannel |',
     '|---|---|---|---:|',

@@ -26,7 +26,19 @@ import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import { startReceiver } from './bench-children.js';
-import { API_ROOT, commandLine, startSimulatorProcess, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep } from './bench-common.js';
+import {
+  API_ROOT,
+  commandLine,
+  startSimulatorProcess,
+  countingLogger,
+  deliverableNumbers,
+  envNumber,
+  exitSoon,
+  fmt,
+  machineLine,
+  percentile,
+  sleep,
+} from './bench-common.js';
 
 const MESSAGES = envNumber('BENCH_MESSAGES', 5);
 const RECIPIENTS = 1_000;
@@ -81,7 +93,13 @@ class Timings {
 }
 
 const streamOf = (subject: string): string =>
-  subject.startsWith('sms.dispatch.') ? 'dispatch' : subject.startsWith('sms.receipts.') ? 'receipts' : subject.startsWith('webhook.jobs.') ? 'webhook jobs' : subject;
+  subject.startsWith('sms.dispatch.')
+    ? 'dispatch'
+    : subject.startsWith('sms.receipts.')
+      ? 'receipts'
+      : subject.startsWith('webhook.jobs.')
+        ? 'webhook jobs'
+        : subject;
 
 /** The node's persistence with each journal append timed (the outbox and the rest untouched). */
 function timedPersistence(persistence: Persistence, timings: Timings): Persistence {
@@ -93,8 +111,10 @@ function timedPersistence(persistence: Persistence, timings: Timings): Persisten
 function timedTransport(transport: Transport, timings: Timings): Transport {
   return {
     ...transport,
-    publish: (subject, payload, options) => timings.time(`publish → ${streamOf(subject)}`, () => transport.publish(subject, payload, options)),
-    consume: (spec) => transport.consume({ ...spec, handler: (delivery) => timings.time(`handler ${spec.durable}`, () => spec.handler(delivery)) }),
+    publish: (subject, payload, options) =>
+      timings.time(`publish → ${streamOf(subject)}`, () => transport.publish(subject, payload, options)),
+    consume: (spec) =>
+      transport.consume({ ...spec, handler: (delivery) => timings.time(`handler ${spec.durable}`, () => spec.handler(delivery)) }),
   };
 }
 
@@ -119,7 +139,12 @@ async function consumerSamples(jsm: JetStreamManager): Promise<Record<string, Co
   for (const c of CONSUMERS) {
     try {
       const info = await jsm.consumers.info(c.stream, c.durable);
-      out[c.label] = { pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered, taken: info.delivered.stream_seq };
+      out[c.label] = {
+        pending: info.num_pending,
+        ackPending: info.num_ack_pending,
+        redelivered: info.num_redelivered,
+        taken: info.delivered.stream_seq,
+      };
     } catch {
       out[c.label] = { pending: Number.NaN, ackPending: Number.NaN, redelivered: Number.NaN, taken: Number.NaN };
     }
@@ -239,7 +264,8 @@ async function main(): Promise<void> {
         const body = (await response.json()) as { data?: { message_id?: string } };
         sendStatuses.push(response.status);
         const id = body.data?.message_id;
-        if (response.status !== 201 || !id) throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
+        if (response.status !== 201 || !id)
+          throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
         submittedAt.set(id, at);
       }),
     );
@@ -296,13 +322,20 @@ async function main(): Promise<void> {
       `Shape: private PostgreSQL (pool ${config.database.poolSize}) + private nats-server, one node, simulator connector process (step ${STEP_DELAY_MS} ms), ` +
         `webhook receiver in a child process; webhooks.concurrency ${config.webhooks.concurrency}, concurrencyPerMerchant ${config.webhooks.concurrencyPerMerchant}.`,
     );
-    console.log(`Sent ${fmt(MESSAGES)} × ${fmt(RECIPIENTS)} recipients (all POST /send answered within ${submitSeconds.toFixed(2)} s, statuses ${[...new Set(sendStatuses)].join(', ')}).`);
-    if (!complete) console.log(`**Incomplete:** ${fmt(delivered.size)} of ${fmt(TOTAL)} sms.delivered webhooks after ${fmt(TIMEOUT_S)} s; figures below are up to the timeout.`);
+    console.log(
+      `Sent ${fmt(MESSAGES)} × ${fmt(RECIPIENTS)} recipients (all POST /send answered within ${submitSeconds.toFixed(2)} s, statuses ${[...new Set(sendStatuses)].join(', ')}).`,
+    );
+    if (!complete)
+      console.log(
+        `**Incomplete:** ${fmt(delivered.size)} of ${fmt(TOTAL)} sms.delivered webhooks after ${fmt(TIMEOUT_S)} s; figures below are up to the timeout.`,
+      );
     console.log('');
     console.log('| Measure | Result | Target |');
     console.log('|---|---:|---|');
     console.log(`| Recipients/s, first submit → last sms.delivered webhook (${fmt(windowS, 2)} s) | ${fmt(recipientsPerS)} | ≥ 1 000 |`);
-    console.log(`| Webhook deliveries/s, all event types (${fmt(inWindow.length)} deliveries, ${fmt(distinctEvents)} distinct events) | ${fmt(inWindow.length / windowS)} | |`);
+    console.log(
+      `| Webhook deliveries/s, all event types (${fmt(inWindow.length)} deliveries, ${fmt(distinctEvents)} distinct events) | ${fmt(inWindow.length / windowS)} | |`,
+    );
     console.log(`| CPU ms per recipient by process | ${cpu} | |`);
     console.log(`| End-to-end latency per recipient, submit → sms.delivered arrival, p50 | ${fmt(percentile(latencies, 50))} ms | |`);
     console.log(`| End-to-end latency per recipient, p99 | ${fmt(percentile(latencies, 99))} ms | |`);
@@ -311,7 +344,10 @@ async function main(): Promise<void> {
     );
     console.log(`| NATS messages/s (over the window) | ${fmt(computedNats / windowS)} | |`);
     console.log('');
-    console.log('Webhooks by type (deliveries / distinct events): ' + [...byType.entries()].map(([t, e]) => `${t} ${fmt(e.deliveries)} / ${fmt(e.events.size)}`).join(', '));
+    console.log(
+      'Webhooks by type (deliveries / distinct events): ' +
+        [...byType.entries()].map(([t, e]) => `${t} ${fmt(e.deliveries)} / ${fmt(e.events.size)}`).join(', '),
+    );
     console.log(
       'Consumers at the end (pending / ack pending / redelivered): ' +
         Object.entries(finalConsumers)
@@ -325,9 +361,13 @@ async function main(): Promise<void> {
     console.log('|---|---:|---:|---:|---:|');
     for (const row of timings.rows()) console.log(row);
     console.log('');
-    console.log('Timeline (each second: simulator dispatches taken, outbox backlog, NATS pending+ack-pending per consumer, webhooks arrived, CPU of this process):');
+    console.log(
+      'Timeline (each second: simulator dispatches taken, outbox backlog, NATS pending+ack-pending per consumer, webhooks arrived, CPU of this process):',
+    );
     console.log('');
-    console.log('| t s | dispatches taken | outbox backlog | dispatch pend | receipts pend | webhook jobs pend (redelivered) | processing | sent | delivered | CPU |');
+    console.log(
+      '| t s | dispatches taken | outbox backlog | dispatch pend | receipts pend | webhook jobs pend (redelivered) | processing | sent | delivered | CPU |',
+    );
     console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     const stride = Math.max(1, Math.ceil(samples.length / 40));
     samples.forEach((s, i) => {

@@ -53,7 +53,9 @@ function readStat(pid: number): ProcStat | null {
 function readAllStats(): ProcStat[] | null {
   let pids: number[];
   try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+    pids = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .map(Number);
   } catch {
     return null;
   }
@@ -110,7 +112,10 @@ export function namedGroupTicks<G extends string>(
 }
 
 /** CPU seconds now of this process's descendants by the groups of `classify` (see namedGroupTicks); null without /proc. */
-export function sampleProcessCpu<G extends string>(groups: readonly G[], classify: (pid: number, comm: string) => G | null): Readonly<Record<G, number>> | null {
+export function sampleProcessCpu<G extends string>(
+  groups: readonly G[],
+  classify: (pid: number, comm: string) => G | null,
+): Readonly<Record<G, number>> | null {
   const stats = readAllStats();
   const ticks = stats === null ? null : namedGroupTicks(stats, process.pid, groups, classify);
   if (!ticks) return null;
@@ -156,7 +161,10 @@ export function groupTicks(
 /** CPU milliseconds per unit of work (a request, a recipient) of each group between two samples. */
 export function cpuPerUnit(before: CpuSample | null, after: CpuSample | null, units: number): Record<CpuGroup, number> | null {
   if (!before || !after || units <= 0) return null;
-  return Object.fromEntries(CPU_GROUPS.map((group) => [group, ((after[group] - before[group]) * 1000) / units])) as Record<CpuGroup, number>;
+  return Object.fromEntries(CPU_GROUPS.map((group) => [group, ((after[group] - before[group]) * 1000) / units])) as Record<
+    CpuGroup,
+    number
+  >;
 }
 
 /** `gateway 2.71 · postgres 1.20 · nats 0.31 · connector 0.40 · load generator 0.52` (ms; groups that used nothing left out), or `n/a`; `names` renames groups. */

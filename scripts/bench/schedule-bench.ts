@@ -34,12 +34,25 @@ import { OCCURRENCE_JOB } from '../../src/entry-points/jobs/occurrence-scheduler
 import { seedMerchant, testConfig } from '../../test/helpers/gateway-fixture.js';
 import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres } from '../../test/helpers/postgres.js';
-import { API_ROOT, countingLogger, deliverableNumbers, exitSoon, fmt, machineLine, percentile, sleep, parseBenchOptions, positiveOption, type BenchOptionSpec } from './bench-common.js';
+import {
+  API_ROOT,
+  countingLogger,
+  deliverableNumbers,
+  exitSoon,
+  fmt,
+  machineLine,
+  percentile,
+  sleep,
+  parseBenchOptions,
+  positiveOption,
+  type BenchOptionSpec,
+} from './bench-common.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = 'usage: npm run bench:schedule -- [--messages N] [--concurrency C] [--direct] [--lead-s S] [--process-every-ms MS] [--timezone TZ] [--timeout-s S] [--quiet-s S]';
+const USAGE =
+  'usage: npm run bench:schedule -- [--messages N] [--concurrency C] [--direct] [--lead-s S] [--process-every-ms MS] [--timezone TZ] [--timeout-s S] [--quiet-s S]';
 
 const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'messages', env: 'BENCH_MESSAGES', kind: 'number' },
@@ -284,7 +297,12 @@ async function main(): Promise<void> {
     let id: string | undefined;
     let detail = '';
     if (DIRECT) {
-      const result = await node.gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body, idempotencyKey: null });
+      const result = await node.gateway.useCases.sendMessage({
+        merchantId: shop.merchantId,
+        keyId: shop.keyId,
+        body,
+        idempotencyKey: null,
+      });
       status = result.ok ? 201 : 400;
       id = result.ok ? result.value.receipt.message_id : undefined;
       if (!result.ok) detail = JSON.stringify(result).slice(0, 300);
@@ -318,7 +336,9 @@ async function main(): Promise<void> {
     );
   }
   const submitSeconds = (submitEnd - submitStart) / 1000;
-  process.stderr.write(`submitted in ${fmt(submitSeconds, 1)} s (${fmt(MESSAGES / submitSeconds)} sends/s); ${fmt((due - Date.now()) / 1000, 1)} s until due\n`);
+  process.stderr.write(
+    `submitted in ${fmt(submitSeconds, 1)} s (${fmt(MESSAGES / submitSeconds)} sends/s); ${fmt((due - Date.now()) / 1000, 1)} s until due\n`,
+  );
 
   // watch: Agenda's jobs, the connector, the outbox, every 500 ms until every dispatch arrived (or the timeout)
   const samples: Sample[] = [];
@@ -367,27 +387,46 @@ async function main(): Promise<void> {
   const jobsPerMessage = new Map<string, number>();
   for (const row of jobRows) jobsPerMessage.set(row.message_id, (jobsPerMessage.get(row.message_id) ?? 0) + 1);
   const actorDispatches = new Map<string, number>();
-  for (const row of actorRows) actorDispatches.set(`${row.message_id}:${row.occurrence}`, (actorDispatches.get(`${row.message_id}:${row.occurrence}`) ?? 0) + 1);
+  for (const row of actorRows)
+    actorDispatches.set(`${row.message_id}:${row.occurrence}`, (actorDispatches.get(`${row.message_id}:${row.occurrence}`) ?? 0) + 1);
 
   // ---- exactly once
   const problems: string[] = [];
   const missing = dispatchIds.filter((id) => !arrivals.has(id));
-  if (missing.length > 0) problems.push(`${fmt(missing.length)} of ${fmt(MESSAGES)} dispatches never reached the connector (first: ${missing.slice(0, 3).join(', ')})`);
+  if (missing.length > 0)
+    problems.push(
+      `${fmt(missing.length)} of ${fmt(MESSAGES)} dispatches never reached the connector (first: ${missing.slice(0, 3).join(', ')})`,
+    );
   const expected = new Set(dispatchIds);
   const unexpected = [...arrivals.keys()].filter((id) => !expected.has(id));
-  if (unexpected.length > 0) problems.push(`${fmt(unexpected.length)} dispatch ids at the connector that no submitted message should produce (first: ${unexpected.slice(0, 3).join(', ')})`);
+  if (unexpected.length > 0)
+    problems.push(
+      `${fmt(unexpected.length)} dispatch ids at the connector that no submitted message should produce (first: ${unexpected.slice(0, 3).join(', ')})`,
+    );
   const redelivered = [...arrivals].filter(([, list]) => list.length > 1);
   if (redelivered.length > 0) {
-    problems.push(`${fmt(redelivered.length)} dispatch ids reached the connector more than once (first: ${redelivered.slice(0, 3).map(([id, list]) => `${id} ×${list.length}`).join(', ')})`);
+    problems.push(
+      `${fmt(redelivered.length)} dispatch ids reached the connector more than once (first: ${redelivered
+        .slice(0, 3)
+        .map(([id, list]) => `${id} ×${list.length}`)
+        .join(', ')})`,
+    );
   }
   const seenTwice = [...seenByConnector].filter(([, count]) => count !== 1);
-  if (seenTwice.length > 0) problems.push(`the connector's own count (dispatchesSeen) shows ${fmt(seenTwice.length)} ids delivered more than once`);
-  if (complete && seenByConnector.size !== MESSAGES) problems.push(`the connector's dispatchesSeen() holds ${fmt(seenByConnector.size)} ids, expected ${fmt(MESSAGES)}`);
+  if (seenTwice.length > 0)
+    problems.push(`the connector's own count (dispatchesSeen) shows ${fmt(seenTwice.length)} ids delivered more than once`);
+  if (complete && seenByConnector.size !== MESSAGES)
+    problems.push(`the connector's dispatchesSeen() holds ${fmt(seenByConnector.size)} ids, expected ${fmt(MESSAGES)}`);
   const twiceByActor = [...actorDispatches].filter(([, count]) => count !== 1);
-  if (twiceByActor.length > 0) problems.push(`${fmt(twiceByActor.length)} occurrences recorded as dispatched more than once in the journal`);
-  if (actorDispatches.size !== MESSAGES) problems.push(`${fmt(actorDispatches.size)} occurrences recorded as dispatched in the journal, expected ${fmt(MESSAGES)}`);
+  if (twiceByActor.length > 0)
+    problems.push(`${fmt(twiceByActor.length)} occurrences recorded as dispatched more than once in the journal`);
+  if (actorDispatches.size !== MESSAGES)
+    problems.push(`${fmt(actorDispatches.size)} occurrences recorded as dispatched in the journal, expected ${fmt(MESSAGES)}`);
   const jobDuplicates = [...jobsPerMessage].filter(([, n]) => n !== 1);
-  if (jobDuplicates.length > 0 || jobsPerMessage.size !== MESSAGES) problems.push(`Agenda holds ${fmt(jobRows.length)} jobs for ${fmt(jobsPerMessage.size)} messages, expected one each for ${fmt(MESSAGES)}`);
+  if (jobDuplicates.length > 0 || jobsPerMessage.size !== MESSAGES)
+    problems.push(
+      `Agenda holds ${fmt(jobRows.length)} jobs for ${fmt(jobsPerMessage.size)} messages, expected one each for ${fmt(MESSAGES)}`,
+    );
   const early = [...arrivals.values()].filter((list) => (list[0]?.at ?? Infinity) < due);
   if (early.length > 0) problems.push(`${fmt(early.length)} dispatches reached the connector before their due instant`);
 
@@ -440,12 +479,17 @@ async function main(): Promise<void> {
     } |`,
   );
   console.log('');
-  if (!complete) console.log(`**Incomplete:** ${fmt(arrived())} of ${fmt(MESSAGES)} dispatches reached the connector within ${fmt(TIMEOUT_S)} s of the due instant.`);
+  if (!complete)
+    console.log(
+      `**Incomplete:** ${fmt(arrived())} of ${fmt(MESSAGES)} dispatches reached the connector within ${fmt(TIMEOUT_S)} s of the due instant.`,
+    );
   console.log('| Dispatch, measured from the due instant | Result |');
   console.log('|---|---:|');
   console.log(`| First dispatch at the connector | ${ms(connectorStats.min)} after due |`);
   console.log(`| Last dispatch at the connector | ${ms(connectorStats.max)} after due |`);
-  console.log(`| Dispatch rate, first → last at the connector | ${fmt(connectorStats.count / Math.max(0.001, (connectorStats.max - connectorStats.min) / 1000))} /s |`);
+  console.log(
+    `| Dispatch rate, first → last at the connector | ${fmt(connectorStats.count / Math.max(0.001, (connectorStats.max - connectorStats.min) / 1000))} /s |`,
+  );
   console.log('');
   console.log('Lateness per occurrence behind its due instant, at each stage:');
   console.log('');
@@ -471,18 +515,29 @@ async function main(): Promise<void> {
       (problems.length === 0 ? 'OK.' : `**FAILED** (below).`),
   );
   console.log('');
-  console.log('Timeline (T = seconds from the due instant; Agenda jobs total / finished / locked; dispatches at the connector; outbox backlog):');
+  console.log(
+    'Timeline (T = seconds from the due instant; Agenda jobs total / finished / locked; dispatches at the connector; outbox backlog):',
+  );
   console.log('');
   console.log('| T s | jobs | finished | locked | at connector | outbox |');
   console.log('|---:|---:|---:|---:|---:|---:|');
   const interesting = samples.filter((s, i) => {
     const prev = samples[i - 1];
-    return i === 0 || i === samples.length - 1 || !prev || prev.jobs.total !== s.jobs.total || prev.connector !== s.connector || prev.jobs.locked !== s.jobs.locked;
+    return (
+      i === 0 ||
+      i === samples.length - 1 ||
+      !prev ||
+      prev.jobs.total !== s.jobs.total ||
+      prev.connector !== s.connector ||
+      prev.jobs.locked !== s.jobs.locked
+    );
   });
   const stride = Math.max(1, Math.ceil(interesting.length / 40));
   interesting.forEach((s, i) => {
     if (i % stride !== 0 && i !== interesting.length - 1) return;
-    console.log(`| ${fmt(s.t, 1)} | ${fmt(s.jobs.total)} | ${fmt(s.jobs.finished)} | ${fmt(s.jobs.locked)} | ${fmt(s.connector)} | ${fmt(s.outbox)} |`);
+    console.log(
+      `| ${fmt(s.t, 1)} | ${fmt(s.jobs.total)} | ${fmt(s.jobs.finished)} | ${fmt(s.jobs.locked)} | ${fmt(s.connector)} | ${fmt(s.outbox)} |`,
+    );
   });
   if (log.count() > 0) {
     console.log('');
@@ -494,7 +549,14 @@ async function main(): Promise<void> {
     for (const problem of problems) console.log(`  - ${problem}`);
   }
   const round = (n: number): number | null => (Number.isFinite(n) ? Math.round(n * 10) / 10 : null);
-  const roundStats = (s: Stats) => ({ count: s.count, min: round(s.min), p50: round(s.p50), p95: round(s.p95), p99: round(s.p99), max: round(s.max) });
+  const roundStats = (s: Stats) => ({
+    count: s.count,
+    min: round(s.min),
+    p50: round(s.p50),
+    p95: round(s.p95),
+    p99: round(s.p99),
+    max: round(s.max),
+  });
   console.log('');
   console.log(
     JSON.stringify({
@@ -503,7 +565,12 @@ async function main(): Promise<void> {
       messages: MESSAGES,
       dueAt: new Date(due).toISOString(),
       settings,
-      submit: { seconds: round(submitSeconds), perSecond: round(MESSAGES / submitSeconds), latencyMs: roundStats(submit), registeredBeforeDueS: registrationLeadS === null ? null : round(registrationLeadS) },
+      submit: {
+        seconds: round(submitSeconds),
+        perSecond: round(MESSAGES / submitSeconds),
+        latencyMs: roundStats(submit),
+        registeredBeforeDueS: registrationLeadS === null ? null : round(registrationLeadS),
+      },
       dispatch: {
         complete,
         firstAfterDueMs: round(connectorStats.min),

@@ -36,7 +36,19 @@ import { startTestNats } from '../../test/helpers/nats.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { cpuPerUnit, formatCpuPerUnit, sampleCpu } from './process-cpu.js';
 import { startReceiver, startSmppConnector, startSmsc, type SmscProcess } from './bench-children.js';
-import { API_ROOT, commandLine, countingLogger, deliverableNumbers, envNumber, exitSoon, fmt, machineLine, percentile, sleep, startSimulatorProcess } from './bench-common.js';
+import {
+  API_ROOT,
+  commandLine,
+  countingLogger,
+  deliverableNumbers,
+  envNumber,
+  exitSoon,
+  fmt,
+  machineLine,
+  percentile,
+  sleep,
+  startSimulatorProcess,
+} from './bench-common.js';
 
 const PER_SEND = envNumber('BENCH_PER_SEND', 1);
 const RECIPIENTS = Math.ceil(envNumber('BENCH_RECIPIENTS', 5_000) / PER_SEND) * PER_SEND;
@@ -87,7 +99,14 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
     cleanups.unshift(() => persistence.close());
     const transport = await connectNatsTransport({ servers: nats.url, name: `bench-smpp-${kind}` });
     cleanups.unshift(() => transport.close());
-    const node = await createGatewayNode({ config, persistence, transport, inProcessSimulator: false, logger: log.logger, announce: () => undefined });
+    const node = await createGatewayNode({
+      config,
+      persistence,
+      transport,
+      inProcessSimulator: false,
+      logger: log.logger,
+      announce: () => undefined,
+    });
     const port = await node.start();
     cleanups.unshift(() => node.stop());
 
@@ -97,7 +116,13 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
       const centre = await startSmsc();
       smsc = centre;
       cleanups.unshift(() => centre.stop());
-      const connector = await startSmppConnector({ natsUrl: nats.url, port: centre.port, binds: BINDS, window: WINDOW, connectorConcurrency: CONNECTOR_CONCURRENCY });
+      const connector = await startSmppConnector({
+        natsUrl: nats.url,
+        port: centre.port,
+        binds: BINDS,
+        window: WINDOW,
+        connectorConcurrency: CONNECTOR_CONCURRENCY,
+      });
       cleanups.unshift(() => connector.stop());
       connectorPid = connector.pid;
     } else {
@@ -121,7 +146,8 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
     cleanups.unshift(() => receiver.close());
 
     const shop = await seedMerchant(node.gateway, { prepaid: '100000000', postpaid: '100000000' });
-    if (!(await node.gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null }))) throw new Error('setWebhook failed');
+    if (!(await node.gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null })))
+      throw new Error('setWebhook failed');
 
     const numbers = deliverableNumbers(RECIPIENTS);
     const api = `http://127.0.0.1:${port}${API_ROOT}`;
@@ -145,7 +171,8 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
           });
           const body = (await response.json()) as { data?: { message_id?: string } };
           const id = body.data?.message_id;
-          if (response.status !== 201 || !id) throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
+          if (response.status !== 201 || !id)
+            throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
           submittedAt.set(id, at);
         }
       }),
@@ -181,7 +208,8 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
       return sent === undefined ? [] : [at - sent];
     });
     latencies.sort((a, b) => a - b);
-    const smscShare = smscCpuBefore !== null && smscCpuAfter !== null && deliveredAt.size > 0 ? (smscCpuAfter - smscCpuBefore) / deliveredAt.size : null;
+    const smscShare =
+      smscCpuBefore !== null && smscCpuAfter !== null && deliveredAt.size > 0 ? (smscCpuAfter - smscCpuBefore) / deliveredAt.size : null;
     return {
       kind,
       delivered: deliveredAt.size,
@@ -189,7 +217,9 @@ async function run(kind: RunKind, pg: TestPostgres): Promise<RunResult> {
       sendSeconds,
       windowSeconds: (end - started) / 1000,
       latencies,
-      cpu: formatCpuPerUnit(cpuPerUnit(cpuBefore, cpuAfter, deliveredAt.size), { 'load generator': kind === 'smpp' ? 'webhook receiver + SMSC' : 'webhook receiver' }),
+      cpu: formatCpuPerUnit(cpuPerUnit(cpuBefore, cpuAfter, deliveredAt.size), {
+        'load generator': kind === 'smpp' ? 'webhook receiver + SMSC' : 'webhook receiver',
+      }),
       smscCpuMsPerRecipient: smscShare,
       receiptMessages,
       failedEvents,
@@ -223,9 +253,13 @@ async function main(): Promise<void> {
     `Shape: private PostgreSQL + private nats-server, one node (NATS transport) in the bench process with the load (${fmt(CONCURRENCY)} POST /send in flight, ${fmt(PER_SEND)} recipient(s) each), ` +
       `the connector in its own process (smpp: ${fmt(BINDS)} binds × window ${fmt(WINDOW)}${CONNECTOR_CONCURRENCY === '' ? '' : `, CONNECTOR_CONCURRENCY ${CONNECTOR_CONCURRENCY}`} to the test SMSC in its own process, receipts 10 ms after acceptance; simulator: its default settings, 64 jobs at once), webhook receiver in a child process.`,
   );
-  console.log(`Machine load average (1 min) at the start ${loadBefore.toFixed(2)}, at the end ${loadAfter.toFixed(2)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`);
+  console.log(
+    `Machine load average (1 min) at the start ${loadBefore.toFixed(2)}, at the end ${loadAfter.toFixed(2)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`,
+  );
   console.log('');
-  console.log('| Connector | Recipients | Recipients/s, first POST → last sms.delivered | POST /send phase (requests/s) | Latency p50 / p99 (POST → sms.delivered) | CPU ms per recipient by process | Receipt messages | Dispatches redelivered |');
+  console.log(
+    '| Connector | Recipients | Recipients/s, first POST → last sms.delivered | POST /send phase (requests/s) | Latency p50 / p99 (POST → sms.delivered) | CPU ms per recipient by process | Receipt messages | Dispatches redelivered |',
+  );
   console.log('|---|---:|---:|---:|---:|---|---:|---:|');
   for (const r of results) {
     const cpu = r.smscCpuMsPerRecipient === null ? r.cpu : `${r.cpu} (SMSC alone ${r.smscCpuMsPerRecipient.toFixed(2)})`;

@@ -9,7 +9,13 @@ import { startTestSmsc } from '../../test/helpers/test-smsc.js';
 export type SmscRequest = { readonly kind: 'cpu' } | { readonly kind: 'counts' };
 export type SmscReply =
   | { readonly kind: 'cpu'; readonly ms: number }
-  | { readonly kind: 'counts'; readonly submits: number; readonly throttled: number; readonly answeredReceipts: number; readonly binds: number };
+  | {
+      readonly kind: 'counts';
+      readonly submits: number;
+      readonly throttled: number;
+      readonly answeredReceipts: number;
+      readonly binds: number;
+    };
 
 const receiptDelayMs = Number(process.env.SMSC_RECEIPT_DELAY_MS ?? 10);
 const smsc = await startTestSmsc({ receiptDelayMs });
@@ -20,7 +26,13 @@ process.on('message', (request: SmscRequest) => {
     const used = process.cpuUsage();
     process.send?.({ kind: 'cpu', ms: (used.user + used.system) / 1000 } satisfies SmscReply);
   } else {
-    process.send?.({ kind: 'counts', submits: smsc.submits.length, throttled: smsc.throttled(), answeredReceipts: smsc.answeredReceipts(), binds: smsc.binds() } satisfies SmscReply);
+    process.send?.({
+      kind: 'counts',
+      submits: smsc.submits.length,
+      throttled: smsc.throttled(),
+      answeredReceipts: smsc.answeredReceipts(),
+      binds: smsc.binds(),
+    } satisfies SmscReply);
   }
 });
 

@@ -12,7 +12,8 @@ import { API_ROOT } from './bench-common.js';
 
 async function main(): Promise<void> {
   const [base, connectionsArg, secondsArg, prefix] = process.argv.slice(2);
-  if (!base || !connectionsArg || !secondsArg || !prefix) throw new Error('usage: unknown-key-flood-process.ts <base url> <connections> <seconds> <key prefix>');
+  if (!base || !connectionsArg || !secondsArg || !prefix)
+    throw new Error('usage: unknown-key-flood-process.ts <base url> <connections> <seconds> <key prefix>');
   const connections = Number(connectionsArg);
   const until = Date.now() + Number(secondsArg) * 1000;
   const pool = new Pool(base, { connections, connect: { localAddress: '127.0.0.2' } });

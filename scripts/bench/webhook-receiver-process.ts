@@ -19,7 +19,8 @@ export interface ReceivedWebhook {
   readonly recipientIndex: number | null;
 }
 
-export type ReceiverMessage = { readonly kind: 'listening'; readonly url: string } | { readonly kind: 'received'; readonly webhooks: readonly ReceivedWebhook[] };
+export type ReceiverMessage =
+  { readonly kind: 'listening'; readonly url: string } | { readonly kind: 'received'; readonly webhooks: readonly ReceivedWebhook[] };
 
 /** A Kannel dlr-url call: `?id=…&type=…` → `kannel:<type>` for that id. */
 function describeDlr(url: string, at: number): ReceivedWebhook {
@@ -29,7 +30,12 @@ function describeDlr(url: string, at: number): ReceivedWebhook {
 
 function describe(raw: string, at: number): ReceivedWebhook {
   try {
-    const body = JSON.parse(raw) as { event_id?: unknown; event_type?: unknown; message_id?: unknown; data?: { recipient_index?: unknown } };
+    const body = JSON.parse(raw) as {
+      event_id?: unknown;
+      event_type?: unknown;
+      message_id?: unknown;
+      data?: { recipient_index?: unknown };
+    };
     return {
       at,
       eventId: String(body.event_id),

@@ -133,7 +133,15 @@ export const terminalTypeOf = (phone: string): string => (phone.endsWith('00') |
 export function nextMinute(now: number, leadMs: number, timezone: string): { instant: number; date: string; time: string } {
   const instant = Math.ceil((now + leadMs) / 60_000) * 60_000;
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: timezone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
       .formatToParts(new Date(instant))
       .map((part) => [part.type, part.value]),
   );
@@ -145,7 +153,12 @@ interface Answer {
   readonly body: unknown;
 }
 
-async function request(target: LoadTarget, path: string, init: { method: string; key: string; json?: unknown; headers?: Record<string, string> }, timeoutMs: number): Promise<Answer> {
+async function request(
+  target: LoadTarget,
+  path: string,
+  init: { method: string; key: string; json?: unknown; headers?: Record<string, string> },
+  timeoutMs: number,
+): Promise<Answer> {
   const startedAt = Date.now();
   const headers: Record<string, string> = { 'app-key': init.key, ...init.headers };
   if (init.json !== undefined) headers['content-type'] = 'application/json';
@@ -214,7 +227,11 @@ export function startLoad(options: LoadOptions): Load {
     return cyclic(targets, turn++);
   };
 
-  async function attemptUntilFinal(attempts: Attempt[], retry: boolean, make: (target: LoadTarget) => Promise<Answer>): Promise<Answer | null> {
+  async function attemptUntilFinal(
+    attempts: Attempt[],
+    retry: boolean,
+    make: (target: LoadTarget) => Promise<Answer>,
+  ): Promise<Answer | null> {
     const giveUpAt = now() + retryForMs;
     for (let n = 0; n < maxAttempts && now() < giveUpAt; n++) {
       const target = nextTarget();
@@ -245,10 +262,27 @@ export function startLoad(options: LoadOptions): Load {
       body.scheduled_dates = [{ date: at.date, time: at.time }];
     }
     const idempotencyKey = hasIdempotencyKey(index) ? `chaos-${options.runId}-${index}` : null;
-    const record: SendRecord = { index, marker, kind, merchant, idempotencyKey, body, recipients, scheduledFor, attempts: [], accepted: null, cancel: null };
+    const record: SendRecord = {
+      index,
+      marker,
+      kind,
+      merchant,
+      idempotencyKey,
+      body,
+      recipients,
+      scheduledFor,
+      attempts: [],
+      accepted: null,
+      cancel: null,
+    };
     records.push(record);
     const answer = await attemptUntilFinal(record.attempts, idempotencyKey !== null, (target) =>
-      request(target, '/send', { method: 'POST', key: merchant.apiKey, json: body, ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}) }, options.requestTimeoutMs),
+      request(
+        target,
+        '/send',
+        { method: 'POST', key: merchant.apiKey, json: body, ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}) },
+        options.requestTimeoutMs,
+      ),
     );
     if (answer?.attempt.outcome !== 201) return;
     const data = (answer.body as { data: { message_id: string; total_cost: number; total_recipients: number } }).data;
@@ -261,7 +295,8 @@ export function startLoad(options: LoadOptions): Load {
       const answered = await attemptUntilFinal(cancel.attempts, true, (target) =>
         request(target, `/cancel/${data.message_id}`, { method: 'DELETE', key: merchant.apiKey }, options.requestTimeoutMs),
       );
-      if (answered?.attempt.outcome === 200) cancel.refunded = toUnits((answered.body as { data: { refunded_amount: number } }).data.refunded_amount);
+      if (answered?.attempt.outcome === 200)
+        cancel.refunded = toUnits((answered.body as { data: { refunded_amount: number } }).data.refunded_amount);
     }
   }
 

@@ -23,9 +23,12 @@ export function formatReport(result: ChaosResult, command: string): string {
   const lines: string[] = [];
   const records = result.evidence.records;
   const outcomes = new Map<string, number>();
-  for (const record of records) for (const a of record.attempts) outcomes.set(String(a.outcome), (outcomes.get(String(a.outcome)) ?? 0) + 1);
+  for (const record of records)
+    for (const a of record.attempts) outcomes.set(String(a.outcome), (outcomes.get(String(a.outcome)) ?? 0) + 1);
   const byKind = (kind: string): number => records.filter((r) => r.kind === kind).length;
-  lines.push(`Chaos run ${result.runId}, profile ${result.profile.name}: ${((result.endedAt - result.startedAt) / 1000).toFixed(0)} s wall time`);
+  lines.push(
+    `Chaos run ${result.runId}, profile ${result.profile.name}: ${((result.endedAt - result.startedAt) / 1000).toFixed(0)} s wall time`,
+  );
   lines.push(`Machine: ${machineLine()}`);
   lines.push(`Command: ${command}`);
   lines.push(
@@ -35,7 +38,7 @@ export function formatReport(result: ChaosResult, command: string): string {
   );
   lines.push(`Answers to POST /send: ${[...outcomes].map(([o, n]) => `${o} × ${n}`).join(', ')}`);
   lines.push('');
-  lines.push('Faults (recovery counted from the fault\'s end):');
+  lines.push("Faults (recovery counted from the fault's end):");
   lines.push('  fault              round target       lasted   first 201  all merchants  health ok  first dispatch');
   for (const f of result.faults) {
     lines.push(

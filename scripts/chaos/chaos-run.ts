@@ -85,7 +85,10 @@ function whyItWent(output: string): string {
   if (fatal) {
     try {
       const line = JSON.parse(fatal) as { msg?: string; reason?: string; err?: { type?: string; message?: string; stack?: string } };
-      const frame = line.err?.stack?.split('\n').find((l) => l.includes('/src/') || l.includes('node_modules/'))?.trim();
+      const frame = line.err?.stack
+        ?.split('\n')
+        .find((l) => l.includes('/src/') || l.includes('node_modules/'))
+        ?.trim();
       return `${line.msg ?? ''} (${line.reason ?? ''}): ${line.err?.type ?? ''}: ${line.err?.message ?? ''}${frame ? ` ${frame}` : ''}`;
     } catch {
       return fatal.slice(0, 500);
@@ -110,7 +113,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = options.log ?? (() => undefined);
   const runId = randomUUID().slice(0, 8);
   const startedAt = Date.now();
-  const logDir = options.keepDir === undefined ? mkdtempSync(path.join(tmpdir(), `gw-chaos-${runId}-`)) : path.resolve(options.keepDir, `chaos-${runId}`);
+  const logDir =
+    options.keepDir === undefined
+      ? mkdtempSync(path.join(tmpdir(), `gw-chaos-${runId}-`))
+      : path.resolve(options.keepDir, `chaos-${runId}`);
   mkdirSync(logDir, { recursive: true });
   let passed = false;
   let postgres: TestPostgres | null = null;
@@ -122,7 +128,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     log(`logs of every process: ${logDir}`);
     postgres = await startTestPostgres({ logFile: path.join(logDir, 'postgres.log') });
     const pg = postgres;
-    cluster = await startCluster({ nodes: profile.nodes, postgres: pg, leaseTtlMs: profile.leaseTtlMs, failoverDeadlineMs: profile.failoverDeadlineMs, env: nodeEnv(profile), logDir });
+    cluster = await startCluster({
+      nodes: profile.nodes,
+      postgres: pg,
+      leaseTtlMs: profile.leaseTtlMs,
+      failoverDeadlineMs: profile.failoverDeadlineMs,
+      env: nodeEnv(profile),
+      logDir,
+    });
     const c = cluster;
     log(`cluster up: ${c.nodes.map((n) => `${n.id} ${n.baseUrl}`).join(', ')}; postgres :${pg.port}, nats :${c.nats.port}`);
     receiver = await startWebhookReceiver();
@@ -130,7 +143,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const funding = new Map<string, number>();
     for (let i = 0; i < profile.merchants; i++) {
       const seeded = await seedMerchant(c.operator, { name: `Chaos shop ${i + 1}`, prepaid: FUNDING, timezone: TIMEZONE });
-      if (!(await c.operator.useCases.apiKeys.setWebhook(seeded.keyId, { url: receiver.url, username: 'chaos', password: 'chaos' }))) throw new Error('webhook not set');
+      if (!(await c.operator.useCases.apiKeys.setWebhook(seeded.keyId, { url: receiver.url, username: 'chaos', password: 'chaos' })))
+        throw new Error('webhook not set');
       merchants.push({ merchantId: seeded.merchantId, apiKey: seeded.apiKey, timezone: TIMEZONE });
       funding.set(seeded.merchantId, FUNDING_UNITS);
     }
@@ -155,7 +169,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         const status = await node.exited;
         if (!crashed.has(node)) {
           crashed.add(node);
-          deaths.push({ node: node.id, during: phase, exit: status.signal ?? `code ${String(status.code)}`, evidence: whyItWent(node.output()) });
+          deaths.push({
+            node: node.id,
+            during: phase,
+            exit: status.signal ?? `code ${String(status.code)}`,
+            evidence: whyItWent(node.output()),
+          });
         }
         log(`  ${node.id} exited during ${phase} (${status.signal ?? String(status.code)}); starting it again`);
         restarting.add(node.id);
@@ -177,7 +196,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     // how many nodes should be serving (one fewer between a node-kill and its restart)
     let expectedNodes = profile.nodes;
-    const targets = (): LoadTarget[] => c.nodes.filter((n) => n.state() === 'running' || n.state() === 'paused').map((n) => ({ id: n.id, api: n.api }));
+    const targets = (): LoadTarget[] =>
+      c.nodes.filter((n) => n.state() === 'running' || n.state() === 'paused').map((n) => ({ id: n.id, api: n.api }));
     load = startLoad({
       runId,
       merchants,
@@ -201,7 +221,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       return cyclic(running, n);
     };
 
-    async function measureRecovery(endedAt: number, after?: () => boolean): Promise<Pick<FaultRecord, 'firstSendMs' | 'allMerchantsMs' | 'healthOkMs' | 'firstDispatchMs'>> {
+    async function measureRecovery(
+      endedAt: number,
+      after?: () => boolean,
+    ): Promise<Pick<FaultRecord, 'firstSendMs' | 'allMerchantsMs' | 'healthOkMs' | 'firstDispatchMs'>> {
       let healthOkMs: number | null = null;
       let firstDispatchMs: number | null = null;
       const deadline = endedAt + profile.recoveryWindowMs;
@@ -238,7 +261,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     for (const [i, { name, round }] of plan.entries()) {
       // scheduled sends stop half way through the last round, so their minute falls before the run ends
-      if (round === profile.rounds && i - (round - 1) * profile.faults.length >= Math.floor(profile.faults.length / 2)) load.stopScheduling();
+      if (round === profile.rounds && i - (round - 1) * profile.faults.length >= Math.floor(profile.faults.length / 2))
+        load.stopScheduling();
       phase = `${name} (round ${round})`;
       const started = Date.now();
       let target = '';
@@ -259,9 +283,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             afterRecovery = async () => {
               await c.startNode(node.id, nodeEnv(profile));
               expectedNodes++;
-              await c.waitForBalance(c.running().map((n) => n.id), 60_000).catch((error: unknown) => {
-                log(`  not balanced: ${String(error).slice(0, 200)}`);
-              });
+              await c
+                .waitForBalance(
+                  c.running().map((n) => n.id),
+                  60_000,
+                )
+                .catch((error: unknown) => {
+                  log(`  not balanced: ${String(error).slice(0, 200)}`);
+                });
             };
           }
           break;
@@ -325,7 +354,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const healthyBy = Date.now() + profile.recoveryWindowMs;
     while (Date.now() < healthyBy) {
       const nodes = c.running();
-      if (restarting.size === 0 && nodes.length >= expectedNodes && nodes.every((n) => !crashed.has(n)) && (await Promise.all(nodes.map(healthOk))).every(Boolean)) break;
+      if (
+        restarting.size === 0 &&
+        nodes.length >= expectedNodes &&
+        nodes.every((n) => !crashed.has(n)) &&
+        (await Promise.all(nodes.map(healthOk))).every(Boolean)
+      )
+        break;
       await sleep(500);
     }
     const lastScheduled = Math.max(0, ...records.map((r) => (r.accepted ? (r.scheduledFor ?? 0) : 0)));
@@ -336,8 +371,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const settleDeadline = Date.now() + profile.settleMs;
     let evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, false);
     let result = verifyAll(evidence);
-    log(`waiting up to ${profile.settleMs / 1000} s for the dispatches and webhooks still due (${result.webhooks.missing} webhooks missing now)`);
-    while (Date.now() < settleDeadline && (result.webhooks.missing > 0 || !result.verifications.every((v) => v.ok || !v.name.startsWith('every occurrence')))) {
+    log(
+      `waiting up to ${profile.settleMs / 1000} s for the dispatches and webhooks still due (${result.webhooks.missing} webhooks missing now)`,
+    );
+    while (
+      Date.now() < settleDeadline &&
+      (result.webhooks.missing > 0 || !result.verifications.every((v) => v.ok || !v.name.startsWith('every occurrence')))
+    ) {
       await sleep(2_000);
       evidence = await collectEvidence(c, receiver, records, funding, killedSimulators, deaths, faults, false);
       result = verifyAll(evidence);
@@ -422,7 +462,11 @@ async function collectEvidence(
           const { id, key } = cyclic(accepted, next);
           const answer = await getJson(nodes, next++, `/status/${id}`, key);
           const data = (answer?.body as { data?: { message_id?: string; total_recipients?: number } } | undefined)?.data;
-          statuses.set(id, { status: answer?.status ?? 0, messageId: data?.message_id ?? null, totalRecipients: data?.total_recipients ?? null });
+          statuses.set(id, {
+            status: answer?.status ?? 0,
+            messageId: data?.message_id ?? null,
+            totalRecipients: data?.total_recipients ?? null,
+          });
         }
       }),
     );
@@ -435,8 +479,13 @@ async function collectEvidence(
   if (api && undispatched.length > 0 && undispatched.length <= 50) {
     for (const id of undispatched) {
       const outbox = await cluster.sql<{ id: string; topic: string }>('SELECT id, topic FROM outbox WHERE key = $1', [`message:${id}`]);
-      const jobs = await cluster.sql<{ n: number }>("SELECT count(*)::int AS n FROM agenda_jobs WHERE data::text LIKE '%' || $1 || '%'", [id]).catch(() => [{ n: -1 }]);
-      const events = await cluster.sql<{ type: string }>("SELECT e->>'type' AS type FROM journal j, jsonb_array_elements(j.events) e WHERE j.key = $1 ORDER BY j.seq", [`message:${id}`]);
+      const jobs = await cluster
+        .sql<{ n: number }>("SELECT count(*)::int AS n FROM agenda_jobs WHERE data::text LIKE '%' || $1 || '%'", [id])
+        .catch(() => [{ n: -1 }]);
+      const events = await cluster.sql<{ type: string }>(
+        "SELECT e->>'type' AS type FROM journal j, jsonb_array_elements(j.events) e WHERE j.key = $1 ORDER BY j.seq",
+        [`message:${id}`],
+      );
       undispatchedDetail.set(
         id,
         `journal: ${events.map((e) => e.type).join(', ')}; outbox: ${outbox.map((o) => o.topic).join(', ') || 'nothing'}; Agenda jobs naming it: ${jobs[0]?.n ?? 0}`,
@@ -445,7 +494,13 @@ async function collectEvidence(
   }
   const missingWebhookDetail = new Map<string, string>();
   if (api) {
-    const missing = missingTerminalEvents({ records, journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])), webhooks, deliveries: cluster.simulatorDeliveries(), killedSimulators });
+    const missing = missingTerminalEvents({
+      records,
+      journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])),
+      webhooks,
+      deliveries: cluster.simulatorDeliveries(),
+      killedSimulators,
+    });
     for (const { messageId, recipient } of missing.slice(0, 20)) {
       missingWebhookDetail.set(`${messageId}:${recipient}`, await whatIsKnownOf(cluster, receiver, messageId, recipient));
     }
@@ -471,14 +526,20 @@ async function collectEvidence(
   };
 }
 
-const isoOf = (ms: unknown): string => (typeof ms === 'number' || typeof ms === 'string' ? new Date(Number(ms)).toISOString().slice(11, 23) : '?');
+const isoOf = (ms: unknown): string =>
+  typeof ms === 'number' || typeof ms === 'string' ? new Date(Number(ms)).toISOString().slice(11, 23) : '?';
 
 /**
  * What the cluster knows of one message whose recipient got no terminal webhook, one line per source: the journal
  * (each record, with the recipient's signals), the outbox (entries still pending), the webhook dead letters, and
  * the receiver (each event it got for the message).
  */
-export async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookReceiver, messageId: string, recipient: number): Promise<string> {
+export async function whatIsKnownOf(
+  cluster: TestCluster,
+  receiver: WebhookReceiver,
+  messageId: string,
+  recipient: number,
+): Promise<string> {
   const lines: string[] = [];
   const describe = (event: Record<string, unknown>): string => {
     if (event.type === 'recipient_signal') {
@@ -503,12 +564,21 @@ export async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookRecei
       "SELECT id, topic, seq::int AS seq, created_at::float8 AS created_at, payload->'event'->>'event_type' AS type FROM outbox WHERE key = $1 ORDER BY created_at",
       [`message:${messageId}`],
     );
-    lines.push(`outbox (pending): ${outbox.map((o) => `${o.topic}${o.type ? ` ${o.type}` : ''} ${o.id} (record #${o.seq}, ${isoOf(o.created_at)})`).join('; ') || 'nothing'}`);
+    lines.push(
+      `outbox (pending): ${outbox.map((o) => `${o.topic}${o.type ? ` ${o.type}` : ''} ${o.id} (record #${o.seq}, ${isoOf(o.created_at)})`).join('; ') || 'nothing'}`,
+    );
   } catch (error) {
     lines.push(`outbox: unreadable (${String(error).slice(0, 200)})`);
   }
   try {
-    const letters = await cluster.sql<{ id: string; reason: string; attempts: number; last_status: number | null; last_error: string | null; type: string | null }>(
+    const letters = await cluster.sql<{
+      id: string;
+      reason: string;
+      attempts: number;
+      last_status: number | null;
+      last_error: string | null;
+      type: string | null;
+    }>(
       "SELECT id, reason, attempts, last_status, last_error, event->>'event_type' AS type FROM webhook_dead_letters WHERE event->>'message_id' = $1",
       [messageId],
     );
@@ -526,11 +596,19 @@ export async function whatIsKnownOf(cluster: TestCluster, receiver: WebhookRecei
 }
 
 /** GET through `nodes[turn]`, then the next ones when a node does not answer or answers 5xx (three tries). */
-async function getJson(nodes: readonly ClusterNode[], turn: number, path: string, key: string): Promise<{ status: number; body: unknown } | null> {
+async function getJson(
+  nodes: readonly ClusterNode[],
+  turn: number,
+  path: string,
+  key: string,
+): Promise<{ status: number; body: unknown } | null> {
   let last: { status: number; body: unknown } | null = null;
   for (let n = 0; n < 3; n++) {
     try {
-      const response = await fetch(`${cyclic(nodes, turn + n).api}${path}`, { headers: { 'app-key': key }, signal: AbortSignal.timeout(15_000) });
+      const response = await fetch(`${cyclic(nodes, turn + n).api}${path}`, {
+        headers: { 'app-key': key },
+        signal: AbortSignal.timeout(15_000),
+      });
       last = { status: response.status, body: await response.json() };
       if (response.status < 500) return last;
     } catch {

@@ -117,7 +117,8 @@ export interface WebhookFigures {
 }
 
 const isFailure = (outcome: Attempt['outcome']): boolean => outcome === 503;
-const unknownOutcome = (a: Attempt): boolean => a.outcome === 'network' || a.outcome === 'timeout' || (typeof a.outcome === 'number' && a.outcome >= 500 && a.outcome !== 503);
+const unknownOutcome = (a: Attempt): boolean =>
+  a.outcome === 'network' || a.outcome === 'timeout' || (typeof a.outcome === 'number' && a.outcome >= 500 && a.outcome !== 503);
 const describeAttempts = (attempts: readonly Attempt[]): string =>
   attempts.map((a) => `${a.node}:${String(a.outcome)}${a.errorCode ? `/${a.errorCode}` : ''}${a.replayed ? '(replayed)' : ''}`).join(' ');
 
@@ -152,8 +153,12 @@ export function verifyAcceptedInJournal(evidence: Evidence): Verification {
     const { messageId, totalCost } = record.accepted;
     const message = messages.get(messageId);
     if (!message) failures.push(`${messageId} (${record.marker}) answered 201 but has no message_created in the journal`);
-    else if (message.text !== record.marker || message.totalCost !== totalCost) failures.push(`${messageId}: the journal has "${message.text}" for ${message.totalCost}, the 201 said "${record.marker}" for ${totalCost}`);
-    if (!charges.has(messageId)) failures.push(`${messageId} (${record.marker}) answered 201 but its charge is not in the wallet's journal`);
+    else if (message.text !== record.marker || message.totalCost !== totalCost)
+      failures.push(
+        `${messageId}: the journal has "${message.text}" for ${message.totalCost}, the 201 said "${record.marker}" for ${totalCost}`,
+      );
+    if (!charges.has(messageId))
+      failures.push(`${messageId} (${record.marker}) answered 201 but its charge is not in the wallet's journal`);
   }
   return { name: 'every 201 in the journal', ok: failures.length === 0, summary: `${accepted.length} accepted sends`, failures };
 }
@@ -168,7 +173,9 @@ export function verifyAcceptedInStatus(evidence: Evidence): Verification {
     const view = evidence.statuses.get(messageId);
     if (!view) failures.push(`${messageId}: GET /status not asked`);
     else if (view.status !== 200 || view.messageId !== messageId || view.totalRecipients !== totalRecipients) {
-      failures.push(`${messageId}: GET /status answered ${view.status} (message ${String(view.messageId)}, ${String(view.totalRecipients)} recipients; 201 said ${totalRecipients})`);
+      failures.push(
+        `${messageId}: GET /status answered ${view.status} (message ${String(view.messageId)}, ${String(view.totalRecipients)} recipients; 201 said ${totalRecipients})`,
+      );
     }
   }
   return { name: 'every 201 in GET /status', ok: failures.length === 0, summary: `${accepted.length} asked`, failures };
@@ -192,7 +199,10 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
     const found = journal.get(record.marker) ?? [];
     const during = faultAt(evidence.faults, first.startedAt);
     if (!record.accepted) {
-      if (found.length > 0) failures.push(`[${during}] ${record.marker} answered ${describeAttempts(record.attempts)}, yet the journal has ${found.map((m) => m.messageId).join(', ')}`);
+      if (found.length > 0)
+        failures.push(
+          `[${during}] ${record.marker} answered ${describeAttempts(record.attempts)}, yet the journal has ${found.map((m) => m.messageId).join(', ')}`,
+        );
       continue;
     }
     const acceptedAt = record.attempts.findIndex((a) => a.outcome === 201);
@@ -202,7 +212,9 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
     // a replay after a 503 means an earlier attempt was applied; only an attempt of unknown outcome may have been
     const ambiguous = before.some(unknownOutcome);
     if (accepting?.replayed && firstFailed >= 0 && !ambiguous) {
-      failures.push(`[${during}] ${record.marker}: ${describeAttempts(record.attempts)}: the 201 replays ${record.accepted.messageId}, created by an attempt answered 503`);
+      failures.push(
+        `[${during}] ${record.marker}: ${describeAttempts(record.attempts)}: the 201 replays ${record.accepted.messageId}, created by an attempt answered 503`,
+      );
     }
   }
   const refundedByMessage = cancelRefunds(evidence);
@@ -214,7 +226,9 @@ export function verifyFailuresUnapplied(evidence: Evidence): Verification {
     const journalRefund = refundedByMessage.get(record.accepted.messageId) ?? 0;
     const first = failed[0];
     if (first && journalRefund > (cancel.refunded ?? 0) && !cancel.attempts.some(unknownOutcome)) {
-      failures.push(`[${faultAt(evidence.faults, first.startedAt)}] cancel of ${record.accepted.messageId}: ${describeAttempts(cancel.attempts)}: the journal refunded ${journalRefund}, the 200 said ${cancel.refunded}`);
+      failures.push(
+        `[${faultAt(evidence.faults, first.startedAt)}] cancel of ${record.accepted.messageId}: ${describeAttempts(cancel.attempts)}: the journal refunded ${journalRefund}, the 200 said ${cancel.refunded}`,
+      );
     }
   }
   return { name: 'every 503 unapplied', ok: failures.length === 0, summary: `${answered503} answers 503`, failures };
@@ -226,7 +240,12 @@ export function verifyNoDuplicateMessages(evidence: Evidence): Verification {
   for (const [marker, messages] of byMarker(evidence.journalMessages)) {
     if (messages.length > 1) failures.push(`${marker}: ${messages.length} messages (${messages.map((m) => m.messageId).join(', ')})`);
   }
-  return { name: 'no send created twice', ok: failures.length === 0, summary: `${evidence.journalMessages.length} messages in the journal`, failures };
+  return {
+    name: 'no send created twice',
+    ok: failures.length === 0,
+    summary: `${evidence.journalMessages.length} messages in the journal`,
+    failures,
+  };
 }
 
 /**
@@ -249,7 +268,8 @@ export function verifyWallets(evidence: Evidence): Verification {
         counted.add(record.accepted.messageId);
         const cancel = record.cancel;
         // a cancel with no 200 may still have been applied when some attempt's outcome is unknown
-        if (cancel) expected += cancel.refunded ?? (cancel.attempts.some(unknownOutcome) ? (refunds.get(record.accepted.messageId) ?? 0) : 0);
+        if (cancel)
+          expected += cancel.refunded ?? (cancel.attempts.some(unknownOutcome) ? (refunds.get(record.accepted.messageId) ?? 0) : 0);
         continue;
       }
       // no 201: it may still have been applied when some attempt's outcome is unknown (not when all were 503s)
@@ -263,17 +283,25 @@ export function verifyWallets(evidence: Evidence): Verification {
     const folded = money.reduce((sum, m) => sum + (m.type === 'charged' ? -m.amount : m.amount), 0);
     const balance = evidence.balances.get(merchantId) ?? null;
     if (balance !== expected || folded !== expected) {
-      const unexplained = money.filter((m) => m.type === 'charged' && m.chargeId !== null && !counted.has(m.chargeId)).map((m) => {
-        const message = evidence.journalMessages.find((j) => j.messageId === m.chargeId);
-        const record = message ? mine.find((r) => r.marker === message.text) : undefined;
-        return `${String(m.chargeId)} ${m.amount} (${record ? describeAttempts(record.attempts) : 'no request of this run'})`;
-      });
+      const unexplained = money
+        .filter((m) => m.type === 'charged' && m.chargeId !== null && !counted.has(m.chargeId))
+        .map((m) => {
+          const message = evidence.journalMessages.find((j) => j.messageId === m.chargeId);
+          const record = message ? mine.find((r) => r.marker === message.text) : undefined;
+          return `${String(m.chargeId)} ${m.amount} (${record ? describeAttempts(record.attempts) : 'no request of this run'})`;
+        });
       failures.push(
-        `${merchantId}: expected ${expected}, GET /balance ${String(balance)}, journal ${folded}` + (unexplained.length > 0 ? `; charges no answer accounts for: ${unexplained.slice(0, 5).join(', ')}` : ''),
+        `${merchantId}: expected ${expected}, GET /balance ${String(balance)}, journal ${folded}` +
+          (unexplained.length > 0 ? `; charges no answer accounts for: ${unexplained.slice(0, 5).join(', ')}` : ''),
       );
     }
   }
-  return { name: 'wallets exact (funding − accepted + refunds)', ok: failures.length === 0, summary: `${merchants.length} wallets`, failures };
+  return {
+    name: 'wallets exact (funding − accepted + refunds)',
+    ok: failures.length === 0,
+    summary: `${merchants.length} wallets`,
+    failures,
+  };
 }
 
 /**
@@ -312,10 +340,13 @@ export function verifyDispatchedOnce(evidence: Evidence): { verification: Verifi
     expected++;
     if (dispatched === 0) {
       const at = record.scheduledFor ?? record.attempts.find((a) => a.outcome === 201)?.endedAt ?? 0;
-      failures.push(`[${faultAt(evidence.faults, at)}] ${id} (${record.kind}${record.scheduledFor ? ` for ${new Date(record.scheduledFor).toISOString()}` : ''}; ${describeAttempts(record.attempts)}) accepted but never dispatched${evidence.undispatchedDetail?.has(id) ? `; ${evidence.undispatchedDetail.get(id) ?? ''}` : ''}`);
+      failures.push(
+        `[${faultAt(evidence.faults, at)}] ${id} (${record.kind}${record.scheduledFor ? ` for ${new Date(record.scheduledFor).toISOString()}` : ''}; ${describeAttempts(record.attempts)}) accepted but never dispatched${evidence.undispatchedDetail?.has(id) ? `; ${evidence.undispatchedDetail.get(id) ?? ''}` : ''}`,
+      );
     }
     for (let r = 0; r < accepted.totalRecipients; r++) {
-      if (dispatched > 0 && !takes.has(`${id}:0:${r}`)) failures.push(`${id}:0:${r} dispatched in the journal, never reached the connector`);
+      if (dispatched > 0 && !takes.has(`${id}:0:${r}`))
+        failures.push(`${id}:0:${r} dispatched in the journal, never reached the connector`);
     }
   }
   for (const dispatchId of takes.keys()) {
@@ -343,9 +374,12 @@ const RECEIPT_TIMEOUT_CODE = '1503';
  * number's outcome, or, for a recipient whose dispatch was last taken by a simulator process that was SIGKILLed
  * (its planned receipts died with it), either that or the receipt timeout's sms.failed 1503.
  */
-function expectedTerminalEvents(evidence: Pick<Evidence, 'records' | 'journalDispatches' | 'deliveries' | 'killedSimulators'>): Map<string, { type: string; orphaned: boolean }> {
+function expectedTerminalEvents(
+  evidence: Pick<Evidence, 'records' | 'journalDispatches' | 'deliveries' | 'killedSimulators'>,
+): Map<string, { type: string; orphaned: boolean }> {
   const lastTaker = new Map<string, number>();
-  for (const delivery of evidence.deliveries) if (delivery.taken) lastTaker.set(delivery.dispatchId, Math.max(lastTaker.get(delivery.dispatchId) ?? 0, delivery.process));
+  for (const delivery of evidence.deliveries)
+    if (delivery.taken) lastTaker.set(delivery.dispatchId, Math.max(lastTaker.get(delivery.dispatchId) ?? 0, delivery.process));
   const expected = new Map<string, { type: string; orphaned: boolean }>();
   for (const record of evidence.records) {
     const id = record.accepted?.messageId;
@@ -394,7 +428,10 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
     // a recipient ended by it whose connector was not killed lost a receipt on the way
     if (ids?.size === 1 && timedOut.has(key)) {
       if (orphaned) endedByTimeout++;
-      else failures.push(`${key}: sms.failed ${RECEIPT_TIMEOUT_CODE} (no final receipt in time), expected ${type}; the connector that took it was not killed`);
+      else
+        failures.push(
+          `${key}: sms.failed ${RECEIPT_TIMEOUT_CODE} (no final receipt in time), expected ${type}; the connector that took it was not killed`,
+        );
       continue;
     }
     if (!ids) {
@@ -478,16 +515,25 @@ export function verifyNodesSurvived(evidence: Evidence): Verification {
 export function verifyRecovered(evidence: Evidence): Verification {
   const failures = evidence.faults
     .filter((f) => f.allMerchantsMs === null || f.healthOkMs === null)
-    .map((f) => `${f.name} (round ${f.round}, ${f.target}): ${f.healthOkMs === null ? 'health never ok' : ''}${f.healthOkMs === null && f.allMerchantsMs === null ? ', ' : ''}${f.allMerchantsMs === null ? 'some merchant never served again' : ''}`);
+    .map(
+      (f) =>
+        `${f.name} (round ${f.round}, ${f.target}): ${f.healthOkMs === null ? 'health never ok' : ''}${f.healthOkMs === null && f.allMerchantsMs === null ? ', ' : ''}${f.allMerchantsMs === null ? 'some merchant never served again' : ''}`,
+    );
   return { name: 'every fault recovered from', ok: failures.length === 0, summary: `${evidence.faults.length} faults`, failures };
 }
 
 /** No journal record written without the current lease of its shard; every key's sequence 1..n. */
 export function verifyFencing(evidence: Evidence): Verification {
   const failures: string[] = [];
-  if (evidence.staleWrites > 0) failures.push(`${evidence.staleWrites} journal records written by a node without the shard's current lease`);
+  if (evidence.staleWrites > 0)
+    failures.push(`${evidence.staleWrites} journal records written by a node without the shard's current lease`);
   if (evidence.journalGaps > 0) failures.push(`${evidence.journalGaps} journal keys whose sequence numbers have gaps`);
-  return { name: 'fencing: no stale-owner write, no gap', ok: failures.length === 0, summary: `${evidence.staleWrites} stale writes, ${evidence.journalGaps} gaps`, failures };
+  return {
+    name: 'fencing: no stale-owner write, no gap',
+    ok: failures.length === 0,
+    summary: `${evidence.staleWrites} stale writes, ${evidence.journalGaps} gaps`,
+    failures,
+  };
 }
 
 export interface VerificationResult {

@@ -247,11 +247,20 @@ export function createApiKeyBehaviour(policy: RateLimitPolicy): Behaviour<ApiKey
         if (verdict.outcome === 'unauthorized') return { events: [], reply: { outcome: 'unauthorized' } };
         if (verdict.outcome === 'forbidden') return { events: [], reply: { outcome: 'forbidden', status: verdict.status } };
         const rate = decideRate(state.rate, command.bucket, now, policy);
-        if (rate.outcome === 'suspended') return { events: [], state: { ...state, rate: rate.state }, reply: { outcome: 'suspended', retryAfterSeconds: rate.retryAfterSeconds } };
+        if (rate.outcome === 'suspended')
+          return {
+            events: [],
+            state: { ...state, rate: rate.state },
+            reply: { outcome: 'suspended', retryAfterSeconds: rate.retryAfterSeconds },
+          };
         if (rate.outcome === 'limited') {
           const until = rate.state.suspendedUntil;
           const events: ApiKeyEvent[] = rate.suspendedNow && until !== null ? [{ type: 'key_suspended', until, at: now }] : [];
-          return { events, state: { ...state, rate: rate.state }, reply: { outcome: 'rate_limited', retryAfterSeconds: rate.retryAfterSeconds } };
+          return {
+            events,
+            state: { ...state, rate: rate.state },
+            reply: { outcome: 'rate_limited', retryAfterSeconds: rate.retryAfterSeconds },
+          };
         }
         const due = state.lastUsedJournaledAt === null || now - state.lastUsedJournaledAt >= LAST_USED_JOURNAL_INTERVAL_MS;
         return {
@@ -272,7 +281,9 @@ export function createApiKeyBehaviour(policy: RateLimitPolicy): Behaviour<ApiKey
 
       webhook_target: (state) => ({
         events: [],
-        reply: state.created ? { ok: true, target: { merchantId: state.merchantId, webhook: state.webhook, signingSecret: state.signingSecret } } : NOT_FOUND,
+        reply: state.created
+          ? { ok: true, target: { merchantId: state.merchantId, webhook: state.webhook, signingSecret: state.signingSecret } }
+          : NOT_FOUND,
       }),
     },
   };
@@ -280,5 +291,9 @@ export function createApiKeyBehaviour(policy: RateLimitPolicy): Behaviour<ApiKey
 
 /** How a host runs keys: rate-limit windows are volatile, so a snapshot keeps only what events produced. */
 export const apiKeyHostPolicy: HostPolicy<ApiKeyState, ApiKeyCommand, ApiKeyEvent> = {
-  toSnapshot: (state) => ({ ...state, lastUsedAt: state.lastUsedJournaledAt, rate: { ...EMPTY_RATE_STATE, suspendedUntil: state.rate.suspendedUntil } }),
+  toSnapshot: (state) => ({
+    ...state,
+    lastUsedAt: state.lastUsedJournaledAt,
+    rate: { ...EMPTY_RATE_STATE, suspendedUntil: state.rate.suspendedUntil },
+  }),
 };

@@ -6,7 +6,13 @@ import type { GatewayEnvironment } from '../libraries/config/config.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import { checkKeyFormat, displayKey, generateApiKey, hashApiKey, type KeyStatus } from './api-key.js';
 import type { SecretBox } from '../libraries/secrets/secret-box.js';
-import { secretContext, type AuthenticationReply, type KeyView, type WebhookSettings, type WebhookSettingsInput } from './api-key-behaviour.js';
+import {
+  secretContext,
+  type AuthenticationReply,
+  type KeyView,
+  type WebhookSettings,
+  type WebhookSettingsInput,
+} from './api-key-behaviour.js';
 import { createFailureLimiter, createNegativeCache } from './authentication-guards.js';
 import type { RateBucket } from './rate-limiter.js';
 
@@ -49,7 +55,10 @@ export interface IssuedKey {
 }
 
 export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
-  const lookups = createExpiringCache<string, { readonly keyId: string; readonly merchantId: string; readonly environment: GatewayEnvironment }>({
+  const lookups = createExpiringCache<
+    string,
+    { readonly keyId: string; readonly merchantId: string; readonly environment: GatewayEnvironment }
+  >({
     clock: deps.clock,
     ttlMs: deps.lookupCacheMs,
     max: 10_000,
@@ -57,7 +66,11 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
 
   const newApiKey = deps.generateKey ?? ((environment: GatewayEnvironment) => generateApiKey(environment));
   const unknownKeys = createNegativeCache({ clock: deps.clock, ttlMs: deps.guards.negativeCacheMs });
-  const failures = createFailureLimiter({ clock: deps.clock, limit: deps.guards.failuresPerAddress, windowMs: deps.guards.failureWindowMs });
+  const failures = createFailureLimiter({
+    clock: deps.clock,
+    limit: deps.guards.failuresPerAddress,
+    windowMs: deps.guards.failureWindowMs,
+  });
 
   function cachedLookup(hash: string) {
     return lookups.get(hash) ?? null;
@@ -90,7 +103,8 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     const hash = wellFormed ? hashApiKey(header) : null;
     if (clientAddress !== undefined) {
       const verdict = failures.check(clientAddress);
-      if (verdict.limited && (hash === null || !cachedLookup(hash))) return { outcome: 'rate_limited', retryAfterSeconds: verdict.retryAfterSeconds };
+      if (verdict.limited && (hash === null || !cachedLookup(hash)))
+        return { outcome: 'rate_limited', retryAfterSeconds: verdict.retryAfterSeconds };
     }
     if (hash === null) return unauthorized(clientAddress);
     const key = await resolve(hash);
@@ -126,7 +140,15 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     const apiKey = newApiKey(deps.environment);
     const hash = hashApiKey(apiKey);
     const display = displayKey(apiKey);
-    await deps.directory.registerKey({ keyId, merchantId, environment: deps.environment, hash, display, createdAt: deps.clock.now(), deletedAt: null });
+    await deps.directory.registerKey({
+      keyId,
+      merchantId,
+      environment: deps.environment,
+      hash,
+      display,
+      createdAt: deps.clock.now(),
+      deletedAt: null,
+    });
     unknownKeys.forget(hash);
     await deps.router.apiKey(merchantId, keyId).ask({
       type: 'create',
@@ -184,11 +206,18 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
   /** The password is sealed here, before the key's actor journals it. */
   function sealedWebhook(keyId: string, webhook: WebhookSettingsInput | null): WebhookSettings | null {
     if (webhook === null) return null;
-    return { ...webhook, password: webhook.password === null ? null : deps.secrets.seal(webhook.password, secretContext.webhookPassword(keyId)) };
+    return {
+      ...webhook,
+      password: webhook.password === null ? null : deps.secrets.seal(webhook.password, secretContext.webhookPassword(keyId)),
+    };
   }
 
   async function setWebhook(keyId: string, webhook: WebhookSettingsInput | null) {
-    return withKey(keyId, async (merchantId) => (await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_webhook', webhook: sealedWebhook(keyId, webhook) })).ok);
+    return withKey(
+      keyId,
+      async (merchantId) =>
+        (await deps.router.apiKey(merchantId, keyId).ask({ type: 'set_webhook', webhook: sealedWebhook(keyId, webhook) })).ok,
+    );
   }
 
   /** Opt-in HMAC signing; returns the new secret (shown once; journaled sealed) or null when turned off. */
@@ -241,7 +270,21 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
     return views;
   }
 
-  return { identify, verify, unauthorized, authenticate, issueKey, rotateKey, setStatus, setExpiry, deleteKey, setWebhook, setSigning, resealSecrets, listKeys };
+  return {
+    identify,
+    verify,
+    unauthorized,
+    authenticate,
+    issueKey,
+    rotateKey,
+    setStatus,
+    setExpiry,
+    deleteKey,
+    setWebhook,
+    setSigning,
+    resealSecrets,
+    listKeys,
+  };
 }
 
 export type ApiKeyUseCases = ReturnType<typeof createApiKeyUseCases>;

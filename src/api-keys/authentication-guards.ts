@@ -25,7 +25,11 @@ export interface NegativeCache {
   forget(hash: string): void;
 }
 
-export function createNegativeCache(options: { readonly clock: Clock; readonly ttlMs: number; readonly maxEntries?: number }): NegativeCache {
+export function createNegativeCache(options: {
+  readonly clock: Clock;
+  readonly ttlMs: number;
+  readonly maxEntries?: number;
+}): NegativeCache {
   const until = guardMemory<{ readonly expires: number }>(options.maxEntries ?? GUARD_MAX_ENTRIES);
   return {
     has(hash) {
@@ -57,7 +61,12 @@ export interface FailureLimiter {
  * A fixed window per address, starting at its first 401: at most `limit` 401s in it, then `limited` until the
  * window ends (Retry-After counts to that end).
  */
-export function createFailureLimiter(options: { readonly clock: Clock; readonly limit: number; readonly windowMs: number; readonly maxEntries?: number }): FailureLimiter {
+export function createFailureLimiter(options: {
+  readonly clock: Clock;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly maxEntries?: number;
+}): FailureLimiter {
   const windows = guardMemory<{ readonly start: number; readonly failures: number }>(options.maxEntries ?? GUARD_MAX_ENTRIES);
 
   function current(address: string, now: number) {

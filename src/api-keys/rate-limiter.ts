@@ -103,7 +103,12 @@ export function decide(state: RateState, bucket: RateBucket, now: number, policy
     suspendedUntil: suspendedNow ? now + policy.suspensionMs : base.suspendedUntil,
   };
   // the rejection that suspends the key already owes the whole suspension, not just the bucket's wait
-  return { outcome: 'limited', state: next, retryAfterSeconds: suspendedNow ? secondsUntil(now + policy.suspensionMs, now) : retryAfterSeconds, suspendedNow };
+  return {
+    outcome: 'limited',
+    state: next,
+    retryAfterSeconds: suspendedNow ? secondsUntil(now + policy.suspensionMs, now) : retryAfterSeconds,
+    suspendedNow,
+  };
 }
 
 /** The rate limits of every key, as configured (RATE_LIMIT_*, SUSPEND_AFTER_REJECTIONS, SUSPENSION_MS). */

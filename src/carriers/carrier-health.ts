@@ -45,7 +45,12 @@ export const carriersDown = (check: CarriersCheck): string[] =>
     .map(([carrier]) => carrier);
 
 /** The routed carriers: the sandbox simulator, or the pricing rows' carriers and the default carrier. */
-export function routedCarriers(environment: 'sandbox' | 'production', pricingCarriers: Iterable<string>, defaultCarrier: string, sandboxCarrier: string): string[] {
+export function routedCarriers(
+  environment: 'sandbox' | 'production',
+  pricingCarriers: Iterable<string>,
+  defaultCarrier: string,
+  sandboxCarrier: string,
+): string[] {
   if (environment === 'sandbox') return [sandboxCarrier];
   return [...new Set([...pricingCarriers, defaultCarrier])].filter((carrier) => carrier.length > 0).sort();
 }
@@ -66,7 +71,11 @@ export async function pricingCarriers(directory: Pick<Directory, 'merchants' | '
  * Carriers with nothing in the stream and no durable are 0. The stream, subjects and durables are the deployment's
  * (`names`).
  */
-export async function readDispatchBacklog(jsm: JetStreamManager, names: NatsNames, carriers: readonly string[]): Promise<Map<string, number>> {
+export async function readDispatchBacklog(
+  jsm: JetStreamManager,
+  names: NatsNames,
+  carriers: readonly string[],
+): Promise<Map<string, number>> {
   const stream = names.stream(STREAMS.dispatch.name);
   const subjectOf = (carrier: string): string => names.subject(dispatchSubject(carrier));
   let subjects: Readonly<Record<string, number>>;
@@ -74,7 +83,8 @@ export async function readDispatchBacklog(jsm: JetStreamManager, names: NatsName
     subjects = (await jsm.streams.info(stream, { subjects_filter: subjectOf('>') })).state.subjects ?? {};
   } catch (error) {
     // no gateway started on this NATS yet: nothing waits
-    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return new Map(carriers.map((carrier) => [carrier, 0]));
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)
+      return new Map(carriers.map((carrier) => [carrier, 0]));
     throw error;
   }
   const prefix = subjectOf('');

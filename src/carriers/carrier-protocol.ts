@@ -95,7 +95,11 @@ const ajv = new Ajv({ allErrors: true, strict: true });
 // ajv-formats is CommonJS: under NodeNext its plugin is the `default` of the module object
 addFormatsModule.default(ajv, ['date-time']);
 
-const validators: { dispatch: ValidateFunction<DispatchJob>; receipt: ValidateFunction<Receipt>; receiptBatch: ValidateFunction<ReceiptBatch> } = {
+const validators: {
+  dispatch: ValidateFunction<DispatchJob>;
+  receipt: ValidateFunction<Receipt>;
+  receiptBatch: ValidateFunction<ReceiptBatch>;
+} = {
   dispatch: ajv.compile<DispatchJob>(loadSchema('dispatch-job.v1.json')),
   receipt: ajv.compile<Receipt>(loadSchema('receipt.v1.json')),
   // compiled after receipt.v1.json, which its items refer to by $id
@@ -124,7 +128,8 @@ export interface ReceivedReceipts {
 }
 
 /** Errors that all lie inside the batch's receipts: the batch itself (version, id, list) is well formed. */
-const onlyInReceipts = (errors: SchemaErrors): boolean => errors.length > 0 && errors.every((e) => /^\/receipts\/\d+(\/|$)/.test(e.instancePath));
+const onlyInReceipts = (errors: SchemaErrors): boolean =>
+  errors.length > 0 && errors.every((e) => /^\/receipts\/\d+(\/|$)/.test(e.instancePath));
 
 /**
  * One receipt or a batch of them. An invalid receipt inside a well-formed batch is refused on its own; the others
@@ -134,7 +139,9 @@ export function readReceipts(payload: unknown): ReceivedReceipts {
   const isObject = typeof payload === 'object' && payload !== null && !Array.isArray(payload);
   if (!isObject || !Object.hasOwn(payload, 'receipts')) {
     const single = checkReceipt(payload);
-    return single.ok ? { receipts: [single.value], rejected: [] } : { receipts: [], rejected: [`invalid receipt: ${single.errors.join('; ')}`] };
+    return single.ok
+      ? { receipts: [single.value], rejected: [] }
+      : { receipts: [], rejected: [`invalid receipt: ${single.errors.join('; ')}`] };
   }
   const validateBatch = validators.receiptBatch;
   if (validateBatch(payload)) return { receipts: payload.receipts, rejected: [] };

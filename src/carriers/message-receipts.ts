@@ -9,7 +9,8 @@ export interface MessageReceipts {
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-const isOptionalText = (value: unknown): value is string | null | undefined => value === undefined || value === null || typeof value === 'string';
+const isOptionalText = (value: unknown): value is string | null | undefined =>
+  value === undefined || value === null || typeof value === 'string';
 const isFiniteNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
 /** A message's receipts off the wire, checked field by field (null: malformed). */
@@ -20,7 +21,8 @@ export function messageReceiptsOf(value: unknown): MessageReceipts | null {
     if (!isRecord(receipt) || !isCarrierStatus(receipt.status)) return null;
     const { occurrence, recipient, at, errorCode, errorMessage, carrierStatus } = receipt;
     if (!isFiniteNumber(occurrence) || !isFiniteNumber(recipient) || !isFiniteNumber(at)) return null;
-    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string')) return null;
+    if (!isOptionalText(errorCode) || !isOptionalText(errorMessage) || (carrierStatus !== undefined && typeof carrierStatus !== 'string'))
+      return null;
     receipts.push({
       occurrence,
       recipient,

@@ -1,6 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pRetry from 'p-retry';
-import { SmsGatewayAuthError, SmsGatewayError, SmsGatewayNetworkError, SmsGatewayNotFoundError, SmsGatewayResponseError } from './sms-gateway-errors.js';
+import {
+  SmsGatewayAuthError,
+  SmsGatewayError,
+  SmsGatewayNetworkError,
+  SmsGatewayNotFoundError,
+  SmsGatewayResponseError,
+} from './sms-gateway-errors.js';
 import type {
   Balance,
   CalculateRequest,
@@ -149,7 +155,9 @@ function errorOf(response: Response, body: unknown, text: string): Error {
     return new SmsGatewayError(response.status, envelope, body.retry_after ?? retryAfterHeader(response));
   }
   if (isObject(body) && typeof body.detail === 'string') {
-    return response.status === 404 ? new SmsGatewayNotFoundError(body.detail, requestId) : new SmsGatewayAuthError(response.status, body.detail, requestId);
+    return response.status === 404
+      ? new SmsGatewayNotFoundError(body.detail, requestId)
+      : new SmsGatewayAuthError(response.status, body.detail, requestId);
   }
   return new SmsGatewayResponseError(response.status, text);
 }

@@ -44,7 +44,11 @@ interface SendFields {
 /** The body of `POST /send`; a null optional field is the same as leaving it out. */
 export type SendRequest =
   | (SendFields & { readonly sending_type?: 'immediate'; readonly scheduled_dates?: null; readonly recurring_schedule?: null })
-  | (SendFields & { readonly sending_type: 'scheduled'; readonly scheduled_dates: readonly ScheduledDate[]; readonly recurring_schedule?: null })
+  | (SendFields & {
+      readonly sending_type: 'scheduled';
+      readonly scheduled_dates: readonly ScheduledDate[];
+      readonly recurring_schedule?: null;
+    })
   | (SendFields & { readonly sending_type: 'recurring'; readonly recurring_schedule: RecurringSchedule; readonly scheduled_dates?: null });
 
 export interface SendResult {
@@ -158,8 +162,7 @@ export interface Balance {
 export type CalculationMode = 'amount_to_sms' | 'sms_to_amount';
 
 export type CalculateRequest =
-  | { readonly mode: 'amount_to_sms'; readonly amount: number }
-  | { readonly mode: 'sms_to_amount'; readonly sms_count: number };
+  { readonly mode: 'amount_to_sms'; readonly amount: number } | { readonly mode: 'sms_to_amount'; readonly sms_count: number };
 
 export interface CalculationResult<M extends CalculationMode = CalculationMode> {
   readonly mode: M;

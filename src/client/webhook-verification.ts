@@ -35,7 +35,10 @@ export function verifyWebhookSignature(options: VerifySignatureOptions): boolean
 }
 
 /** Checks an `Authorization: Basic …` header against the credentials set on the key, in constant time. */
-export function verifyBasicAuth(authorization: string | null | undefined, credentials: { readonly username: string; readonly password: string }): boolean {
+export function verifyBasicAuth(
+  authorization: string | null | undefined,
+  credentials: { readonly username: string; readonly password: string },
+): boolean {
   const match = /^basic\s+(\S+)\s*$/i.exec(authorization ?? '');
   const presented = match?.[1] === undefined ? '' : Buffer.from(match[1], 'base64').toString('utf8');
   // digests have one length, so the comparison says nothing about the expected value's length either
@@ -53,7 +56,13 @@ const RECIPIENT_FIELDS = { recipient_phone: 'string', carrier: 'string', recipie
 
 /** The `data` fields each event type must carry; more may come (additive), and are kept. */
 const DATA_FIELDS: Readonly<Record<EventType, Readonly<Record<string, FieldType>>>> = {
-  'sms.queued': { total_recipients: 'number', total_messages: 'number', total_cost: 'number', currency: 'string', scheduled_at: 'string|null' },
+  'sms.queued': {
+    total_recipients: 'number',
+    total_messages: 'number',
+    total_cost: 'number',
+    currency: 'string',
+    scheduled_at: 'string|null',
+  },
   'sms.processing': RECIPIENT_FIELDS,
   'sms.sent': { ...RECIPIENT_FIELDS, sent_at: 'string' },
   'sms.delivered': { ...RECIPIENT_FIELDS, delivered_at: 'string', segments: 'number' },

@@ -11,7 +11,13 @@ import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';
 import { shardOf } from './shards.js';
-import { ActorFailureError, InternalError, NoResponderError, RequestTimeoutError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
+import {
+  ActorFailureError,
+  InternalError,
+  NoResponderError,
+  RequestTimeoutError,
+  type ActorFailureReason,
+} from '../libraries/errors/internal-errors.js';
 
 type ActorKind = 'wallet' | 'apiKey' | 'message';
 
@@ -68,7 +74,9 @@ function shardReplyOf(value: unknown): ShardReply | null {
     case 'refused':
       return typeof value.detail === 'string' ? { outcome: 'refused', detail: value.detail } : null;
     case 'failed':
-      return isOneOf(FAILURE_REASONS, value.reason) && typeof value.detail === 'string' ? { outcome: 'failed', reason: value.reason, detail: value.detail } : null;
+      return isOneOf(FAILURE_REASONS, value.reason) && typeof value.detail === 'string'
+        ? { outcome: 'failed', reason: value.reason, detail: value.detail }
+        : null;
     default:
       return null;
   }
@@ -175,7 +183,10 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       options.onRemoteHop?.(Number(process.hrtime.bigint() - started) / 1e9);
     }
     const reply = shardReplyOf(answered);
-    if (reply === null) throw new AbortError(new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`));
+    if (reply === null)
+      throw new AbortError(
+        new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`),
+      );
     if (reply.outcome === 'ok') return reply.value;
     if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced'))
       throw new NotApplied(`shard ${shard} changed hands`);
@@ -305,7 +316,8 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         return { outcome: 'ok', value: await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)) };
       }
       const host = hostOf(request.kind);
-      if (!host.handles(request.command.type)) return { outcome: 'refused', detail: `${request.kind} has no command ${JSON.stringify(request.command.type)}` };
+      if (!host.handles(request.command.type))
+        return { outcome: 'refused', detail: `${request.kind} has no command ${JSON.stringify(request.command.type)}` };
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
       return { outcome: 'ok', value: await host.ref(request.id, shard).ask(request.command, deadline) };

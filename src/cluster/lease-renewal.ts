@@ -18,8 +18,7 @@ export interface LeaseRenewalOptions {
 }
 
 export type RenewalOutcome =
-  | { readonly renewed: readonly number[] }
-  | { readonly skipped: 'main_thread_silent'; readonly silentMs: number };
+  { readonly renewed: readonly number[] } | { readonly skipped: 'main_thread_silent'; readonly silentMs: number };
 
 /**
  * A node's lease renewal apart from its main thread (run in a worker thread with its own connection): the leases
@@ -56,9 +55,7 @@ export type LeaseRenewal = ReturnType<typeof createLeaseRenewal>;
 
 /** Messages from the main thread to the renewal thread. */
 export type ToRenewalThread =
-  | { readonly type: 'hold'; readonly held: readonly HeldLease[] }
-  | { readonly type: 'alive' }
-  | { readonly type: 'stop' };
+  { readonly type: 'hold'; readonly held: readonly HeldLease[] } | { readonly type: 'alive' } | { readonly type: 'stop' };
 
 /** Messages from the renewal thread to the main thread. */
 export type FromRenewalThread =

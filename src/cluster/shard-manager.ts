@@ -96,7 +96,12 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     changes = { acquired: [], handedOver: [], expired: [] };
     const ascending = (shards: number[]): number[] => shards.sort((a, b) => a - b);
     try {
-      options.onRebalanced?.({ acquired: ascending(acquired), handedOver: ascending(handedOver), expired: ascending(expired), owned: owned.size });
+      options.onRebalanced?.({
+        acquired: ascending(acquired),
+        handedOver: ascending(handedOver),
+        expired: ascending(expired),
+        owned: owned.size,
+      });
     } catch (error) {
       options.onError?.(error);
     }
@@ -133,7 +138,10 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       const taken = await leases.acquire(nodeId, candidates, fairShare - owned.size, ttlMs);
       if (stoppingNow()) {
         // won as the stop began: never served, given back at once
-        await leases.release(nodeId, taken.map((lease) => lease.shard));
+        await leases.release(
+          nodeId,
+          taken.map((lease) => lease.shard),
+        );
         return;
       }
       for (const lease of taken) await gain(lease);

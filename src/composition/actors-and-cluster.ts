@@ -141,7 +141,11 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
     start() {
       unbindMetrics =
         metrics?.bind({
-          actorsActive: () => ({ wallet: hosts.wallets.activeCount(), api_key: hosts.apiKeys.activeCount(), message: hosts.messages.activeCount() }),
+          actorsActive: () => ({
+            wallet: hosts.wallets.activeCount(),
+            api_key: hosts.apiKeys.activeCount(),
+            message: hosts.messages.activeCount(),
+          }),
           outboxBacklog: () => persistence.outbox.backlog(),
           ...(manager ? { shardsOwned: () => manager.ownedShards().length } : {}),
           // a client node holds no shard but knows how many the cluster has
@@ -165,5 +169,15 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
     stop: () => manager?.stop(),
   };
 
-  return { runtime, hosts, router, clusterRouter, manager, nodeId, clustered, requestBudgetMs, components: { metricsBinding, actors, shards } };
+  return {
+    runtime,
+    hosts,
+    router,
+    clusterRouter,
+    manager,
+    nodeId,
+    clustered,
+    requestBudgetMs,
+    components: { metricsBinding, actors, shards },
+  };
 }

@@ -6,13 +6,24 @@ import type { Persistence } from '../libraries/persistence/persistence.js';
  * On PostgreSQL, more Agenda instances that lock and run due jobs beside the main one (SCHEDULER_EXTRA_LOCKERS; none
  * on PGlite or MongoDB).
  */
-export async function openAgendaLockers(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend[]> {
+export async function openAgendaLockers(
+  config: Config,
+  persistence: Persistence,
+  onError: (error: unknown) => void,
+): Promise<AgendaBackend[]> {
   if (!persistence.sql || persistence.kind !== 'postgres') return [];
   const { AgendaPostgresBackend } = await import('../scheduling/agenda-postgres-backend.js');
   const connectionString = await persistence.sql.connectionString();
   return Array.from(
     { length: config.tuning.schedulerExtraLockers },
-    () => new AgendaPostgresBackend({ connectionString, maxConnections: config.tuning.schedulerPoolSize, ensureSchema: false, notifications: false, onError }),
+    () =>
+      new AgendaPostgresBackend({
+        connectionString,
+        maxConnections: config.tuning.schedulerPoolSize,
+        ensureSchema: false,
+        notifications: false,
+        onError,
+      }),
   );
 }
 
@@ -24,11 +35,20 @@ const AGENDA_SCHEMA_LOCK = 4_242_002;
  * pool has SCHEDULER_POOL_SIZE connections (Agenda's backend ignored its `poolConfig` when given a connection
  * string, so every instance ran on pg's default of 10; the pools are ours now and keep that size by default).
  */
-export async function openAgendaBackend(config: Config, persistence: Persistence, onError: (error: unknown) => void): Promise<AgendaBackend> {
+export async function openAgendaBackend(
+  config: Config,
+  persistence: Persistence,
+  onError: (error: unknown) => void,
+): Promise<AgendaBackend> {
   if (persistence.sql) {
     const { AgendaPostgresBackend } = await import('../scheduling/agenda-postgres-backend.js');
     // PGlite never delivers NOTIFY to a listener: it relies on polling
-    const settings = { connectionString: await persistence.sql.connectionString(), notifications: persistence.kind !== 'pglite', maxConnections: config.tuning.schedulerPoolSize, onError };
+    const settings = {
+      connectionString: await persistence.sql.connectionString(),
+      notifications: persistence.kind !== 'pglite',
+      maxConnections: config.tuning.schedulerPoolSize,
+      onError,
+    };
     if (persistence.kind !== 'postgres') return new AgendaPostgresBackend({ ...settings, ensureSchema: true });
     // Agenda's schema statements (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION) race when nodes start
     // together: the loser gets a unique violation in pg_catalog, an unhandled rejection in Agenda. One node at a time

@@ -23,7 +23,13 @@ import type { Component } from './lifecycle.js';
 
 /** How webhooks are sent: the given sender (its owner closes it), or one of this node's, closed on stop. */
 export function createWebhookSending(config: Config, given?: WebhookSender) {
-  const sender = given ?? createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, policy: webhookUrlPolicyOf(config), userAgent: `sms-gateway/${config.version}` });
+  const sender =
+    given ??
+    createWebhookSender({
+      timeoutMs: config.webhooks.timeoutMs,
+      policy: webhookUrlPolicyOf(config),
+      userAgent: `sms-gateway/${config.version}`,
+    });
   const component: Component = { name: 'webhook-sender', stop: () => (given ? undefined : sender.close()) };
   return { sender, component };
 }
@@ -63,7 +69,10 @@ export function createTransportWorkers(options: TransportWorkerOptions) {
         directory: options.directory,
         concurrency: config.tuning.receiptConcurrency,
         ...(receiptBatches
-          ? { applyReceipts: (merchantId: string, messageId: string, carrierReceipts: readonly CarrierReceipt[]) => receiptBatches.run(merchantId, { messageId, receipts: carrierReceipts }) }
+          ? {
+              applyReceipts: (merchantId: string, messageId: string, carrierReceipts: readonly CarrierReceipt[]) =>
+                receiptBatches.run(merchantId, { messageId, receipts: carrierReceipts }),
+            }
           : {}),
         onRejected: (reason) => {
           report({ what: 'receipt_rejected', error: new Error(reason) });
@@ -77,7 +86,10 @@ export function createTransportWorkers(options: TransportWorkerOptions) {
     ? createShardBatches<{ readonly keyId: string }, ApiKeyReplies['webhook_target']>({
         name: 'webhook-targets',
         router: clusterRouter,
-        itemOf: (value) => (typeof value === 'object' && value !== null && 'keyId' in value && typeof value.keyId === 'string' ? { keyId: value.keyId } : null),
+        itemOf: (value) =>
+          typeof value === 'object' && value !== null && 'keyId' in value && typeof value.keyId === 'string'
+            ? { keyId: value.keyId }
+            : null,
         maxBatch: config.tuning.clusterWebhookTargetBatchMax,
         perform: (merchantId, item) => router.apiKey(merchantId, item.keyId).ask({ type: 'webhook_target' }),
       })

@@ -8,7 +8,12 @@ import { natsNames } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 
 /** The node's transport: the database bus in embedded mode, NATS in server mode. */
-export async function openTransport(config: Config, persistence: Persistence, logger: Logger, outages?: DependencyOutages): Promise<Transport> {
+export async function openTransport(
+  config: Config,
+  persistence: Persistence,
+  logger: Logger,
+  outages?: DependencyOutages,
+): Promise<Transport> {
   if (config.mode === 'embedded') {
     if (!persistence.sql) throw new Error('embedded mode needs the SQL database for its bus');
     return createDatabaseBus({ db: persistence.sql });
@@ -27,4 +32,3 @@ export async function openTransport(config: Config, persistence: Persistence, lo
     },
   });
 }
-

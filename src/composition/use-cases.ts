@@ -19,7 +19,12 @@ export function createReadModels(options: { readonly config: Config; readonly pe
   const { config, persistence, clock } = options;
   // a message's owner never changes: status reads and receipts ask the database once per message at most
   const directory = withMessageOwnerCache(persistence.directory, config.tuning.messageOwnerCacheSize);
-  const catalog = createMerchantCatalog({ directory, clock, ttlMs: config.tuning.merchantCatalogTtlMs, defaultUnitPrice: config.merchantDefaults.unitPrice });
+  const catalog = createMerchantCatalog({
+    directory,
+    clock,
+    ttlMs: config.tuning.merchantCatalogTtlMs,
+    defaultUnitPrice: config.merchantDefaults.unitPrice,
+  });
   return { directory, catalog };
 }
 

@@ -25,7 +25,12 @@ interface PriceEntry {
   list: PriceList | null;
 }
 
-export function createMerchantCatalog(options: { directory: Directory; clock: Clock; ttlMs: number; defaultUnitPrice: string }): MerchantCatalog {
+export function createMerchantCatalog(options: {
+  directory: Directory;
+  clock: Clock;
+  ttlMs: number;
+  defaultUnitPrice: string;
+}): MerchantCatalog {
   const cacheOptions = { clock: options.clock, ttlMs: options.ttlMs, max: MERCHANTS_KEPT };
   const merchants = createExpiringCache<string, { readonly record: MerchantRecord | null }>(cacheOptions);
   const prices = createExpiringCache<string, PriceEntry>(cacheOptions);
@@ -36,7 +41,12 @@ export function createMerchantCatalog(options: { directory: Directory; clock: Cl
     if (cached) return cached;
     const records = await options.directory.pricing(merchantId);
     const entry: PriceEntry = {
-      rows: records.map((r): PricingRow => ({ countryCallingCode: r.countryCallingCode, networkPrefix: r.networkPrefix, price: fromUnits(r.price), carrier: r.carrier })),
+      rows: records.map((r): PricingRow => ({
+        countryCallingCode: r.countryCallingCode,
+        networkPrefix: r.networkPrefix,
+        price: fromUnits(r.price),
+        carrier: r.carrier,
+      })),
       list: null,
     };
     prices.set(merchantId, entry);

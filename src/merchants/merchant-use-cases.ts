@@ -40,11 +40,13 @@ export function createMerchantUseCases(deps: {
   async function createMerchant(input: NewMerchant): Promise<Checked<MerchantRecord>> {
     const issues: FieldIssue[] = [];
     const timezone = input.timezone ?? deps.defaults.timezone;
-    if (!isKnownTimezone(timezone)) issues.push({ field: 'timezone', message: `unknown IANA time zone "${timezone}"`, type: 'timezone.invalid' });
+    if (!isKnownTimezone(timezone))
+      issues.push({ field: 'timezone', message: `unknown IANA time zone "${timezone}"`, type: 'timezone.invalid' });
     const currency = (input.currency ?? deps.defaults.currency).toUpperCase();
     if (!/^[A-Z]{3}$/.test(currency)) issues.push({ field: 'currency', message: 'must be an ISO 4217 code', type: 'currency.invalid' });
     const defaultCountry = (input.defaultCountry ?? deps.defaults.country).toUpperCase();
-    if (!/^[A-Z]{2}$/.test(defaultCountry)) issues.push({ field: 'defaultCountry', message: 'must be an ISO 3166 alpha-2 code', type: 'country.invalid' });
+    if (!/^[A-Z]{2}$/.test(defaultCountry))
+      issues.push({ field: 'defaultCountry', message: 'must be an ISO 3166 alpha-2 code', type: 'country.invalid' });
     const locale = input.locale ?? deps.defaults.locale;
     if (!isKnownLocale(locale)) issues.push({ field: 'locale', message: `unknown locale "${locale}"`, type: 'locale.invalid' });
     let unitPrice: number | null = null;
@@ -75,9 +77,15 @@ export function createMerchantUseCases(deps: {
     const issues: FieldIssue[] = [];
     const seen = new Set<string>();
     rows.forEach((row, index) => {
-      if (!isValidPricingRow(row)) issues.push({ field: `rows[${index}]`, message: 'needs a 1–3 digit country code, a digit prefix, a positive price and a carrier', type: 'pricing.invalid' });
+      if (!isValidPricingRow(row))
+        issues.push({
+          field: `rows[${index}]`,
+          message: 'needs a 1–3 digit country code, a digit prefix, a positive price and a carrier',
+          type: 'pricing.invalid',
+        });
       const prefix = `${row.countryCallingCode}/${row.networkPrefix}`;
-      if (seen.has(prefix)) issues.push({ field: `rows[${index}]`, message: `duplicates the row for ${prefix}`, type: 'pricing.duplicate' });
+      if (seen.has(prefix))
+        issues.push({ field: `rows[${index}]`, message: `duplicates the row for ${prefix}`, type: 'pricing.duplicate' });
       seen.add(prefix);
     });
     if (issues.length > 0) return { ok: false, issues };
@@ -99,7 +107,8 @@ export function createMerchantUseCases(deps: {
     if (unitPrice === null) return { ok: false, issues: [{ field: 'unitPrice', message: PRICE_RULE, type: 'money.invalid' }] };
     const updated = await deps.directory.updateMerchant(merchantId, { unitPrice });
     deps.catalog.invalidate(merchantId);
-    if (!updated) return { ok: false, issues: [{ field: 'merchantId', message: `unknown merchant ${merchantId}`, type: 'merchant.unknown' }] };
+    if (!updated)
+      return { ok: false, issues: [{ field: 'merchantId', message: `unknown merchant ${merchantId}`, type: 'merchant.unknown' }] };
     return { ok: true, value: updated };
   }
 

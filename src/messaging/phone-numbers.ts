@@ -18,7 +18,11 @@ export function stripPresentation(raw: string): string {
 export function normaliseNumber(raw: string, defaultCountry: string): NumberResult {
   const compact = stripPresentation(raw);
   if (compact.length < MIN_NUMBER_LENGTH) {
-    return { ok: false, reason: 'too_short', message: `must have at least ${MIN_NUMBER_LENGTH} characters after removing spaces and dashes` };
+    return {
+      ok: false,
+      reason: 'too_short',
+      message: `must have at least ${MIN_NUMBER_LENGTH} characters after removing spaces and dashes`,
+    };
   }
   const parsed = parsePhoneNumberFromString(compact, defaultCountry as CountryCode);
   if (!parsed?.isPossible()) {

@@ -87,7 +87,12 @@ export function applySignal(state: RecipientState, signal: RecipientSignal): Rec
   const code = failureCode(signal.status, signal.errorCode);
   const failure = code === null ? null : { errorCode: code, errorMessage: failureMessage(code, signal.errorMessage) };
   const next = moveTo(state, [...outcome.implies, outcome.status], signal.at, failure);
-  const merged: RecipientState = { ...next.state, carrierStatus: signal.carrierStatus ?? signal.status, carrierRank: outcome.rank, updatedAt: signal.at };
+  const merged: RecipientState = {
+    ...next.state,
+    carrierStatus: signal.carrierStatus ?? signal.status,
+    carrierRank: outcome.rank,
+    updatedAt: signal.at,
+  };
   return { state: merged, events: next.events, changed: true };
 }
 

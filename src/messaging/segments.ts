@@ -9,8 +9,7 @@
 // GSM 03.38 basic character set in table order; 0x1B (escape) is left out because it is not a character.
 // Position 0x09 is 'Ç' (capital C with cedilla), as in the standard.
 const GSM_BASIC =
-  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?' +
-  '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
+  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?' + '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
 
 // Extension table: form feed and ^{}\[~]|€, each sent as escape + code, i.e. 2 septets.
 const GSM_EXTENSION = '\f^{}\\[~]|€';

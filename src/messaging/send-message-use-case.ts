@@ -178,4 +178,3 @@ export function followUpId(messageId: string): string {
 }
 
 export type SendMessageUseCase = ReturnType<typeof createSendMessageUseCase>;
-

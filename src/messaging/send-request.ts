@@ -117,7 +117,8 @@ export interface ValidSendRequest {
   readonly callbackUrl: string | null;
 }
 
-export type SendValidation = { readonly ok: true; readonly value: ValidSendRequest } | { readonly ok: false; readonly issues: readonly FieldIssue[] };
+export type SendValidation =
+  { readonly ok: true; readonly value: ValidSendRequest } | { readonly ok: false; readonly issues: readonly FieldIssue[] };
 
 const DAY_MS = 86_400_000;
 
@@ -132,7 +133,9 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
   const wellShaped = (field: keyof SendBody) => !malformed.has(field);
   const input = (shaped.ok ? shaped.value : body) as Partial<SendBody>;
   const has = (field: keyof SendBody) => input[field] !== undefined && input[field] !== null;
-  const sendingType: SendingType = (SENDING_TYPES as readonly unknown[]).includes(input.sending_type) ? (input.sending_type as SendingType) : 'immediate';
+  const sendingType: SendingType = (SENDING_TYPES as readonly unknown[]).includes(input.sending_type)
+    ? (input.sending_type as SendingType)
+    : 'immediate';
   const sendingTypeValid = input.sending_type === undefined || (SENDING_TYPES as readonly unknown[]).includes(input.sending_type);
 
   // rules 1–3: which schedule fields go with which sending_type
@@ -153,7 +156,12 @@ export function validateSendRequest(body: unknown, context: SendValidationContex
       if (typeof entry !== 'string' || entry === '' || entry.length > SEND_LIMITS.maxRecipientEntryLength) return; // reported by the schema
       const result = normaliseNumber(entry, context.defaultCountry);
       if (result.ok) recipients.push({ index, phone: result.e164 });
-      else issues.push({ field: `to[${index}]`, message: result.message, type: result.reason === 'too_short' ? 'string.min' : 'phone.invalid' });
+      else
+        issues.push({
+          field: `to[${index}]`,
+          message: result.message,
+          type: result.reason === 'too_short' ? 'string.min' : 'phone.invalid',
+        });
     });
   }
 

@@ -21,5 +21,7 @@ export function validateCalculateRequest(body: unknown): Validated<CalculateRequ
   const result = validateWith<CalculateBody>(calculateBodySchema, body);
   if (!result.ok) return result;
   const { mode, amount, sms_count: smsCount } = result.value;
-  return mode === 'amount_to_sms' ? { ok: true, value: { mode, amount: amount ?? 0 } } : { ok: true, value: { mode, smsCount: smsCount ?? 0 } };
+  return mode === 'amount_to_sms'
+    ? { ok: true, value: { mode, amount: amount ?? 0 } }
+    : { ok: true, value: { mode, smsCount: smsCount ?? 0 } };
 }

@@ -5,8 +5,7 @@ import type { PricingRow } from './pricing-table.js';
 export const CALCULATE_MAX = 10_000_000;
 
 export type CalculateRequest =
-  | { readonly mode: 'amount_to_sms'; readonly amount: number }
-  | { readonly mode: 'sms_to_amount'; readonly smsCount: number };
+  { readonly mode: 'amount_to_sms'; readonly amount: number } | { readonly mode: 'sms_to_amount'; readonly smsCount: number };
 
 export interface CalculateResult {
   readonly mode: CalculateRequest['mode'];

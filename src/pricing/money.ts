@@ -71,7 +71,7 @@ export function sum(amounts: Iterable<Money>): Money {
 }
 
 export function min(a: Money, b: Money): Money {
-  return (a < b ? a : b);
+  return a < b ? a : b;
 }
 
 /** The JSON number a response carries: 1234500 → 123.45. Exact for every amount the service produces. */

@@ -81,11 +81,13 @@ function format(date: CivilDate): string {
 export function validateRule(rule: RecurrenceRule): { start: CivilDate; end: CivilDate | null; issues: FieldIssue[] } {
   const issues: FieldIssue[] = [];
   const start = parseCivil(rule.startDate);
-  if (!start) issues.push({ field: `${FIELD}.start_date`, message: `"${rule.startDate}" is not a calendar date (YYYY-MM-DD)`, type: 'date.invalid' });
+  if (!start)
+    issues.push({ field: `${FIELD}.start_date`, message: `"${rule.startDate}" is not a calendar date (YYYY-MM-DD)`, type: 'date.invalid' });
   let end: CivilDate | null = null;
   if (rule.endDate !== null) {
     end = parseCivil(rule.endDate);
-    if (!end) issues.push({ field: `${FIELD}.end_date`, message: `"${rule.endDate}" is not a calendar date (YYYY-MM-DD)`, type: 'date.invalid' });
+    if (!end)
+      issues.push({ field: `${FIELD}.end_date`, message: `"${rule.endDate}" is not a calendar date (YYYY-MM-DD)`, type: 'date.invalid' });
     else if (start && dayNumber(end) < dayNumber(start)) {
       issues.push({ field: `${FIELD}.end_date`, message: 'must not be before start_date', type: 'date.min' });
     }
@@ -148,7 +150,7 @@ export function expandRecurrence(rule: RecurrenceRule, timezone: string, window:
   let k = step !== null ? Math.max(0, Math.floor((firstUsefulDay - dayNumber(start)) / step)) : 0;
 
   const collected = new Set<number>();
-  for (;; k++) {
+  for (; ; k++) {
     const day = candidateDay(rule, start, k);
     const periodStart = step !== null ? dayNumber(start) + k * step : day ? dayNumber(day) : null;
     if (periodStart !== null && periodStart > lastDay) break;

@@ -17,4 +17,3 @@ export type ScheduleRegistrationEffect = EffectOf<typeof SCHEDULE_REGISTER_TOPIC
 export function isScheduleRegistration(value: unknown): value is ScheduleRegistration {
   return isRecord(value) && isText(value.merchantId) && isText(value.messageId) && isFiniteNumber(value.at);
 }
-

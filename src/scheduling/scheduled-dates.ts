@@ -7,8 +7,7 @@ export interface ScheduledDateEntry {
 }
 
 export type ScheduledDatesResult =
-  | { readonly ok: true; readonly instants: readonly number[] }
-  | { readonly ok: false; readonly issues: readonly FieldIssue[] };
+  { readonly ok: true; readonly instants: readonly number[] } | { readonly ok: false; readonly issues: readonly FieldIssue[] };
 
 /**
  * `scheduled_dates` → UTC instants in chronological order (occurrence_index follows that order).

@@ -20,7 +20,14 @@ export type WalletAdjustmentEffect = EffectOf<typeof WALLET_ADJUST_TOPIC, Wallet
 
 /** A `wallet.adjust` payload read back from the outbox. */
 export function isWalletAdjustment(value: unknown): value is WalletAdjustment {
-  return isRecord(value) && isText(value.merchantId) && isText(value.chargeId) && isText(value.refundId) && isMoney(value.amount) && isFlag(value.settle);
+  return (
+    isRecord(value) &&
+    isText(value.merchantId) &&
+    isText(value.chargeId) &&
+    isText(value.refundId) &&
+    isMoney(value.amount) &&
+    isFlag(value.settle)
+  );
 }
 
 /**
@@ -38,4 +45,3 @@ export async function applyWalletAdjustment(router: ActorRouter, adjustment: Wal
 export function adjustmentOutboxId(adjustment: WalletAdjustment): string {
   return `adjust:${adjustment.chargeId}:${adjustment.refundId}`;
 }
-

@@ -53,7 +53,14 @@ export type WalletEvent =
       readonly idempotency: { readonly key: string; readonly bodyHash: string; readonly receipt: unknown } | null;
       readonly at: number;
     }
-  | { readonly type: 'refunded'; readonly chargeId: string; readonly refundId: string; readonly prepaid: Money; readonly postpaid: Money; readonly at: number }
+  | {
+      readonly type: 'refunded';
+      readonly chargeId: string;
+      readonly refundId: string;
+      readonly prepaid: Money;
+      readonly postpaid: Money;
+      readonly at: number;
+    }
   | { readonly type: 'charge_settled'; readonly chargeId: string; readonly at: number };
 
 export type WalletCommand =
@@ -139,12 +146,23 @@ export function createWalletBehaviour(options: WalletBehaviourOptions): Behaviou
         let next = withBalance(state, 'prepaid', (b) => subtract(b, event.prepaid));
         next = withBalance(next, 'postpaid', (b) => subtract(b, event.postpaid));
         if (event.refundable) {
-          const charge: OpenCharge = { prepaid: event.prepaid, postpaid: event.postpaid, refundedPrepaid: ZERO, refundedPostpaid: ZERO, refundIds: [] };
+          const charge: OpenCharge = {
+            prepaid: event.prepaid,
+            postpaid: event.postpaid,
+            refundedPrepaid: ZERO,
+            refundedPostpaid: ZERO,
+            refundIds: [],
+          };
           next = { ...next, openCharges: { ...next.openCharges, [event.chargeId]: charge } };
         }
         next = forgetExpiredKeys(next, event.at);
         if (event.idempotency) {
-          const entry: IdempotencyEntry = { bodyHash: event.idempotency.bodyHash, chargeId: event.chargeId, receipt: event.idempotency.receipt, at: event.at };
+          const entry: IdempotencyEntry = {
+            bodyHash: event.idempotency.bodyHash,
+            chargeId: event.chargeId,
+            receipt: event.idempotency.receipt,
+            at: event.at,
+          };
           next = { ...next, idempotency: { ...next.idempotency, [event.idempotency.key]: entry } };
         }
         return next;
@@ -181,14 +199,21 @@ export function createWalletBehaviour(options: WalletBehaviourOptions): Behaviou
 
       top_up: (state, command, { now }) => {
         if (!state[command.wallet].open) return { events: [], reply: { ok: false, code: 'NO_WALLET' } };
-        const event: WalletEvent = { type: 'topped_up', wallet: command.wallet, amount: command.amount, reference: command.reference, at: now };
+        const event: WalletEvent = {
+          type: 'topped_up',
+          wallet: command.wallet,
+          amount: command.amount,
+          reference: command.reference,
+          at: now,
+        };
         return { events: [event], reply: { ok: true, balance: balanceView(apply(state, event)) } };
       },
 
       charge: (state, command, { now }) => {
         if (command.idempotency) {
           const verdict = idempotencyVerdict(forgetExpiredKeys(state, now), command.idempotency.key, command.idempotency.bodyHash);
-          if (verdict.outcome === 'replay') return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_REPLAY', chargeId: verdict.chargeId, receipt: verdict.receipt } };
+          if (verdict.outcome === 'replay')
+            return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_REPLAY', chargeId: verdict.chargeId, receipt: verdict.receipt } };
           if (verdict.outcome === 'mismatch') return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_KEY_REUSED' } };
         }
         const available = add(state.prepaid.balance, state.postpaid.balance);

@@ -59,11 +59,21 @@ export type WebhookEvent = {
 
 type FieldCheck = (value: unknown) => boolean;
 
-const RECIPIENT_FIELDS: Readonly<Record<string, FieldCheck>> = { recipient_index: isFiniteNumber, recipient_phone: isText, carrier: isText };
+const RECIPIENT_FIELDS: Readonly<Record<string, FieldCheck>> = {
+  recipient_index: isFiniteNumber,
+  recipient_phone: isText,
+  carrier: isText,
+};
 
 /** The `data` fields each event type carries (recipient events may add `occurrence_index` and `scheduled_at`). */
 const DATA_FIELDS: Readonly<Record<EventType, Readonly<Record<string, FieldCheck>>>> = {
-  'sms.queued': { total_recipients: isFiniteNumber, total_messages: isFiniteNumber, total_cost: isFiniteNumber, currency: isText, scheduled_at: isNullableText },
+  'sms.queued': {
+    total_recipients: isFiniteNumber,
+    total_messages: isFiniteNumber,
+    total_cost: isFiniteNumber,
+    currency: isText,
+    scheduled_at: isNullableText,
+  },
   'sms.processing': RECIPIENT_FIELDS,
   'sms.sent': { ...RECIPIENT_FIELDS, sent_at: isText },
   'sms.delivered': { ...RECIPIENT_FIELDS, delivered_at: isText, segments: isFiniteNumber },
@@ -122,7 +132,13 @@ export function recipientEventData(facts: RecipientEventFacts): EventDataByType[
       return { ...base, delivered_at: at, segments: facts.segments };
     case 'sms.failed': {
       const code = facts.errorCode ?? '1501';
-      return { ...base, failed_at: at, error_code: code, error_message: facts.errorMessage ?? failureMessage(code), retryable: isRetryable(code) };
+      return {
+        ...base,
+        failed_at: at,
+        error_code: code,
+        error_message: facts.errorMessage ?? failureMessage(code),
+        retryable: isRetryable(code),
+      };
     }
   }
 }

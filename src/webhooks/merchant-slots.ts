@@ -52,7 +52,11 @@ export function createAttemptPace(options: { readonly limit: number; readonly we
  * a slow merchant can only hold a bounded share of the worker. A job that has waited `maxWaitMs` without a slot is
  * refused too: what a node holds for a merchant whose endpoint suddenly hangs goes back long before its ack wait.
  */
-export function createMerchantSlots(limit: number, waiting: number | ((merchantId: string) => number), maxWaitMs = Number.POSITIVE_INFINITY) {
+export function createMerchantSlots(
+  limit: number,
+  waiting: number | ((merchantId: string) => number),
+  maxWaitMs = Number.POSITIVE_INFINITY,
+) {
   const waitingFor = typeof waiting === 'number' ? () => waiting : waiting;
   const busy = new Map<string, number>();
   const queues = new Map<string, (() => void)[]>();

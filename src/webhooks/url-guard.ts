@@ -115,7 +115,10 @@ export type WebhookUrlPolicy = {
 /** Where webhooks may go: production only public addresses over https; the sandbox also http://localhost when allowed. */
 export function webhookUrlPolicyOf(config: Config): WebhookUrlPolicy {
   const production = config.environment === 'production';
-  return { publicAddressesOnly: production, allowHttpLocalhost: !production && (config.mode === 'embedded' || config.webhooks.allowHttpLocalhost) };
+  return {
+    publicAddressesOnly: production,
+    allowHttpLocalhost: !production && (config.mode === 'embedded' || config.webhooks.allowHttpLocalhost),
+  };
 }
 
 export type HostLookup = (host: string) => Promise<readonly string[]>;
@@ -149,15 +152,18 @@ export function webhookUrlFormMessage(policy: Pick<WebhookUrlPolicy, 'allowHttpL
 }
 
 export type WebhookUrlVerdict =
-  | { readonly accepted: true }
-  | { readonly accepted: false; readonly refusal: 'form' | 'address'; readonly message: string };
+  { readonly accepted: true } | { readonly accepted: false; readonly refusal: 'form' | 'address'; readonly message: string };
 
 /**
  * The one rule deciding where webhooks may go, applied alike to a send's `callback_url` (POST /send) and to a
  * key's webhook (`keys set-webhook`), with the policy of the same settings (`webhookUrlPolicyOf`): the written
  * form, then, under the public-only policy, every address the host resolves to.
  */
-export async function checkWebhookUrl(text: string, policy: WebhookUrlPolicy, lookup: HostLookup = defaultLookup): Promise<WebhookUrlVerdict> {
+export async function checkWebhookUrl(
+  text: string,
+  policy: WebhookUrlPolicy,
+  lookup: HostLookup = defaultLookup,
+): Promise<WebhookUrlVerdict> {
   if (!hasWebhookUrlForm(text, policy)) return { accepted: false, refusal: 'form', message: webhookUrlFormMessage(policy) };
   if (policy.publicAddressesOnly && !(await resolvesToPublicAddresses(text, lookup))) {
     return { accepted: false, refusal: 'address', message: 'must resolve to public internet addresses only' };

@@ -46,7 +46,6 @@ const CREDENTIALS_TTL_MS = 5_000;
 
 const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, signingSecret: null };
 
-
 /**
  * One attempt of a webhook job: one POST; any 2xx acknowledges, any 4xx ends it, everything else is retried after
  * the next delay as a new job (the broker holds it until due), and after the last retry the event is recorded as
@@ -55,7 +54,8 @@ const NO_CREDENTIALS: WebhookCredentials = { username: null, password: null, sig
 export function createWebhookDelivery(options: WebhookDeliveryOptions) {
   const credentials = createExpiringCache<string, WebhookCredentials>({ clock: options.clock, ttlMs: CREDENTIALS_TTL_MS, max: 10_000 });
   const webhookTarget =
-    options.webhookTarget ?? ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
+    options.webhookTarget ??
+    ((merchantId: string, keyId: string) => options.router.apiKey(merchantId, keyId).ask({ type: 'webhook_target' }));
 
   async function credentialsFor(job: WebhookJob): Promise<WebhookCredentials> {
     if (job.auth === 'none') return NO_CREDENTIALS;
@@ -80,7 +80,12 @@ export function createWebhookDelivery(options: WebhookDeliveryOptions) {
    * The line of a failed attempt: whose event, which attempt, how it ended and what follows. Never the credentials,
    * and the URL only as scheme://host[:port]/path (a merchant's URL may carry a token in its userinfo or query).
    */
-  function logFailure(job: WebhookJob, result: AttemptResult, tookMs: number, next: { nextAttemptAt: number } | { deadLetter: DeadLetterReason }): void {
+  function logFailure(
+    job: WebhookJob,
+    result: AttemptResult,
+    tookMs: number,
+    next: { nextAttemptAt: number } | { deadLetter: DeadLetterReason },
+  ): void {
     const line = {
       merchant_id: job.merchantId,
       message_id: job.event.message_id,
@@ -92,7 +97,8 @@ export function createWebhookDelivery(options: WebhookDeliveryOptions) {
       url: loggableUrl(job.url),
       duration_ms: tookMs,
     };
-    if ('nextAttemptAt' in next) options.logger.warn({ ...line, next_attempt_at: toIsoUtc(next.nextAttemptAt) }, 'webhook attempt failed: retrying');
+    if ('nextAttemptAt' in next)
+      options.logger.warn({ ...line, next_attempt_at: toIsoUtc(next.nextAttemptAt) }, 'webhook attempt failed: retrying');
     else options.logger.warn({ ...line, dead_letter: next.deadLetter }, 'webhook attempt failed: event dead-lettered');
   }
 
@@ -160,7 +166,10 @@ export function createWebhookDelivery(options: WebhookDeliveryOptions) {
 }
 
 /** Operator replay of a dropped event: a fresh first attempt to the same URL. */
-export async function replayDeadLetter(deps: { transport: Transport; deadLetters: DeadLetters; clock: Clock }, id: string): Promise<boolean> {
+export async function replayDeadLetter(
+  deps: { transport: Transport; deadLetters: DeadLetters; clock: Clock },
+  id: string,
+): Promise<boolean> {
   const letter = await deps.deadLetters.take(id);
   if (!letter) return false;
   const now = deps.clock.now();

@@ -23,7 +23,9 @@ export type WebhookEffect = EffectOf<typeof WEBHOOK_TOPIC, WebhookOutboxPayload>
 
 /** A `webhook.event` payload read back from the outbox. */
 export function isWebhookOutboxPayload(value: unknown): value is WebhookOutboxPayload {
-  return isRecord(value) && isText(value.merchantId) && isText(value.keyId) && isNullableText(value.callbackUrl) && isWebhookEvent(value.event);
+  return (
+    isRecord(value) && isText(value.merchantId) && isText(value.keyId) && isNullableText(value.callbackUrl) && isWebhookEvent(value.event)
+  );
 }
 
 /** Where and whose: what every webhook job message carries. */
@@ -86,7 +88,12 @@ export const WEBHOOK_BATCH_MAX_EVENTS = 64;
 export function isWebhookBatch(value: unknown): value is WebhookBatch {
   if (!isDestination(value)) return false;
   const events = value.events;
-  return value.kind === 'batch' && Array.isArray(events) && events.length > 0 && events.every((event: unknown) => typeof event === 'object' && event !== null);
+  return (
+    value.kind === 'batch' &&
+    Array.isArray(events) &&
+    events.length > 0 &&
+    events.every((event: unknown) => typeof event === 'object' && event !== null)
+  );
 }
 
 /** The first attempt of one of a batch's events, as a job of its own. */

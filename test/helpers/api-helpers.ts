@@ -62,7 +62,9 @@ export function expectEnvelope(result: CallResult, status: number, errorCode: st
   expect(result.status, result.text).to.equal(status);
   const body = result.body as ErrorEnvelope;
   expect(body).to.be.an('object');
-  expect(body.error_code).to.be.a('string').and.match(/^\d{4}$/);
+  expect(body.error_code)
+    .to.be.a('string')
+    .and.match(/^\d{4}$/);
   expect(body.error_code, result.text).to.equal(errorCode);
   expect(body.success).to.equal(false);
   expect(body.status_code).to.equal(status);
@@ -127,7 +129,8 @@ export interface BalanceData {
 /** The requests of the merchant API, bound to one API root. */
 export function client(api: () => string) {
   return {
-    send: (key: string | null, json: unknown, headers: Record<string, string> = {}) => call(`${api()}/send`, { method: 'POST', key, json, headers }),
+    send: (key: string | null, json: unknown, headers: Record<string, string> = {}) =>
+      call(`${api()}/send`, { method: 'POST', key, json, headers }),
     status: (key: string | null, id: string) => call(`${api()}/status/${encodeURIComponent(id)}`, { key }),
     balance: (key: string | null) => call(`${api()}/balance`, { key }),
     calculate: (key: string | null, json: unknown) => call(`${api()}/calculate`, { method: 'POST', key, json }),

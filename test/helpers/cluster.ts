@@ -271,7 +271,8 @@ END $$;
 CREATE TRIGGER lease_audit_change AFTER INSERT OR UPDATE ON shard_leases FOR EACH ROW EXECUTE FUNCTION lease_audit_row();
 `;
 
-const withApplicationName = (url: string, name: string): string => `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`;
+const withApplicationName = (url: string, name: string): string =>
+  `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`;
 
 export async function startCluster(options: ClusterOptions = {}): Promise<TestCluster> {
   const shards = options.shards ?? 64;
@@ -291,7 +292,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   let operator: Gateway | null = null;
 
   const databaseUrl = await (options.postgres ?? (await testPostgres())).createDatabase('cluster');
-  const logFile = (name: string): string | undefined => (options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`));
+  const logFile = (name: string): string | undefined =>
+    options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`);
   const ownsNats = options.nats === undefined;
   const nats = options.nats ?? (await startTestNats({ logFile: logFile('nats-server'), monitoring: options.natsMonitoring === true }));
   const audit = options.audit !== false;
@@ -319,7 +321,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     if (audit) await db.query(AUDIT_SQL);
     operatorTransport = await connectNatsTransport({ servers: nats.url, name: 'operator', names: natsNames(namespace) });
     operator = await createGateway({
-      config: testConfig({ database: { url: databaseUrl }, nats: { url: nats.url, namespace }, cluster: { shards, leaseTtlMs, failoverDeadlineMs } }),
+      config: testConfig({
+        database: { url: databaseUrl },
+        nats: { url: nats.url, namespace },
+        cluster: { shards, leaseTtlMs, failoverDeadlineMs },
+      }),
       persistence: store,
       transport: operatorTransport,
       role: 'client',
@@ -328,27 +334,32 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     async function startNode(id = `node-${nodes.length + 1}`, env: Readonly<Record<string, string>> = {}): Promise<ClusterNode> {
       const port = await freePort();
       const metricsPort = await freePort();
-      const spawned = spawnTs('src/main.ts', {
-        NODE_ENV: 'test',
-        GATEWAY_MODE: 'server',
-        GATEWAY_ENVIRONMENT: 'sandbox',
-        DATABASE_URL: withApplicationName(databaseUrl, id),
-        NATS_URL: nats.url,
-        NATS_NAMESPACE: namespace,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        METRICS_PORT: String(metricsPort),
-        NODE_ID: id,
-        CLUSTER_SHARDS: String(shards),
-        CLUSTER_LEASE_TTL_MS: String(leaseTtlMs),
-        CLUSTER_FAILOVER_DEADLINE_MS: String(failoverDeadlineMs),
-        LOG_LEVEL: 'warn',
-        SEED_DEMO_MERCHANT: 'false',
-        WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',
-        WEBHOOK_RETRY_DELAYS_MS: '30,120,600,3600',
-        ...options.env,
-        ...env,
-      }, options.outputTailChars, logFile(id));
+      const spawned = spawnTs(
+        'src/main.ts',
+        {
+          NODE_ENV: 'test',
+          GATEWAY_MODE: 'server',
+          GATEWAY_ENVIRONMENT: 'sandbox',
+          DATABASE_URL: withApplicationName(databaseUrl, id),
+          NATS_URL: nats.url,
+          NATS_NAMESPACE: namespace,
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          METRICS_PORT: String(metricsPort),
+          NODE_ID: id,
+          CLUSTER_SHARDS: String(shards),
+          CLUSTER_LEASE_TTL_MS: String(leaseTtlMs),
+          CLUSTER_FAILOVER_DEADLINE_MS: String(failoverDeadlineMs),
+          LOG_LEVEL: 'warn',
+          SEED_DEMO_MERCHANT: 'false',
+          WEBHOOK_ALLOW_HTTP_LOCALHOST: 'true',
+          WEBHOOK_RETRY_DELAYS_MS: '30,120,600,3600',
+          ...options.env,
+          ...env,
+        },
+        options.outputTailChars,
+        logFile(id),
+      );
       const baseUrl = `http://127.0.0.1:${port}`;
       const node: ClusterNode = {
         id,
@@ -372,7 +383,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     }
 
     async function ownership(): Promise<Map<string, number[]>> {
-      const rows = await store.sql!.query<{ owner: string; shard: number }>('SELECT owner, shard FROM shard_leases WHERE expires_at > now() ORDER BY shard');
+      const rows = await store.sql!.query<{ owner: string; shard: number }>(
+        'SELECT owner, shard FROM shard_leases WHERE expires_at > now() ORDER BY shard',
+      );
       const owners = new Map<string, number[]>();
       for (const row of rows) owners.set(row.owner, [...(owners.get(row.owner) ?? []), row.shard]);
       return owners;
@@ -380,15 +393,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
 
     async function startSimulator(): Promise<void> {
       simulatorProcesses++;
-      simulator = spawnTs('src/carriers/simulator/simulator-main.ts', {
-        NODE_ENV: 'test',
-        NATS_URL: nats.url,
-        NATS_NAMESPACE: namespace,
-        LOG_LEVEL: 'warn',
-        SIMULATOR_REPORT_FILE: reportFile,
-        SIMULATOR_DELIVERY_LOG: deliveryLog,
-        SIMULATOR_PROCESS: String(simulatorProcesses),
-      }, undefined, logFile('simulator'));
+      simulator = spawnTs(
+        'src/carriers/simulator/simulator-main.ts',
+        {
+          NODE_ENV: 'test',
+          NATS_URL: nats.url,
+          NATS_NAMESPACE: namespace,
+          LOG_LEVEL: 'warn',
+          SIMULATOR_REPORT_FILE: reportFile,
+          SIMULATOR_DELIVERY_LOG: deliveryLog,
+          SIMULATOR_PROCESS: String(simulatorProcesses),
+        },
+        undefined,
+        logFile('simulator'),
+      );
       await cluster.simulatorReport(60_000);
     }
 
@@ -428,7 +446,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         for (;;) {
           const current = await ownership();
           const held = [...current.values()].reduce((n, list) => n + list.length, 0);
-          const balanced = held === shards && [...current.keys()].every((owner) => owners.includes(owner)) && owners.every((owner) => (current.get(owner)?.length ?? 0) <= fair);
+          const balanced =
+            held === shards &&
+            [...current.keys()].every((owner) => owners.includes(owner)) &&
+            owners.every((owner) => (current.get(owner)?.length ?? 0) <= fair);
           if (balanced) return current;
           if (Date.now() > deadline) {
             const seen = JSON.stringify(Object.fromEntries([...current].map(([owner, list]) => [owner, list.length])));
@@ -521,7 +542,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     await Promise.all(Array.from({ length: options.nodes ?? 3 }, (_, i) => startNode(`node-${i + 1}`)));
     // nodes were registered in completion order; keep node-1..n in order
     nodes.sort((a, b) => Number(a.id.slice(5)) - Number(b.id.slice(5)));
-    await cluster.waitForBalance(nodes.map((n) => n.id), 60_000);
+    await cluster.waitForBalance(
+      nodes.map((n) => n.id),
+      60_000,
+    );
 
     if (options.simulator !== false) await startSimulator();
     return cluster;
@@ -589,13 +613,25 @@ async function attempt(send: LoadSend, target: string): Promise<void> {
   const startedAt = Date.now();
   let result: CallResult;
   try {
-    result = await call(`${target}/send`, { method: 'POST', key: send.merchant.apiKey, json: send.body, headers: { 'idempotency-key': send.idempotencyKey } });
+    result = await call(`${target}/send`, {
+      method: 'POST',
+      key: send.merchant.apiKey,
+      json: send.body,
+      headers: { 'idempotency-key': send.idempotencyKey },
+    });
   } catch (error) {
     const code = networkCode(error);
-    send.attempts.push({ target, outcome: code === 'ECONNREFUSED' ? 'refused' : 'network', startedAt, endedAt: Date.now(), errorCode: code });
+    send.attempts.push({
+      target,
+      outcome: code === 'ECONNREFUSED' ? 'refused' : 'network',
+      startedAt,
+      endedAt: Date.now(),
+      errorCode: code,
+    });
     return;
   }
-  const body = result.body as { data?: { message_id: string; total_cost: number; total_recipients: number }; error_code?: string } | undefined;
+  const body = result.body as
+    { data?: { message_id: string; total_cost: number; total_recipients: number }; error_code?: string } | undefined;
   send.attempts.push({
     target,
     outcome: result.status,
@@ -605,7 +641,11 @@ async function attempt(send: LoadSend, target: string): Promise<void> {
     ...(result.status === 201 ? {} : { detail: result.text.slice(0, 300) }),
   });
   if (result.status === 201 && body?.data) {
-    const accepted: Accepted = { messageId: body.data.message_id, totalCost: toUnits(body.data.total_cost), totalRecipients: body.data.total_recipients };
+    const accepted: Accepted = {
+      messageId: body.data.message_id,
+      totalCost: toUnits(body.data.total_cost),
+      totalRecipients: body.data.total_recipients,
+    };
     if (send.accepted && send.accepted.messageId !== accepted.messageId) {
       throw new Error(`send ${send.idempotencyKey} accepted twice: ${send.accepted.messageId} then ${accepted.messageId}`);
     }
@@ -682,10 +722,16 @@ export async function runSendLoad(options: LoadOptions): Promise<LoadSend[]> {
  */
 export async function settleSends(sends: readonly LoadSend[], targets: () => readonly string[], timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const unsettled = (): LoadSend[] => sends.filter((s) => s.accepted === null && s.attempts.some((a) => a.outcome !== 'refused' && (a.outcome === 'network' || a.outcome >= 500)));
+  const unsettled = (): LoadSend[] =>
+    sends.filter(
+      (s) => s.accepted === null && s.attempts.some((a) => a.outcome !== 'refused' && (a.outcome === 'network' || a.outcome >= 500)),
+    );
   let round = 0;
   for (let pending = unsettled(); pending.length > 0; pending = unsettled()) {
-    if (Date.now() > deadline) throw new Error(`${pending.length} sends not accepted on retry within ${timeoutMs} ms: ${JSON.stringify(pending.slice(0, 3).map((s) => s.attempts))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${pending.length} sends not accepted on retry within ${timeoutMs} ms: ${JSON.stringify(pending.slice(0, 3).map((s) => s.attempts))}`,
+      );
     const list = targets();
     await Promise.all(pending.map((send, i) => attempt(send, list[(i + round) % list.length]!)));
     round++;
@@ -696,7 +742,8 @@ export async function settleSends(sends: readonly LoadSend[], targets: () => rea
 }
 
 /** Numbers of the DR Congo network priced 0.02 in `seedMerchant`, the last two digits choosing the simulator's outcome. */
-export const loadNumber = (ending: '00' | '90' | '91' | '01', n: number): string => `+24381${String(n % 100_000).padStart(5, '0')}${ending}`;
+export const loadNumber = (ending: '00' | '90' | '91' | '01', n: number): string =>
+  `+24381${String(n % 100_000).padStart(5, '0')}${ending}`;
 
 /** GET with a key on one of the given API roots. */
 export const getOn = (api: string, pathName: string, key: string): Promise<CallResult> => call(`${api}${pathName}`, { key });

@@ -7,7 +7,11 @@ export interface CommandResult {
 }
 
 /** Runs a command to its end with only PATH and `env` in its environment; resolves with its exit code and output. */
-export function runCommand(command: string, args: readonly string[], options: { readonly cwd: string; readonly env: Readonly<Record<string, string>> }): Promise<CommandResult> {
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { readonly cwd: string; readonly env: Readonly<Record<string, string>> },
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, [...args], { cwd: options.cwd, env: { PATH: process.env.PATH ?? '', ...options.env } });
     let stdout = '';

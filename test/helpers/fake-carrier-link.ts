@@ -55,7 +55,13 @@ export class FakeCarrierLink implements CarrierLink {
   }
 
   /** What the carrier would send: resolves once the runtime published the receipt (the link would answer then). */
-  report(reference: string, state: CarrierReport['state'], carrierError: string | null = null, occurredAt = Date.now(), carrierStatus?: string): Promise<void> {
+  report(
+    reference: string,
+    state: CarrierReport['state'],
+    carrierError: string | null = null,
+    occurredAt = Date.now(),
+    carrierStatus?: string,
+  ): Promise<void> {
     if (!this.onReport) throw new Error('link not started');
     return this.onReport({ reference, state, carrierError, occurredAt, ...(carrierStatus === undefined ? {} : { carrierStatus }) });
   }

@@ -37,13 +37,25 @@ lines.on('line', (line) => {
   const command = JSON.parse(line) as Command;
   void (async () => {
     if (command.op === 'charge') {
-      const reply = await gateway.router
-        .wallet(command.merchantId)
-        .ask({ type: 'charge', chargeId: command.chargeId, amount: fromUnits(command.amount), refundable: false, idempotency: null, followUp: null });
+      const reply = await gateway.router.wallet(command.merchantId).ask({
+        type: 'charge',
+        chargeId: command.chargeId,
+        amount: fromUnits(command.amount),
+        refundable: false,
+        idempotency: null,
+        followUp: null,
+      });
       process.stdout.write(`${JSON.stringify({ ack: command.chargeId, ok: reply.ok })}\n`);
     } else {
-      const result = await gateway.useCases.sendMessage({ merchantId: command.merchantId, keyId: command.keyId, body: command.body, idempotencyKey: null });
-      process.stdout.write(`${JSON.stringify({ ack: command.ref, ok: result.ok, messageId: result.ok ? result.value.receipt.message_id : null })}\n`);
+      const result = await gateway.useCases.sendMessage({
+        merchantId: command.merchantId,
+        keyId: command.keyId,
+        body: command.body,
+        idempotencyKey: null,
+      });
+      process.stdout.write(
+        `${JSON.stringify({ ack: command.ref, ok: result.ok, messageId: result.ok ? result.value.receipt.message_id : null })}\n`,
+      );
     }
   })().catch((error: unknown) => {
     process.stdout.write(`${JSON.stringify({ error: String(error) })}\n`);

@@ -10,7 +10,10 @@ export function testConfig(overrides: DeepPartial<Config> = {}): Config {
   return loadConfig({ env: { NODE_ENV: 'test' }, overrides: { mode: 'server', ...overrides } });
 }
 
-export async function gatewayOnPostgres(url: string, options: Partial<GatewayOptions> & { config?: DeepPartial<Config> } = {}): Promise<Gateway> {
+export async function gatewayOnPostgres(
+  url: string,
+  options: Partial<GatewayOptions> & { config?: DeepPartial<Config> } = {},
+): Promise<Gateway> {
   const config = testConfig({ database: { url }, ...options.config });
   const persistence = await openPostgresPersistence({ url, poolSize: 10 });
   const gateway = await createGateway({ ...options, config, persistence });
@@ -37,7 +40,10 @@ export async function seedMerchant(
   gateway: Gateway,
   options: { name?: string; prepaid?: string; postpaid?: string; timezone?: string; pricing?: boolean } = {},
 ): Promise<SeededMerchant> {
-  const created = await gateway.useCases.merchants.createMerchant({ name: options.name ?? 'Test shop', ...(options.timezone ? { timezone: options.timezone } : {}) });
+  const created = await gateway.useCases.merchants.createMerchant({
+    name: options.name ?? 'Test shop',
+    ...(options.timezone ? { timezone: options.timezone } : {}),
+  });
   if (!created.ok) throw new Error(JSON.stringify(created.issues));
   const merchantId = created.value.id;
   const wallets = gateway.useCases.wallets;

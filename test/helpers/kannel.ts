@@ -221,7 +221,9 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
   };
 
   const logs = (lines = 40): string =>
-    ['bearerbox.out', 'bearerbox.log', 'smsbox.out', 'smsbox.log', 'smsbox-access.log'].map((file) => tail(path.join(dir, file), lines)).join('\n');
+    ['bearerbox.out', 'bearerbox.log', 'smsbox.out', 'smsbox.log', 'smsbox-access.log']
+      .map((file) => tail(path.join(dir, file), lines))
+      .join('\n');
 
   let stopped = false;
   const stop = async (): Promise<void> => {
@@ -238,18 +240,26 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
     const bearerbox = launch(BEARERBOX, 'bearerbox');
     pids.bearerbox = bearerbox.pid ?? -1;
     // smsbox connects to bearerbox's smsbox port: start it once bearerbox listens
-    await waitFor(async () => {
-      if (bearerbox.exitCode !== null) throw new Error(`bearerbox exited with ${bearerbox.exitCode}`);
-      await status();
-      return true;
-    }, 20_000, 'bearerbox admin port');
+    await waitFor(
+      async () => {
+        if (bearerbox.exitCode !== null) throw new Error(`bearerbox exited with ${bearerbox.exitCode}`);
+        await status();
+        return true;
+      },
+      20_000,
+      'bearerbox admin port',
+    );
     const smsbox = launch(SMSBOX, 'smsbox');
     pids.smsbox = smsbox.pid ?? -1;
-    await waitFor(async () => {
-      if (smsbox.exitCode !== null) throw new Error(`smsbox exited with ${smsbox.exitCode}`);
-      await httpGet(sendsmsPort, '/cgi-bin/sendsms');
-      return true;
-    }, 20_000, 'smsbox sendsms port');
+    await waitFor(
+      async () => {
+        if (smsbox.exitCode !== null) throw new Error(`smsbox exited with ${smsbox.exitCode}`);
+        await httpGet(sendsmsPort, '/cgi-bin/sendsms');
+        return true;
+      },
+      20_000,
+      'smsbox sendsms port',
+    );
   } catch (error) {
     const message = `${(error as Error).message}\n${logs()}`;
     await stop();
@@ -269,7 +279,11 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
     logs,
     async waitForSmscOnline(timeoutMs = 20_000): Promise<void> {
       try {
-        await waitFor(async () => (await status()).split('\n').some((line) => line.trim().startsWith(`${smscId}[`) && line.includes('(online')), timeoutMs, 'SMPP connection online');
+        await waitFor(
+          async () => (await status()).split('\n').some((line) => line.trim().startsWith(`${smscId}[`) && line.includes('(online')),
+          timeoutMs,
+          'SMPP connection online',
+        );
       } catch (error) {
         throw new Error(`${(error as Error).message}\n${await status().catch(() => '(no status)')}\n${logs()}`, { cause: error });
       }

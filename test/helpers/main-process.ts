@@ -76,7 +76,10 @@ export function serverNodeEnvironment(
   };
 }
 
-export function startMain(env: Record<string, string>, command: MainCommand = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT }): MainProcess {
+export function startMain(
+  env: Record<string, string>,
+  command: MainCommand = { argv: ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], cwd: ROOT },
+): MainProcess {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
   const detached = command.detached ?? false;
   const child = spawn(command.file ?? process.execPath, [...command.argv], {
@@ -136,7 +139,9 @@ export function startMain(env: Record<string, string>, command: MainCommand = { 
             resolve(found);
           } else if (child.exitCode !== null || child.signalCode !== null) {
             finish();
-            reject(new Error(`main exited (${child.exitCode ?? child.signalCode}) before the awaited log line:\n${lines.join('\n')}\n${stderr}`));
+            reject(
+              new Error(`main exited (${child.exitCode ?? child.signalCode}) before the awaited log line:\n${lines.join('\n')}\n${stderr}`),
+            );
           }
         };
         const timer = setTimeout(() => {
@@ -182,7 +187,10 @@ export interface HttpOutcome {
  * One request on its own connection (no keep-alive pool), so a test sees exactly what the server did with it: an
  * answer, or a refused or reset connection.
  */
-export function httpCall(url: string, init: { method?: string; headers?: Record<string, string>; json?: unknown } = {}): Promise<HttpOutcome> {
+export function httpCall(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; json?: unknown } = {},
+): Promise<HttpOutcome> {
   const body = init.json === undefined ? undefined : JSON.stringify(init.json);
   return new Promise((resolve) => {
     let settled = false;
@@ -196,20 +204,32 @@ export function httpCall(url: string, init: { method?: string; headers?: Record<
       {
         method: init.method ?? 'GET',
         agent: false,
-        headers: { connection: 'close', ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }), ...init.headers },
+        headers: {
+          connection: 'close',
+          ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }),
+          ...init.headers,
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
         const text = (): string => Buffer.concat(chunks).toString('utf8');
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
-          settle(res.complete ? { status: res.statusCode ?? null, body: text(), error: null } : { status: null, body: text(), error: 'incomplete response' });
+          settle(
+            res.complete
+              ? { status: res.statusCode ?? null, body: text(), error: null }
+              : { status: null, body: text(), error: 'incomplete response' },
+          );
         });
         res.on('error', (error) => {
           settle({ status: null, body: text(), error: `response: ${error.message}` });
         });
         res.on('close', () => {
-          settle(res.complete ? { status: res.statusCode ?? null, body: text(), error: null } : { status: null, body: text(), error: 'incomplete response' });
+          settle(
+            res.complete
+              ? { status: res.statusCode ?? null, body: text(), error: null }
+              : { status: null, body: text(), error: 'incomplete response' },
+          );
         });
       },
     );

@@ -14,7 +14,12 @@ export function createMemoryLeases(now: () => number) {
       return Promise.resolve();
     },
     liveNodes() {
-      return Promise.resolve([...nodes].filter(([, expiresAt]) => expiresAt > now()).map(([id]) => id).sort());
+      return Promise.resolve(
+        [...nodes]
+          .filter(([, expiresAt]) => expiresAt > now())
+          .map(([id]) => id)
+          .sort(),
+      );
     },
     renew(nodeId, held, ttlMs) {
       const kept: number[] = [];

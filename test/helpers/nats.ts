@@ -55,7 +55,16 @@ export async function startTestNats(options: TestNatsOptions = {}): Promise<Test
 
   async function startServer(): Promise<void> {
     output = '';
-    const args = ['-js', '-sd', storeDir, '-p', String(port), '-a', '127.0.0.1', ...(monitorPort === null ? [] : ['-m', String(monitorPort)])];
+    const args = [
+      '-js',
+      '-sd',
+      storeDir,
+      '-p',
+      String(port),
+      '-a',
+      '127.0.0.1',
+      ...(monitorPort === null ? [] : ['-m', String(monitorPort)]),
+    ];
     const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     server = proc;
     // keep the tail of the log for the error message if it never comes up

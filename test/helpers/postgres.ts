@@ -93,12 +93,30 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
 
   async function startServer(): Promise<void> {
     const args = [
-      '-D', dataDir, '-p', String(port), '-k', socketDir, '-h', '127.0.0.1',
-      '-c', 'fsync=off', '-c', `synchronous_commit=${options.durableCommits ? 'on' : 'off'}`, '-c', 'full_page_writes=off', '-c', 'max_connections=300',
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      '-k',
+      socketDir,
+      '-h',
+      '127.0.0.1',
+      '-c',
+      'fsync=off',
+      '-c',
+      `synchronous_commit=${options.durableCommits ? 'on' : 'off'}`,
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=300',
     ];
     const command = asRoot ? 'su' : exe('postgres');
-    const commandArgs = asRoot ? ['postgres', '-s', '/bin/sh', '-c', `exec '${exe('postgres')}' ${args.map((a) => `'${a}'`).join(' ')}`] : args;
-    const proc = spawn(command, commandArgs, { stdio: ['ignore', options.logFile === undefined ? 'ignore' : 'pipe', options.logFile === undefined ? 'ignore' : 'pipe'] });
+    const commandArgs = asRoot
+      ? ['postgres', '-s', '/bin/sh', '-c', `exec '${exe('postgres')}' ${args.map((a) => `'${a}'`).join(' ')}`]
+      : args;
+    const proc = spawn(command, commandArgs, {
+      stdio: ['ignore', options.logFile === undefined ? 'ignore' : 'pipe', options.logFile === undefined ? 'ignore' : 'pipe'],
+    });
     server = proc;
     const append = appendOutput(options.logFile, `postgres started (pid ${String(proc.pid)})`);
     if (append) {

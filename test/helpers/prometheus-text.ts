@@ -28,7 +28,8 @@ export function parseExposition(text: string): Exposition {
     const match = SAMPLE_LINE.exec(line);
     if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const label of (match[2] ?? '').matchAll(LABEL)) labels[label[1]!] = label[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const label of (match[2] ?? '').matchAll(LABEL))
+      labels[label[1]!] = label[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     const raw = match[3]!;
     samples.push({ name: match[1]!, labels, raw, value: raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw) });
   }
@@ -38,7 +39,9 @@ export function parseExposition(text: string): Exposition {
 /** The sample with exactly these labels; undefined when there is none. */
 export function sampleOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): Sample | undefined {
   const wanted = Object.entries(labels);
-  return exposition.samples.find((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
+  return exposition.samples.find(
+    (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
+  );
 }
 
 /** The value of the sample with exactly these labels; undefined when there is none. */

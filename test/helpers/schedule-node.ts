@@ -13,7 +13,10 @@ import { installWallClock } from './wall-clock.js';
 const MANY = 1_000_000;
 
 const fixture = await startApi(process.env.DATABASE_URL ?? '', {
-  config: { rateLimits: { send: MANY, status: MANY, balance: MANY, calculate: MANY, management: MANY }, cluster: { nodeId: process.env.NODE_ID ?? 'schedule-node' } },
+  config: {
+    rateLimits: { send: MANY, status: MANY, balance: MANY, calculate: MANY, management: MANY },
+    cluster: { nodeId: process.env.NODE_ID ?? 'schedule-node' },
+  },
 });
 process.stdout.write(`${JSON.stringify({ event: 'ready', api: fixture.api })}\n`);
 

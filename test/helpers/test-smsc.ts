@@ -144,14 +144,134 @@ const MESSAGE_STATE: Record<ReceiptStat, number> = {
 
 /** The default alphabet by septet value; 0x1B (escape) is a placeholder. */
 const GSM_DEFAULT = [
-  '@', '£', '$', '¥', 'è', 'é', 'ù', 'ì', 'ò', 'Ç', '\n', 'Ø', 'ø', '\r', 'Å', 'å',
-  'Δ', '_', 'Φ', 'Γ', 'Λ', 'Ω', 'Π', 'Ψ', 'Σ', 'Θ', 'Ξ', '\u001b', 'Æ', 'æ', 'ß', 'É',
-  ' ', '!', '"', '#', '¤', '%', '&', "'", '(', ')', '*', '+', ',', '-', '.', '/',
-  '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', ':', ';', '<', '=', '>', '?',
-  '¡', 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J', 'K', 'L', 'M', 'N', 'O',
-  'P', 'Q', 'R', 'S', 'T', 'U', 'V', 'W', 'X', 'Y', 'Z', 'Ä', 'Ö', 'Ñ', 'Ü', '§',
-  '¿', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o',
-  'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', 'ä', 'ö', 'ñ', 'ü', 'à',
+  '@',
+  '£',
+  '$',
+  '¥',
+  'è',
+  'é',
+  'ù',
+  'ì',
+  'ò',
+  'Ç',
+  '\n',
+  'Ø',
+  'ø',
+  '\r',
+  'Å',
+  'å',
+  'Δ',
+  '_',
+  'Φ',
+  'Γ',
+  'Λ',
+  'Ω',
+  'Π',
+  'Ψ',
+  'Σ',
+  'Θ',
+  'Ξ',
+  '\u001b',
+  'Æ',
+  'æ',
+  'ß',
+  'É',
+  ' ',
+  '!',
+  '"',
+  '#',
+  '¤',
+  '%',
+  '&',
+  "'",
+  '(',
+  ')',
+  '*',
+  '+',
+  ',',
+  '-',
+  '.',
+  '/',
+  '0',
+  '1',
+  '2',
+  '3',
+  '4',
+  '5',
+  '6',
+  '7',
+  '8',
+  '9',
+  ':',
+  ';',
+  '<',
+  '=',
+  '>',
+  '?',
+  '¡',
+  'A',
+  'B',
+  'C',
+  'D',
+  'E',
+  'F',
+  'G',
+  'H',
+  'I',
+  'J',
+  'K',
+  'L',
+  'M',
+  'N',
+  'O',
+  'P',
+  'Q',
+  'R',
+  'S',
+  'T',
+  'U',
+  'V',
+  'W',
+  'X',
+  'Y',
+  'Z',
+  'Ä',
+  'Ö',
+  'Ñ',
+  'Ü',
+  '§',
+  '¿',
+  'a',
+  'b',
+  'c',
+  'd',
+  'e',
+  'f',
+  'g',
+  'h',
+  'i',
+  'j',
+  'k',
+  'l',
+  'm',
+  'n',
+  'o',
+  'p',
+  'q',
+  'r',
+  's',
+  't',
+  'u',
+  'v',
+  'w',
+  'x',
+  'y',
+  'z',
+  'ä',
+  'ö',
+  'ñ',
+  'ü',
+  'à',
 ];
 const GSM_EXTENSION: ReadonlyMap<number, string> = new Map([
   [0x0a, '\f'],
@@ -221,7 +341,7 @@ function splitUdh(userData: Buffer, udhi: boolean): SplitMessage {
   const headerLength = userData[0] ?? 0;
   const header = userData.subarray(1, 1 + headerLength);
   let concatenation: ConcatenationInfo | null = null;
-  for (let i = 0; i + 1 < header.length; ) {
+  for (let i = 0; i + 1 < header.length;) {
     const id = header[i] ?? 0;
     const length = header[i + 1] ?? 0;
     const value = header.subarray(i + 2, i + 2 + length);
@@ -399,7 +519,15 @@ export async function startTestSmsc(options: TestSmscOptions = {}): Promise<Test
       fields.receipted_message_id = part.messageId;
       fields.message_state = MESSAGE_STATE[stat];
     }
-    const receipt: PlannedReceipt = { systemId: part.systemId, messageId: part.messageId, fields, sentOn: state, lastSentAt: 0, sends: 0, answered: false };
+    const receipt: PlannedReceipt = {
+      systemId: part.systemId,
+      messageId: part.messageId,
+      fields,
+      sentOn: state,
+      lastSentAt: 0,
+      sends: 0,
+      answered: false,
+    };
     receipts.push(receipt);
     later(receiptDelayMs, () => {
       sendReceipt(receipt);
@@ -540,14 +668,17 @@ export async function startTestSmsc(options: TestSmscOptions = {}): Promise<Test
   const port = (server.address() as AddressInfo).port;
 
   // receipts not answered in time (or whose session closed) go out again
-  const resend = setInterval(() => {
-    const cutoff = Date.now() - receiptRetryMs;
-    for (const receipt of receipts) {
-      if (receipt.answered || receipt.lastSentAt === 0) continue;
-      const sessionGone = receipt.sentOn === null || receipt.sentOn.closed;
-      if (receipt.lastSentAt <= cutoff || (sessionGone && receipt.lastSentAt <= Date.now() - 100)) sendReceipt(receipt);
-    }
-  }, Math.min(receiptRetryMs, 200));
+  const resend = setInterval(
+    () => {
+      const cutoff = Date.now() - receiptRetryMs;
+      for (const receipt of receipts) {
+        if (receipt.answered || receipt.lastSentAt === 0) continue;
+        const sessionGone = receipt.sentOn === null || receipt.sentOn.closed;
+        if (receipt.lastSentAt <= cutoff || (sessionGone && receipt.lastSentAt <= Date.now() - 100)) sendReceipt(receipt);
+      }
+    },
+    Math.min(receiptRetryMs, 200),
+  );
 
   return {
     port,

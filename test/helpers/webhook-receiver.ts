@@ -43,7 +43,11 @@ export interface WebhookReceiver {
    * Resolves with the predicate's first truthy answer; checked on every request and every `pollMs` (for conditions
    * that change without a request). Rejects after `timeoutMs` with `what` and the number of requests seen.
    */
-  waitFor<T>(predicate: (requests: readonly ReceivedRequest[]) => T | false | null | undefined, timeoutMs: number, what?: string): Promise<T>;
+  waitFor<T>(
+    predicate: (requests: readonly ReceivedRequest[]) => T | false | null | undefined,
+    timeoutMs: number,
+    what?: string,
+  ): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -56,7 +60,11 @@ export interface WebhookEnvelope {
   readonly data: Record<string, unknown>;
 }
 
-export const respond = (status: number, delayMs?: number): ReceiverAction => ({ type: 'respond', status, ...(delayMs === undefined ? {} : { delayMs }) });
+export const respond = (status: number, delayMs?: number): ReceiverAction => ({
+  type: 'respond',
+  status,
+  ...(delayMs === undefined ? {} : { delayMs }),
+});
 export const HANG: ReceiverAction = { type: 'hang' };
 export const CLOSE: ReceiverAction = { type: 'close' };
 
@@ -216,7 +224,12 @@ export async function startWebhookReceiver(options: { path?: string; behaviour?:
  * Polls `check` (async) every `pollMs` until it returns a truthy value, which it resolves with; rejects after
  * `timeoutMs` with the last value seen (or the last error).
  */
-export async function eventually<T>(check: () => Promise<T | false | null | undefined>, timeoutMs: number, what = 'condition', pollMs = 50): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | false | null | undefined>,
+  timeoutMs: number,
+  what = 'condition',
+  pollMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -21,7 +21,12 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
     metrics = createMetrics({ defaultMetrics: false });
     failures.length = 0;
     seqs.clear();
-    journal = meteredJournal(createMemoryJournal(), metrics, (merchantId) => Promise.resolve(CURRENCIES[merchantId] ?? 'unknown'), (error) => failures.push(error));
+    journal = meteredJournal(
+      createMemoryJournal(),
+      metrics,
+      (merchantId) => Promise.resolve(CURRENCIES[merchantId] ?? 'unknown'),
+      (error) => failures.push(error),
+    );
   });
 
   async function append(key: string, events: readonly (WalletEvent | MessageEvent)[]): Promise<void> {
@@ -39,7 +44,14 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
     idempotency: null,
     at: T0,
   });
-  const refunded = (prepaid: Money, postpaid: Money = ZERO): WalletEvent => ({ type: 'refunded', chargeId: 'charge', refundId: 'refund', prepaid, postpaid, at: T0 });
+  const refunded = (prepaid: Money, postpaid: Money = ZERO): WalletEvent => ({
+    type: 'refunded',
+    chargeId: 'charge',
+    refundId: 'refund',
+    prepaid,
+    postpaid,
+    at: T0,
+  });
 
   /** The exposition as Prometheus reads it, once the currency look-ups (promises) have answered. */
   async function scrape() {
@@ -52,7 +64,11 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
     for (let i = 0; i < 1_000; i++) await append('wallet:merchant-usd', [charged(mustParseMoney('0.0235'))]);
     for (let i = 0; i < 1_000; i++) await append('wallet:merchant-usd', [charged(mustParseMoney('0.07'), mustParseMoney('0.03'))]);
     // a batch of several movements in one record, in another currency
-    await append('wallet:merchant-cdf', [charged(mustParseMoney('1234.5678')), charged(ZERO, mustParseMoney('0.0001')), refunded(mustParseMoney('0.3333'))]);
+    await append('wallet:merchant-cdf', [
+      charged(mustParseMoney('1234.5678')),
+      charged(ZERO, mustParseMoney('0.0001')),
+      refunded(mustParseMoney('0.3333')),
+    ]);
     for (let i = 0; i < 3; i++) await append('wallet:merchant-usd', [refunded(mustParseMoney('0.0235'))]);
 
     const exposition = await scrape();
@@ -69,7 +85,10 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
     expect(valueOf(exposition, M('refunds_total'), { currency: 'USD' })).to.equal(3);
     expect(exposition.types.get(M('charged_amount_ten_thousandths_total'))).to.equal('counter');
     expect(exposition.types.get(M('refunded_amount_ten_thousandths_total'))).to.equal('counter');
-    expect(exposition.samples.some((s) => s.name === M('charged_amount') || s.name === M('refunded_amount')), 'the float counters are gone').to.equal(false);
+    expect(
+      exposition.samples.some((s) => s.name === M('charged_amount') || s.name === M('refunded_amount')),
+      'the float counters are gone',
+    ).to.equal(false);
   });
 
   it('when an amount is not a whole number of 1/10 000, then the counter refuses it instead of drifting', () => {
@@ -89,9 +108,17 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
       { type: 'recipient_signal', occurrence: 0, recipient: 0, signal: { type: 'receipt_timeout', at: T0 }, at: T0 },
       { type: 'recipient_signal', occurrence: 0, recipient: 1, signal: { type: 'receipt_timeout', at: T0 }, at: T0 },
       { type: 'recipient_signal', occurrence: 0, recipient: 2, signal: { type: 'carrier_report', status: 'undelivered', at: T0 }, at: T0 },
-      { type: 'recipient_signal', occurrence: 0, recipient: 3, signal: { type: 'gateway_failure', errorCode: '1505', errorMessage: 'no route', at: T0 }, at: T0 },
+      {
+        type: 'recipient_signal',
+        occurrence: 0,
+        recipient: 3,
+        signal: { type: 'gateway_failure', errorCode: '1505', errorMessage: 'no route', at: T0 },
+        at: T0,
+      },
     ]);
-    await append('message:m-2', [{ type: 'recipient_signal', occurrence: 1, recipient: 0, signal: { type: 'receipt_timeout', at: T0 }, at: T0 }]);
+    await append('message:m-2', [
+      { type: 'recipient_signal', occurrence: 1, recipient: 0, signal: { type: 'receipt_timeout', at: T0 }, at: T0 },
+    ]);
 
     const exposition = await scrape();
 
@@ -101,7 +128,12 @@ describe('metrics counted from journal appends (gateway-metrics)', () => {
 
   it('when an append fails, then nothing of it is counted', async () => {
     const failing: Journal = { ...createMemoryJournal(), append: () => Promise.reject(new Error('database away')) };
-    const metered = meteredJournal(failing, metrics, () => Promise.resolve('USD'), (error) => failures.push(error));
+    const metered = meteredJournal(
+      failing,
+      metrics,
+      () => Promise.resolve('USD'),
+      (error) => failures.push(error),
+    );
 
     const error = await metered
       .append({ key: 'wallet:merchant-usd', seq: 1, events: [charged(mustParseMoney('1'))], outbox: [], at: T0 })

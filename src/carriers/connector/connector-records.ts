@@ -36,7 +36,7 @@ export function encodeKey(value: string): string {
 export function decodeKey(key: string): string {
   if (key === '=') return '';
   const bytes: number[] = [];
-  for (let i = 0; i < key.length; ) {
+  for (let i = 0; i < key.length;) {
     if (key[i] === '=') {
       const hex = key.slice(i + 1, i + 3);
       if (!/^[0-9A-F]{2}$/.test(hex)) throw new Error(`not an encoded key: ${JSON.stringify(key)}`);
@@ -161,7 +161,8 @@ export function singlePartVerdict(state: PartState, carrierError: string | null)
  * were, the first failed part's status when none was, `partially_delivered` when some were.
  */
 export function multiPartVerdict(parts: readonly PartRecord[]): ReceiptVerdict {
-  if (parts.length === 0 || !parts.every((part) => isFinalPartState(part.state))) return { status: 'enroute', errorMessage: null, final: false };
+  if (parts.length === 0 || !parts.every((part) => isFinalPartState(part.state)))
+    return { status: 'enroute', errorMessage: null, final: false };
   const delivered = parts.filter((part) => part.state === 'delivered').length;
   if (delivered === parts.length) return { status: 'delivered', errorMessage: null, final: true };
   const firstFailure = parts.find((part) => part.state !== 'delivered');

@@ -35,7 +35,8 @@ export function parsePresence(key: string, value: unknown): ConnectorPresence | 
   if (entry.version !== 1 || typeof carrier !== 'string' || !CARRIER_SLUG.test(carrier)) return null;
   if (typeof connectorId !== 'string' || key !== presenceKey(carrier, connectorId)) return null;
   if (typeof entry.name !== 'string' || typeof entry.kind !== 'string') return null;
-  if (typeof entry.priority !== 'number' || !isCount(entry.weight) || typeof entry.live !== 'boolean' || typeof entry.active !== 'boolean') return null;
+  if (typeof entry.priority !== 'number' || !isCount(entry.weight) || typeof entry.live !== 'boolean' || typeof entry.active !== 'boolean')
+    return null;
   const counts = [entry.binds_up, entry.binds_total, entry.window_in_use, entry.window_size, entry.submits_per_second];
   if (!counts.every(isCount)) return null;
   if (typeof entry.updated_at !== 'string' || Number.isNaN(Date.parse(entry.updated_at))) return null;

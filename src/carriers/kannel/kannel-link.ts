@@ -125,7 +125,11 @@ export function classifySendsmsAnswer(status: number, body: string): SendsmsAnsw
   const text = body.trim().slice(0, 300);
   if (status >= 200 && status < 300) return { kind: 'accepted' };
   if (status >= 400 && status < 500) {
-    return { kind: 'rejected', carrierStatus: `kannel:HTTP ${status}${text === '' ? '' : ` ${text}`}`.slice(0, 100), message: text === '' ? `smsbox answered ${status}` : text };
+    return {
+      kind: 'rejected',
+      carrierStatus: `kannel:HTTP ${status}${text === '' ? '' : ` ${text}`}`.slice(0, 100),
+      message: text === '' ? `smsbox answered ${status}` : text,
+    };
   }
   return { kind: 'retry', reason: `smsbox answered ${status}${text === '' ? '' : `: ${text}`}` };
 }
@@ -228,11 +232,18 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
       const code = errorCode(error);
       const notSent = !sent && NOT_SENT_CODES.has(code);
       if (notSent) reachable = false;
-      const timedOut = error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError || (error as Error).name === 'TimeoutError';
-      const reason = timedOut ? `no answer from smsbox within ${settings.requestTimeoutMs} ms` : `sendsms failed: ${code === '' ? (error as Error).message : code}`;
+      const timedOut =
+        error instanceof undiciErrors.HeadersTimeoutError ||
+        error instanceof undiciErrors.BodyTimeoutError ||
+        (error as Error).name === 'TimeoutError';
+      const reason = timedOut
+        ? `no answer from smsbox within ${settings.requestTimeoutMs} ms`
+        : `sendsms failed: ${code === '' ? (error as Error).message : code}`;
       log.warn({ dispatch_id: job.dispatch_id, reason }, 'sendsms request failed');
       // once the request may have reached smsbox, the message may be queued there: sending again may deliver it twice
-      return notSent ? { kind: 'retry', delayMs: settings.retryDelayMs, reason } : { kind: 'retry', delayMs: settings.retryDelayMs, reason, uncertain: true };
+      return notSent
+        ? { kind: 'retry', delayMs: settings.retryDelayMs, reason }
+        : { kind: 'retry', delayMs: settings.retryDelayMs, reason, uncertain: true };
     } finally {
       inFlight--;
     }
@@ -274,7 +285,10 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
       await task;
       answer(res, 200, 'ok');
     } catch (error) {
-      log.warn({ err: error, reference: parsed.reference, state: parsed.state }, 'delivery report not recorded; Kannel is asked to send it again');
+      log.warn(
+        { err: error, reference: parsed.reference, state: parsed.state },
+        'delivery report not recorded; Kannel is asked to send it again',
+      );
       answer(res, 503, 'try again');
     } finally {
       reportsInHand.delete(task);
@@ -283,7 +297,11 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
 
   async function probe(): Promise<void> {
     try {
-      const response = await pool.request({ method: 'GET', path: settings.sendsms.path, signal: AbortSignal.timeout(Math.min(settings.requestTimeoutMs, 5_000)) });
+      const response = await pool.request({
+        method: 'GET',
+        path: settings.sendsms.path,
+        signal: AbortSignal.timeout(Math.min(settings.requestTimeoutMs, 5_000)),
+      });
       await response.body.dump();
       reachable = true;
     } catch (error) {
@@ -320,7 +338,12 @@ export function createKannelLink(settings: KannelSettings, options: KannelLinkOp
     },
 
     submit(job: DispatchJob): Promise<SubmitOutcome> {
-      if (!started || stopping) return Promise.resolve({ kind: 'retry', delayMs: settings.retryDelayMs, reason: stopping ? 'Kannel link stopping' : 'Kannel link not started' });
+      if (!started || stopping)
+        return Promise.resolve({
+          kind: 'retry',
+          delayMs: settings.retryDelayMs,
+          reason: stopping ? 'Kannel link stopping' : 'Kannel link not started',
+        });
       const task = send(job);
       submissions.add(task);
       const forget = (): void => {

@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { systemClock, toIsoUtc, type Clock } from '../../libraries/clock/clock.js';
 import { connectorDurable, dispatchSubject, receiptSubject } from '../../libraries/transport/nats-names.js';
-import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
+import {
+  ACK,
+  DROP,
+  retryAfter,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../../libraries/transport/transport-port.js';
 import {
   CARRIER_SLUG,
   checkDispatchJob,
@@ -117,8 +125,14 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
   function message(receipts: readonly Receipt[]): { payload: Receipt | ReceiptBatch; id: string; label: string } {
     const [first] = receipts;
     if (receipts.length === 1 && first) return { payload: first, id: first.receipt_id, label: `receipt ${first.receipt_id}` };
-    const batchId = `batch:${createHash('sha256').update(receipts.map((r) => r.receipt_id).join('\n')).digest('hex')}`;
-    return { payload: { version: 1, batch_id: batchId, receipts }, id: batchId, label: `receipt batch ${batchId} (${receipts.length} receipts)` };
+    const batchId = `batch:${createHash('sha256')
+      .update(receipts.map((r) => r.receipt_id).join('\n'))
+      .digest('hex')}`;
+    return {
+      payload: { version: 1, batch_id: batchId, receipts },
+      id: batchId,
+      label: `receipt batch ${batchId} (${receipts.length} receipts)`,
+    };
   }
 
   async function publish(receipts: readonly Receipt[]): Promise<void> {

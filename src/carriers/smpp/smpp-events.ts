@@ -21,13 +21,19 @@ export function logSmppLinkEvent(logger: Logger, event: SmppLinkEvent): void {
       logger.warn({ bind: event.bind, session: event.session }, 'smpp enquire_link unanswered: closing the session');
       return;
     case 'resubmit':
-      logger.warn({ dispatch_id: event.dispatchId, part: event.part, reason: event.reason }, 'smpp part submitted again (the centre may receive it twice)');
+      logger.warn(
+        { dispatch_id: event.dispatchId, part: event.part, reason: event.reason },
+        'smpp part submitted again (the centre may receive it twice)',
+      );
       return;
     case 'throttled':
       logger.info({ dispatch_id: event.dispatchId, part: event.part, status: event.status }, 'smpp submit throttled: backing off');
       return;
     case 'mobile-originated':
-      logger.info({ from: event.from, to: event.to, length: event.text.length }, 'smpp mobile-originated message acknowledged (not forwarded)');
+      logger.info(
+        { from: event.from, to: event.to, length: event.text.length },
+        'smpp mobile-originated message acknowledged (not forwarded)',
+      );
       return;
     case 'unreadable-receipt':
       logger.warn({ reason: event.reason }, 'smpp receipt acknowledged but unreadable');

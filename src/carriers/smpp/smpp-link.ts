@@ -54,7 +54,13 @@ export interface SmppLinkClock {
 export type SmppLinkEvent =
   | { readonly type: 'bind-up'; readonly bind: number; readonly session: SessionRole }
   | { readonly type: 'bind-down'; readonly bind: number; readonly session: SessionRole; readonly reason: string }
-  | { readonly type: 'bind-failed'; readonly bind: number; readonly session: SessionRole; readonly reason: string; readonly attempt: number }
+  | {
+      readonly type: 'bind-failed';
+      readonly bind: number;
+      readonly session: SessionRole;
+      readonly reason: string;
+      readonly attempt: number;
+    }
   | { readonly type: 'enquire-link-timeout'; readonly bind: number; readonly session: SessionRole }
   | { readonly type: 'resubmit'; readonly dispatchId: string; readonly part: number; readonly reason: string }
   | { readonly type: 'throttled'; readonly dispatchId: string; readonly part: number; readonly status: string }
@@ -173,10 +179,20 @@ class SmppSession {
         session.destroy();
         reject(error);
       };
-      const options = { host: account.host, port: account.port, ...(account.tls ? { tls: true, ...(account.tlsCa === null ? {} : { ca: account.tlsCa }) } : {}) };
+      const options = {
+        host: account.host,
+        port: account.port,
+        ...(account.tls ? { tls: true, ...(account.tlsCa === null ? {} : { ca: account.tlsCa }) } : {}),
+      };
       const session = smpp.connect(options, () => {
-        const command = this.role === 'transceiver' ? 'bind_transceiver' : this.role === 'transmitter' ? 'bind_transmitter' : 'bind_receiver';
-        const bindPdu = new smpp.PDU(command, { system_id: account.systemId, password: account.password, system_type: account.systemType, interface_version: 0x34 });
+        const command =
+          this.role === 'transceiver' ? 'bind_transceiver' : this.role === 'transmitter' ? 'bind_transmitter' : 'bind_receiver';
+        const bindPdu = new smpp.PDU(command, {
+          system_id: account.systemId,
+          password: account.password,
+          system_type: account.systemType,
+          interface_version: 0x34,
+        });
         session.send(bindPdu, (resp) => {
           clearTimeout(bindTimer);
           if (settled) return;
@@ -478,7 +494,8 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
       const reference = nextReference();
       encoded = encodeMessage(job.text, job.encoding, account.longMessageMethod, reference);
     } catch (error) {
-      if (error instanceof EncodingError) return { kind: 'rejected', carrierStatus: 'ENCODING', message: error.message, acceptedReferences: [] };
+      if (error instanceof EncodingError)
+        return { kind: 'rejected', carrierStatus: 'ENCODING', message: error.message, acceptedReferences: [] };
       throw error;
     }
     const source = sourceAddressFor(job.sender_id, account.sourceAddress);
@@ -495,7 +512,12 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
     return { kind: 'accepted', references };
   }
 
-  function submitFields(part: EncodedPart, dataCoding: number, source: { addr: string; ton: number; npi: number }, destination: { addr: string; ton: number; npi: number }): PduFields {
+  function submitFields(
+    part: EncodedPart,
+    dataCoding: number,
+    source: { addr: string; ton: number; npi: number },
+    destination: { addr: string; ton: number; npi: number },
+  ): PduFields {
     const fields: PduFields = {
       source_addr_ton: source.ton,
       source_addr_npi: source.npi,
@@ -517,9 +539,16 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
     return fields;
   }
 
-  type PartOutcome = { readonly kind: 'accepted'; readonly reference: string; readonly bind: Bind } | Exclude<SubmitOutcome, { kind: 'accepted' }>;
+  type PartOutcome =
+    { readonly kind: 'accepted'; readonly reference: string; readonly bind: Bind } | Exclude<SubmitOutcome, { kind: 'accepted' }>;
 
-  async function submitPart(dispatchId: string, index: number, fields: PduFields, preferred: Bind | null, accepted: readonly string[]): Promise<PartOutcome> {
+  async function submitPart(
+    dispatchId: string,
+    index: number,
+    fields: PduFields,
+    preferred: Bind | null,
+    accepted: readonly string[],
+  ): Promise<PartOutcome> {
     let attempts = 0;
     let throttles = 0;
     // the centre may hold some of the message: earlier parts accepted, or a copy of this one unanswered
@@ -539,7 +568,12 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
         if (status === 'ok') return { kind: 'accepted', reference: result.messageId, bind };
         const name = commandStatusName(result.status);
         if (status === 'permanent') {
-          return { kind: 'rejected', carrierStatus: `smpp:0x${result.status.toString(16).padStart(8, '0')} ${name}`, message: `submit_sm of part ${index + 1} refused: ${name}`, acceptedReferences: [...accepted] };
+          return {
+            kind: 'rejected',
+            carrierStatus: `smpp:0x${result.status.toString(16).padStart(8, '0')} ${name}`,
+            message: `submit_sm of part ${index + 1} refused: ${name}`,
+            acceptedReferences: [...accepted],
+          };
         }
         if (status === 'retry') return retry(`submit_sm of part ${index + 1} answered ${name}`, uncertain);
         // throttled: wait, then again (the attempt does not count as a lost submission)

@@ -148,10 +148,15 @@ export function readInbound(body: MessageBody, addresses: { readonly from: strin
   // receipt text is ASCII whatever data_coding says
   const parsed = parseReceiptText(Buffer.from(userData).toString('latin1'));
   const reference = tlvString(body, TLV.receipted_message_id) ?? parsed?.id ?? null;
-  if (reference === null || reference === '') return { kind: 'unreadable-receipt', reason: 'no receipted_message_id and no id: in the text' };
+  if (reference === null || reference === '')
+    return { kind: 'unreadable-receipt', reason: 'no receipted_message_id and no id: in the text' };
   const tlvState = tlvNumber(body, TLV.message_state);
   const state = (tlvState === null ? null : stateFromMessageState(tlvState)) ?? (parsed?.stat == null ? null : stateFromStat(parsed.stat));
-  if (state === null) return { kind: 'unreadable-receipt', reason: `no known state for ${reference} (message_state ${tlvState ?? 'absent'}, stat ${parsed?.stat ?? 'absent'})` };
+  if (state === null)
+    return {
+      kind: 'unreadable-receipt',
+      reason: `no known state for ${reference} (message_state ${tlvState ?? 'absent'}, stat ${parsed?.stat ?? 'absent'})`,
+    };
   let carrierError: string | null = null;
   if (parsed?.err != null && !isAllZeros(parsed.err)) carrierError = parsed.err;
   const network = body.tlvs.get(TLV.network_error_code);
@@ -159,9 +164,15 @@ export function readInbound(body: MessageBody, addresses: { readonly from: strin
     const code = network.readUInt16BE(1);
     if (code !== 0) carrierError = `${network[0] ?? 0}:${code}`;
   }
-  const stat = tlvState !== null && stateFromMessageState(tlvState) !== null ? (MESSAGE_STATE_NAMES[tlvState] ?? String(tlvState)) : (parsed?.stat ?? '').toUpperCase();
+  const stat =
+    tlvState !== null && stateFromMessageState(tlvState) !== null
+      ? (MESSAGE_STATE_NAMES[tlvState] ?? String(tlvState))
+      : (parsed?.stat ?? '').toUpperCase();
   const carrierStatus = `smpp:${stat}${carrierError === null ? '' : ` err:${carrierError}`}`.slice(0, 100);
-  return { kind: 'receipt', report: { reference, state, carrierError, occurredAt: occurredAtOf(parsed?.doneDate ?? null, now), carrierStatus } };
+  return {
+    kind: 'receipt',
+    report: { reference, state, carrierError, occurredAt: occurredAtOf(parsed?.doneDate ?? null, now), carrierStatus },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

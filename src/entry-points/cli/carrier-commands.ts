@@ -37,7 +37,9 @@ export function carrierViews(
   now: number,
 ): CarrierStatusView[] {
   const byCarrier = groupByCarrier(entries, now);
-  const carriers = [...new Set([...routed, ...byCarrier.keys(), ...(backlog ? [...backlog].filter(([, n]) => n > 0).map(([c]) => c) : [])])].sort();
+  const carriers = [
+    ...new Set([...routed, ...byCarrier.keys(), ...(backlog ? [...backlog].filter(([, n]) => n > 0).map(([c]) => c) : [])]),
+  ].sort();
   return carriers.map((carrier) => {
     const fresh = byCarrier.get(carrier) ?? [];
     return {

@@ -10,7 +10,17 @@ import { CLUSTER_COMMANDS } from './cluster-commands.js';
 import { WEBHOOK_COMMANDS } from './webhook-commands.js';
 import { JOURNAL_COMMANDS } from './journal-commands.js';
 
-export const COMMANDS: readonly CommandSpec[] = [...MERCHANT_COMMANDS, ...PRICING_COMMANDS, ...WALLET_COMMANDS, ...KEY_COMMANDS, ...SCHEDULE_COMMANDS, ...WEBHOOK_COMMANDS, ...CLUSTER_COMMANDS, ...CARRIER_COMMANDS, ...JOURNAL_COMMANDS];
+export const COMMANDS: readonly CommandSpec[] = [
+  ...MERCHANT_COMMANDS,
+  ...PRICING_COMMANDS,
+  ...WALLET_COMMANDS,
+  ...KEY_COMMANDS,
+  ...SCHEDULE_COMMANDS,
+  ...WEBHOOK_COMMANDS,
+  ...CLUSTER_COMMANDS,
+  ...CARRIER_COMMANDS,
+  ...JOURNAL_COMMANDS,
+];
 
 export type ParsedCommandLine =
   | { readonly type: 'help'; readonly text: string }
@@ -58,7 +68,11 @@ export function helpText(group?: string): string {
   return `${lines.join('\n')}\n`;
 }
 
-const usageError = (message: string, hint = 'Run "npm run cli -- help" for the list of commands.'): ParsedCommandLine => ({ type: 'usage_error', message, hint });
+const usageError = (message: string, hint = 'Run "npm run cli -- help" for the list of commands.'): ParsedCommandLine => ({
+  type: 'usage_error',
+  message,
+  hint,
+});
 
 /** From argv (without node and the script) to the command to run, the help, or a usage error. No I/O. */
 export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {

@@ -4,7 +4,10 @@ import type { CommandNode } from '../../composition/command-node.js';
  * What a command needs of the node it runs on: its use cases, its store (for reads) and its settings; `scheduler` is
  * there (not started: it only reads Agenda's jobs) for the commands that ask for it. A started gateway has all of it.
  */
-export type CliGateway = Pick<CommandNode, 'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'>;
+export type CliGateway = Pick<
+  CommandNode,
+  'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'
+>;
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes
@@ -57,6 +60,7 @@ export interface CommandSpec {
 export function limitOption(text: string | undefined, max: number): number | undefined | { readonly usageError: string } {
   if (text === undefined) return undefined;
   const limit = Number(text);
-  if (!/^\d+$/.test(text) || limit < 1 || limit > max) return { usageError: `--limit must be a whole number from 1 to ${max}, not "${text}"` };
+  if (!/^\d+$/.test(text) || limit < 1 || limit > max)
+    return { usageError: `--limit must be a whole number from 1 to ${max}, not "${text}"` };
   return limit;
 }

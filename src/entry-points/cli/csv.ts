@@ -14,7 +14,8 @@ export interface PricingLine {
   readonly row: PricingRow;
 }
 
-export type PricingCsv = { readonly ok: true; readonly rows: readonly PricingLine[] } | { readonly ok: false; readonly errors: readonly LineError[] };
+export type PricingCsv =
+  { readonly ok: true; readonly rows: readonly PricingLine[] } | { readonly ok: false; readonly errors: readonly LineError[] };
 
 /**
  * One CSV record on one line (RFC 4180 quoting, no line breaks inside quotes); fields are trimmed.
@@ -64,7 +65,8 @@ const CARRIER = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_PREFIX_DIGITS = 15;
 
 function parseRecord(fields: readonly string[]): { row: PricingRow } | { message: string } {
-  if (fields.length !== PRICING_CSV_HEADER.length) return { message: `expected ${PRICING_CSV_HEADER.length} fields, found ${fields.length}` };
+  if (fields.length !== PRICING_CSV_HEADER.length)
+    return { message: `expected ${PRICING_CSV_HEADER.length} fields, found ${fields.length}` };
   const [code = '', prefix = '', priceText = '', carrier = ''] = fields;
   const problems: string[] = [];
   if (!CALLING_CODE.test(code)) problems.push(`country_calling_code "${code}" must be 1 to 3 digits, not starting with 0`);
@@ -116,6 +118,7 @@ export function parsePricingCsv(text: string): PricingCsv {
     rows.push({ line, row: parsed.row });
   });
   if (headerLine === 0) errors.push({ line: 1, message: `the file is empty; the header must be "${PRICING_CSV_HEADER.join(',')}"` });
-  else if (rows.length === 0 && errors.length === 0) errors.push({ line: headerLine, message: 'the file has a header but no pricing rows' });
+  else if (rows.length === 0 && errors.length === 0)
+    errors.push({ line: headerLine, message: 'the file has a header but no pricing rows' });
   return errors.length > 0 ? { ok: false, errors } : { ok: true, rows };
 }

@@ -42,7 +42,11 @@ export async function createMerchant(gateway: CliGateway, options: CreateMerchan
     ...(options.unitPrice !== undefined ? { unitPrice: options.unitPrice } : {}),
     ...(options.currencySymbol !== undefined ? { currencySymbol: options.currencySymbol } : {}),
   });
-  if (!created.ok) return rejected('the merchant was not created', created.issues.map((issue) => `${issue.field}: ${issue.message}`));
+  if (!created.ok)
+    return rejected(
+      'the merchant was not created',
+      created.issues.map((issue) => `${issue.field}: ${issue.message}`),
+    );
   // the bare id, so that `id=$(... merchants create ...)` works
   return done(created.value.id, merchantJson(gateway, created.value));
 }
@@ -54,7 +58,12 @@ export async function showMerchant(gateway: CliGateway, options: { readonly merc
   const pricingRows = (await directory.pricing(merchant.id)).length;
   const apiKeys = (await directory.keys(merchant.id)).filter((key) => key.deletedAt === null).length;
   const balance = await gateway.useCases.wallets.getBalance(merchant.id);
-  const json = { ...merchantJson(gateway, merchant), pricing_rows: pricingRows, api_keys: apiKeys, balance: balance.ok ? balance.value : null };
+  const json = {
+    ...merchantJson(gateway, merchant),
+    pricing_rows: pricingRows,
+    api_keys: apiKeys,
+    balance: balance.ok ? balance.value : null,
+  };
   const symbol = merchant.currencySymbol === null ? '' : ` (${merchant.currencySymbol})`;
   const balances = balance.ok
     ? `total ${balance.value.balance}, prepaid ${balance.value.sms_wallet_balance}, postpaid ${balance.value.postpaid_wallet_balance}`
@@ -83,14 +92,18 @@ export async function listMerchants(gateway: CliGateway): Promise<CommandOutcome
     merchants.map((m) => [m.id, m.name, m.currency, m.timezone, walletNames(m), humanTime(m.createdAt)]),
     'No merchants.',
   );
-  return done(text, merchants.map((m) => merchantJson(gateway, m)));
+  return done(
+    text,
+    merchants.map((m) => merchantJson(gateway, m)),
+  );
 }
 
 export const MERCHANT_COMMANDS: readonly CommandSpec[] = [
   {
     words: ['merchants', 'create'],
     args: [],
-    usage: '--name <name> [--timezone Africa/Kinshasa] [--country CD] [--currency USD] [--locale fr-CD] [--unit-price 0.01] [--currency-symbol $]',
+    usage:
+      '--name <name> [--timezone Africa/Kinshasa] [--country CD] [--currency USD] [--locale fr-CD] [--unit-price 0.01] [--currency-symbol $]',
     summary: 'create a merchant; prints its id (in embedded mode, starts a new database where DATA_DIR has none)',
     createsDatabase: true,
     options: {

@@ -6,14 +6,24 @@ import { decimal, decimalNumber, table } from './format.js';
 const ROW_FIELD = /^rows\[(\d+)\]$/;
 
 /** Validates the whole file first; on any error nothing changes. On success the merchant's rows are replaced. */
-export async function importPricing(gateway: CliGateway, options: { readonly merchantId: string; readonly csv: string }): Promise<CommandOutcome> {
+export async function importPricing(
+  gateway: CliGateway,
+  options: { readonly merchantId: string; readonly csv: string },
+): Promise<CommandOutcome> {
   const { directory } = gateway.persistence;
   const merchant = await directory.merchant(options.merchantId);
   if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
   const parsed = parsePricingCsv(options.csv);
-  if (!parsed.ok) return rejected('the pricing file is invalid; nothing was changed', parsed.errors.map((e) => `line ${e.line}: ${e.message}`));
+  if (!parsed.ok)
+    return rejected(
+      'the pricing file is invalid; nothing was changed',
+      parsed.errors.map((e) => `line ${e.line}: ${e.message}`),
+    );
   const previous = (await directory.pricing(merchant.id)).length;
-  const saved = await gateway.useCases.merchants.setPricing(merchant.id, parsed.rows.map((r) => r.row));
+  const saved = await gateway.useCases.merchants.setPricing(
+    merchant.id,
+    parsed.rows.map((r) => r.row),
+  );
   if (!saved.ok) {
     // the use case names rows by index; the operator knows lines
     const lineOf = (field: string) => {
@@ -21,7 +31,10 @@ export async function importPricing(gateway: CliGateway, options: { readonly mer
       const line = index === undefined ? undefined : parsed.rows[Number(index)]?.line;
       return line === undefined ? field : `line ${line}`;
     };
-    return rejected('the pricing file is invalid; nothing was changed', saved.issues.map((issue) => `${lineOf(issue.field)}: ${issue.message}`));
+    return rejected(
+      'the pricing file is invalid; nothing was changed',
+      saved.issues.map((issue) => `${lineOf(issue.field)}: ${issue.message}`),
+    );
   }
   const text = `Imported ${saved.value} pricing rows for ${merchant.id} (replacing ${previous}).`;
   return done(text, { merchant_id: merchant.id, imported: saved.value, replaced: previous });
@@ -47,7 +60,12 @@ export async function listPricing(gateway: CliGateway, options: { readonly merch
     merchant_id: merchant.id,
     currency: merchant.currency,
     unit_price: decimalNumber(unitPrice),
-    rows: rows.map((r) => ({ country_calling_code: r.countryCallingCode, network_prefix: r.networkPrefix, price: decimalNumber(r.price), carrier: r.carrier })),
+    rows: rows.map((r) => ({
+      country_calling_code: r.countryCallingCode,
+      network_prefix: r.networkPrefix,
+      price: decimalNumber(r.price),
+      carrier: r.carrier,
+    })),
   };
   return done(text, json);
 }
@@ -56,24 +74,35 @@ export async function listPricing(gateway: CliGateway, options: { readonly merch
  * Sets what a segment to a destination without a pricing row costs, which GET /balance reports as `unit_price`
  * (its `available_sms` is the balance divided by it). Same rule as a pricing row's price.
  */
-export async function setDefaultPrice(gateway: CliGateway, options: { readonly merchantId: string; readonly price: string }): Promise<CommandOutcome> {
+export async function setDefaultPrice(
+  gateway: CliGateway,
+  options: { readonly merchantId: string; readonly price: string },
+): Promise<CommandOutcome> {
   const merchant = await gateway.persistence.directory.merchant(options.merchantId);
   if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
   const previous = gateway.catalog.unitPrice(merchant);
   const updated = await gateway.useCases.merchants.setDefaultPrice(merchant.id, options.price);
   if (!updated.ok) {
-    return rejected(updated.issues.map((issue) => (issue.field === 'unitPrice' ? `price "${options.price}" ${issue.message}` : issue.message)).join('; '));
+    return rejected(
+      updated.issues.map((issue) => (issue.field === 'unitPrice' ? `price "${options.price}" ${issue.message}` : issue.message)).join('; '),
+    );
   }
   const unitPrice = gateway.catalog.unitPrice(updated.value);
   const text = `Default price of ${merchant.id}: ${decimal(unitPrice)} ${merchant.currency} per segment (was ${decimal(previous)}).`;
-  return done(text, { merchant_id: merchant.id, currency: merchant.currency, unit_price: decimalNumber(unitPrice), previous_unit_price: decimalNumber(previous) });
+  return done(text, {
+    merchant_id: merchant.id,
+    currency: merchant.currency,
+    unit_price: decimalNumber(unitPrice),
+    previous_unit_price: decimalNumber(previous),
+  });
 }
 
 export const PRICING_COMMANDS: readonly CommandSpec[] = [
   {
     words: ['pricing', 'import'],
     args: ['merchantId', 'file.csv'],
-    summary: "replace a merchant's price list from a CSV file (country_calling_code,network_prefix,price,carrier); nothing changes if any line is invalid",
+    summary:
+      "replace a merchant's price list from a CSV file (country_calling_code,network_prefix,price,carrier); nothing changes if any line is invalid",
     prepare: (args) => async (gateway) => {
       const file = args.arg('file.csv');
       let csv: string;

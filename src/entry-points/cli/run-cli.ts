@@ -26,7 +26,11 @@ export interface CliIo {
    * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
    * command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
    */
-  readonly openGateway?: (config: Config, err: (text: string) => void, needs: GatewayNeeds) => Promise<CliGateway & { stop(): Promise<void> }>;
+  readonly openGateway?: (
+    config: Config,
+    err: (text: string) => void,
+    needs: GatewayNeeds,
+  ) => Promise<CliGateway & { stop(): Promise<void> }>;
 }
 
 export interface GatewayNeeds {
@@ -154,7 +158,10 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let gateway;
   try {
-    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, { scheduler: parsed.needsScheduler, createDatabase: parsed.createsDatabase });
+    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, {
+      scheduler: parsed.needsScheduler,
+      createDatabase: parsed.createsDatabase,
+    });
   } catch (error) {
     if (error instanceof DataDirectoryInUseError) {
       io.err(`error: ${inUseMessage(config, error)}\n`);

@@ -31,7 +31,15 @@ const time = (isoText: string | null): string => (isoText === null ? '-' : human
 function jobsTable(jobs: readonly ScheduledJobView[], empty: string): string {
   return table(
     ['MESSAGE', 'MERCHANT', 'NEXT RUN', 'LAST RUN', 'LAST FINISHED', 'LOCKED', 'FAIL REASON'],
-    jobs.map((job) => [job.messageId, job.merchantId, time(job.nextRunAt), time(job.lastRunAt), time(job.lastFinishedAt), time(job.lockedAt), job.failReason ?? '']),
+    jobs.map((job) => [
+      job.messageId,
+      job.merchantId,
+      time(job.nextRunAt),
+      time(job.lastRunAt),
+      time(job.lastFinishedAt),
+      time(job.lockedAt),
+      job.failReason ?? '',
+    ]),
     empty,
   );
 }
@@ -74,7 +82,10 @@ export async function showSchedule(gateway: CliGateway, options: { readonly mess
       ? ([
           ['Schedule', schedule.state],
           ['Next occurrence', time(schedule.next_occurrence_at)],
-          ['Occurrences', `${schedule.occurrences_total} total, ${schedule.occurrences_dispatched} dispatched, ${schedule.occurrences_remaining} remaining`],
+          [
+            'Occurrences',
+            `${schedule.occurrences_total} total, ${schedule.occurrences_dispatched} dispatched, ${schedule.occurrences_remaining} remaining`,
+          ],
         ] as const)
       : ([['Schedule', 'none (immediate send)']] as const)),
   ]);
@@ -85,7 +96,14 @@ export async function showSchedule(gateway: CliGateway, options: { readonly mess
           '',
           table(
             ['OCCURRENCE', 'SCHEDULED AT', 'STATUS', 'DELIVERED', 'FAILED', 'PENDING'],
-            view.occurrences.map((o) => [String(o.occurrence_index), time(o.scheduled_at), o.status, String(o.delivered), String(o.failed), String(o.pending)]),
+            view.occurrences.map((o) => [
+              String(o.occurrence_index),
+              time(o.scheduled_at),
+              o.status,
+              String(o.delivered),
+              String(o.failed),
+              String(o.pending),
+            ]),
           ),
         ]
       : []),

@@ -26,7 +26,10 @@ function balanceText(view: BalanceView, currency: string): string {
   ]);
 }
 
-export async function openWallet(gateway: CliGateway, options: { readonly merchantId: string; readonly wallet: WalletKind }): Promise<CommandOutcome> {
+export async function openWallet(
+  gateway: CliGateway,
+  options: { readonly merchantId: string; readonly wallet: WalletKind },
+): Promise<CommandOutcome> {
   const merchant = await gateway.persistence.directory.merchant(options.merchantId);
   if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
   const wasOpen = merchant.wallets[options.wallet];
@@ -52,7 +55,8 @@ export async function topUp(gateway: CliGateway, options: TopUpOptions): Promise
   const merchant = await gateway.persistence.directory.merchant(options.merchantId);
   if (!merchant) return rejected(`unknown merchant ${options.merchantId}`);
   const reply = await gateway.useCases.wallets.topUp(merchant.id, options.wallet, amount, reference);
-  if (!reply.ok) return rejected(`the ${options.wallet} wallet of ${merchant.id} is not open (wallet open ${merchant.id} ${options.wallet})`);
+  if (!reply.ok)
+    return rejected(`the ${options.wallet} wallet of ${merchant.id} is not open (wallet open ${merchant.id} ${options.wallet})`);
   const text = [
     `Topped up the ${options.wallet} wallet of ${merchant.id} by ${decimal(amount)} ${merchant.currency}.`,
     balanceText(reply.balance, merchant.currency),
@@ -125,7 +129,11 @@ export async function walletLedger(gateway: CliGateway, options: { readonly merc
       reference: l.reference,
       charge_id: l.chargeId,
       refund_id: l.refundId,
-      balance: { prepaid: decimalNumber(l.balance.prepaid), postpaid: decimalNumber(l.balance.postpaid), total: decimalNumber(l.balance.total) },
+      balance: {
+        prepaid: decimalNumber(l.balance.prepaid),
+        postpaid: decimalNumber(l.balance.postpaid),
+        total: decimalNumber(l.balance.total),
+      },
     })),
   };
   return done(text, json);
@@ -154,7 +162,12 @@ export const WALLET_COMMANDS: readonly CommandSpec[] = [
     prepare(args) {
       const wallet = walletArg(args.arg('prepaid|postpaid'));
       if (typeof wallet !== 'string') return wallet;
-      const options: TopUpOptions = { merchantId: args.arg('merchantId'), wallet, amount: args.arg('amount'), reference: args.option('reference') };
+      const options: TopUpOptions = {
+        merchantId: args.arg('merchantId'),
+        wallet,
+        amount: args.arg('amount'),
+        reference: args.option('reference'),
+      };
       return (gateway) => topUp(gateway, options);
     },
   },

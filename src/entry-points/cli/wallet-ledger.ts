@@ -17,7 +17,13 @@ export interface LedgerLine {
   readonly balance: { readonly prepaid: number; readonly postpaid: number; readonly total: number };
 }
 
-const MOVEMENTS: ReadonlySet<string> = new Set<WalletEvent['type']>(['wallet_opened', 'topped_up', 'charged', 'refunded', 'charge_settled']);
+const MOVEMENTS: ReadonlySet<string> = new Set<WalletEvent['type']>([
+  'wallet_opened',
+  'topped_up',
+  'charged',
+  'refunded',
+  'charge_settled',
+]);
 
 function isWalletEvent(value: unknown): value is WalletEvent {
   return isRecord(value) && MOVEMENTS.has(String(value.type));

@@ -33,7 +33,10 @@ const eventType = (letter: DeadLetter): string => {
   return typeof event?.event_type === 'string' ? event.event_type : '?';
 };
 
-export async function listDeadLetters(gateway: CliGateway, options: { readonly merchantId?: string | undefined; readonly limit?: number | undefined }): Promise<CommandOutcome> {
+export async function listDeadLetters(
+  gateway: CliGateway,
+  options: { readonly merchantId?: string | undefined; readonly limit?: number | undefined },
+): Promise<CommandOutcome> {
   if (options.merchantId !== undefined && !(await gateway.persistence.directory.merchant(options.merchantId))) {
     return rejected(`unknown merchant ${options.merchantId}`);
   }

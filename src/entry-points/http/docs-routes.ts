@@ -94,10 +94,12 @@ export function createDocsRouter(document: object): express.Router {
     res.type('text/html').send(PAGE);
   });
 
-  const own = (type: string, body: string): RequestHandler => (_req, res) => {
-    res.setHeader('Cache-Control', `public, max-age=${ASSET_MAX_AGE_MS / 1000}`);
-    res.type(type).send(body);
-  };
+  const own =
+    (type: string, body: string): RequestHandler =>
+    (_req, res) => {
+      res.setHeader('Cache-Control', `public, max-age=${ASSET_MAX_AGE_MS / 1000}`);
+      res.type(type).send(body);
+    };
   router.get(`${DOCS_PATHS.assets}/init.js`, own('text/javascript', INIT_SCRIPT));
   router.get(`${DOCS_PATHS.assets}/page.css`, own('text/css', PAGE_STYLE));
 

@@ -31,7 +31,13 @@ export function createHttpServer(listener: RequestListener, options: { host: str
           const requestId = randomUUID();
           // the parser's code and the peer, never what was sent (the refused headers may hold a key)
           logger.info(
-            { request_id: requestId, remote_address: socket instanceof Socket ? (socket.remoteAddress ?? null) : null, parser_code: error.code ?? 'unknown', status, error_code: '1110' },
+            {
+              request_id: requestId,
+              remote_address: socket instanceof Socket ? (socket.remoteAddress ?? null) : null,
+              parser_code: error.code ?? 'unknown',
+              status,
+              error_code: '1110',
+            },
             'request refused by the HTTP parser',
           );
           const body = JSON.stringify({

@@ -86,7 +86,8 @@ export function createOccurrenceScheduler(options: OccurrenceSchedulerOptions): 
           // Agenda saves nextRunAt after the handler: the job comes back at the next occurrence, or never
           job.attrs.nextRunAt = reply.ok && reply.next !== null ? new Date(reply.next) : null;
           // lag: from the earliest occurrence's instant to its dispatch (Agenda's own attributes no longer hold the instant)
-          if (reply.ok && reply.dispatched.length > 0) options.onTick?.({ messageId, dispatched: reply.dispatched.length, lagSeconds: Math.max(0, (reply.lateMs ?? 0) / 1000) });
+          if (reply.ok && reply.dispatched.length > 0)
+            options.onTick?.({ messageId, dispatched: reply.dispatched.length, lagSeconds: Math.max(0, (reply.lateMs ?? 0) / 1000) });
         } catch (error) {
           options.onError?.(error);
           job.attrs.nextRunAt = new Date(now() + (options.retryDelayMs ?? 5_000));

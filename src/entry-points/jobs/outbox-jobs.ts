@@ -55,7 +55,11 @@ export function expireReceipts(router: ActorRouter, receiptTimeoutMs: number): T
  * Scheduled sends registered with the scheduler, a batch's registrations saved concurrently (bounded): one at a
  * time, a burst of scheduled sends would reach the scheduler long after their 201s.
  */
-export function registerSchedules(scheduler: Pick<OccurrenceScheduler, 'register'>, inFlight: number, onError: (error: unknown) => void): TopicHandler<ScheduleRegistration> {
+export function registerSchedules(
+  scheduler: Pick<OccurrenceScheduler, 'register'>,
+  inFlight: number,
+  onError: (error: unknown) => void,
+): TopicHandler<ScheduleRegistration> {
   return {
     accepts: isScheduleRegistration,
     handle: (entries) => runEntryTasks(entries, (entry) => [() => scheduler.register(entry.payload)], inFlight, onError),

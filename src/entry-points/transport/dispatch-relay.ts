@@ -15,7 +15,11 @@ import { dispatchJobsOf } from '../../carriers/dispatch-jobs.js';
 /** Publishes in flight at once across a relay batch (each waits for the broker's acknowledgement). */
 export const DISPATCH_PUBLISHES_IN_FLIGHT = 256;
 
-export function createDispatchRelay(deps: { transport: Transport; clock: Clock; onError?: (error: unknown) => void }): TopicHandler<DispatchOutboxPayload> {
+export function createDispatchRelay(deps: {
+  transport: Transport;
+  clock: Clock;
+  onError?: (error: unknown) => void;
+}): TopicHandler<DispatchOutboxPayload> {
   return {
     accepts: isDispatchOutboxPayload,
     handle(entries) {
@@ -23,7 +27,11 @@ export function createDispatchRelay(deps: { transport: Transport; clock: Clock; 
       return runEntryTasks(
         entries,
         (entry) => {
-          return dispatchJobsOf(entry.payload, submittedAt).map(({ carrier, job }) => () => deps.transport.publish(dispatchSubject(carrier), job, { id: job.dispatch_id }));
+          return dispatchJobsOf(entry.payload, submittedAt).map(
+            ({ carrier, job }) =>
+              () =>
+                deps.transport.publish(dispatchSubject(carrier), job, { id: job.dispatch_id }),
+          );
         },
         DISPATCH_PUBLISHES_IN_FLIGHT,
         deps.onError ?? (() => undefined),

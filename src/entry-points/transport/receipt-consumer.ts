@@ -3,7 +3,15 @@ import { ActorFailureError } from '../../libraries/errors/internal-errors.js';
 import { systemClock, type Clock } from '../../libraries/clock/clock.js';
 import type { Directory } from '../../libraries/persistence/directory-port.js';
 import { RECEIPTS_DURABLE, receiptSubject } from '../../libraries/transport/nats-names.js';
-import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition, type Transport } from '../../libraries/transport/transport-port.js';
+import {
+  ACK,
+  DROP,
+  retryAfter,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../../libraries/transport/transport-port.js';
 import type { CarrierReceipt, MessageReplies } from '../../messaging/message-behaviour.js';
 import { readReceipts } from '../../carriers/carrier-protocol.js';
 import { receiptsByMessage, type AddressedReceipt } from '../../carriers/message-receipts.js';

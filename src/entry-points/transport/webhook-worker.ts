@@ -1,8 +1,23 @@
 import { WEBHOOKS_DURABLE, webhookSubject } from '../../libraries/transport/nats-names.js';
 import { ACK, DROP, retryAfter, type Consumer, type Delivery, type Disposition } from '../../libraries/transport/transport-port.js';
-import { busyMerchantDelayMs, createAttemptPace, createMerchantSlots, MIN_BUSY_DELAY_MS, MIN_WAITING_PER_SLOT, WAITING_BUDGET_MS } from '../../webhooks/merchant-slots.js';
+import {
+  busyMerchantDelayMs,
+  createAttemptPace,
+  createMerchantSlots,
+  MIN_BUSY_DELAY_MS,
+  MIN_WAITING_PER_SLOT,
+  WAITING_BUDGET_MS,
+} from '../../webhooks/merchant-slots.js';
 import { createWebhookDelivery, type WebhookDeliveryOptions } from '../../webhooks/webhook-delivery.js';
-import { isWebhookBatch, isWebhookJob, jobOfBatch, publishBatch, publishJob, type WebhookBatch, type WebhookJob } from '../../webhooks/webhook-jobs.js';
+import {
+  isWebhookBatch,
+  isWebhookJob,
+  jobOfBatch,
+  publishBatch,
+  publishJob,
+  type WebhookBatch,
+  type WebhookJob,
+} from '../../webhooks/webhook-jobs.js';
 
 export interface WebhookWorkerOptions extends Omit<WebhookDeliveryOptions, 'pace'> {
   /** Deliveries in flight per merchant: one slow endpoint cannot take every worker. */
@@ -59,7 +74,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
       }
       await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
     };
-    const outcomes = await Promise.all(taken.map(async ({ job, slot }) => settle(job, await slot).then(() => true, () => false)));
+    const outcomes = await Promise.all(
+      taken.map(async ({ job, slot }) =>
+        settle(job, await slot).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
     // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
   }
@@ -83,7 +105,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
    * more than half of the consumer's places (but at least its slots), so a merchant whose endpoint hangs leaves at
    * least half of the node's deliveries to everyone else.
    */
-  const maxHeld = Math.max(options.concurrencyPerMerchant, Math.min(options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT), Math.floor(options.concurrency / 2)));
+  const maxHeld = Math.max(
+    options.concurrencyPerMerchant,
+    Math.min(options.concurrencyPerMerchant * (1 + MIN_WAITING_PER_SLOT), Math.floor(options.concurrency / 2)),
+  );
   const held = new Map<string, number>();
 
   async function handle(delivery: Delivery): Promise<Disposition> {

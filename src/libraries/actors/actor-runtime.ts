@@ -304,7 +304,12 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
           ask.taken = true;
           try {
             const command = ask.command as C;
-            const decision = decide(behaviour, working, (policy.withInputs ? policy.withInputs(working, command) : command) as CommandOf<C, C['type']>, context_);
+            const decision = decide(
+              behaviour,
+              working,
+              (policy.withInputs ? policy.withInputs(working, command) : command) as CommandOf<C, C['type']>,
+              context_,
+            );
             ask.writes = decision.events.length > 0 || (decision.effects?.length ?? 0) > 0 || (decision.retire?.length ?? 0) > 0;
             working = applyEvents(behaviour, decision.state ?? working, decision.events, policy);
             events.push(...decision.events);
@@ -522,16 +527,22 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         // after a frozen process resumes). One already taken is being journaled: its outcome is waited for, up to
         // askTimeoutMs more of running time (the journal's answer may wait unread in a socket after a freeze); after
         // that it is unknown, unless its decision wrote nothing.
-        const timer = setTimeout(() => {
-          if (withdraw() || !pending.taken) {
-            pending.reject(expired());
-            return;
-          }
-          cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
-            if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
-            else pending.reject(new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`));
-          });
-        }, Math.max(0, deadline - now));
+        const timer = setTimeout(
+          () => {
+            if (withdraw() || !pending.taken) {
+              pending.reject(expired());
+              return;
+            }
+            cancelGrace = patientTimer(options.clock, hostOptions.askTimeoutMs, () => {
+              if (withdraw() || !pending.taken || !pending.writes) pending.reject(expired());
+              else
+                pending.reject(
+                  new ActorFailureError(key, 'timeout', `taken before its deadline, no answer ${hostOptions.askTimeoutMs} ms after it`),
+                );
+            });
+          },
+          Math.max(0, deadline - now),
+        );
         if (!live.has(id) && policy.startsFresh?.(command as C)) freshKeys.add(key);
         enqueue(id, shard, [pending]);
       });

@@ -41,7 +41,10 @@ export interface NactPersistedSnapshot {
 
 /** What nact calls on its persistence engine. `events(...)` must have a `reduce` synchronously. */
 export interface NactPersistenceEngine {
-  events(key: string, afterSequenceNumber: number): { reduce<T>(fn: (acc: T, event: NactPersistedEvent, index: number) => T, initial: T): Promise<T> };
+  events(
+    key: string,
+    afterSequenceNumber: number,
+  ): { reduce<T>(fn: (acc: T, event: NactPersistedEvent, index: number) => T, initial: T): Promise<T> };
   latestSnapshot(key: string): Promise<NactPersistedSnapshot | undefined>;
   takeSnapshot(snapshot: NactPersistedSnapshot): Promise<void>;
   persist(event: NactPersistedEvent, ...properties: unknown[]): Promise<void>;

@@ -13,7 +13,11 @@ export interface ExpiringCache<K, V> {
   clear(): void;
 }
 
-export function createExpiringCache<K extends string, V>(options: { readonly clock: Clock; readonly ttlMs: number; readonly max: number }): ExpiringCache<K, V> {
+export function createExpiringCache<K extends string, V>(options: {
+  readonly clock: Clock;
+  readonly ttlMs: number;
+  readonly max: number;
+}): ExpiringCache<K, V> {
   const entries = new LRUCache<K, { readonly value: V; readonly at: number }>({ max: options.max });
   return {
     get(key) {

@@ -232,16 +232,24 @@ export const configSchema = group({
     messageOwnerCacheSize: setting(
       positiveInt(),
       'MESSAGE_OWNER_CACHE_SIZE',
-      "Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most.",
+      'Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most.',
     ),
-    merchantCatalogTtlMs: setting(positiveInt(), 'MERCHANT_CATALOG_TTL_MS', "How long a node reuses a merchant's record and pricing before reading them again."),
+    merchantCatalogTtlMs: setting(
+      positiveInt(),
+      'MERCHANT_CATALOG_TTL_MS',
+      "How long a node reuses a merchant's record and pricing before reading them again.",
+    ),
     apiKeyLookupCacheMs: setting(
       positiveInt(),
       'API_KEY_LOOKUP_CACHE_MS',
       'How long a node remembers which key an API key hash is (rotation and deletion are still enforced by the key).',
     ),
     outboxBatchSize: setting(positiveInt(), 'OUTBOX_BATCH_SIZE', 'Outbox entries the relay takes in one pass.'),
-    outboxDoneFlushMs: setting(positiveInt(), 'OUTBOX_DONE_FLUSH_MS', 'Outbox entries a request finished itself are marked done together, every this many milliseconds.'),
+    outboxDoneFlushMs: setting(
+      positiveInt(),
+      'OUTBOX_DONE_FLUSH_MS',
+      'Outbox entries a request finished itself are marked done together, every this many milliseconds.',
+    ),
     outboxFollowUpGraceMs: setting(
       nonNegativeInt(),
       'OUTBOX_FOLLOW_UP_GRACE_MS',
@@ -269,7 +277,11 @@ export const configSchema = group({
       'CLUSTER_WEBHOOK_TARGET_BATCH_MAX',
       "Cluster: most keys' webhook targets read from their shard's owner in one hop.",
     ),
-    healthProbeTimeoutMs: setting(positiveInt(), 'HEALTH_PROBE_TIMEOUT_MS', 'GET /health: a database or transport ping slower than this reports it down.'),
+    healthProbeTimeoutMs: setting(
+      positiveInt(),
+      'HEALTH_PROBE_TIMEOUT_MS',
+      'GET /health: a database or transport ping slower than this reports it down.',
+    ),
     httpShareOfGrace: setting(
       Joi.number().greater(0).less(1),
       'SHUTDOWN_HTTP_SHARE_OF_GRACE',

@@ -5,7 +5,8 @@ const SESSION_LOST = /^(08|57P0[123])/;
 /** Socket failures of a connection to the database server. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /** What `pg` says when a connection ends under it or cannot be had in time (no SQLSTATE, no socket code). */
-const PG_CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable/;
+const PG_CONNECTION_MESSAGES =
+  /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable/;
 
 /** Whether an error of the `pg` driver means the database could not be reached (as opposed to a query it refused). */
 export function isDatabaseConnectionError(error: unknown): boolean {

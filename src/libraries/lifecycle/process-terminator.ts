@@ -65,11 +65,17 @@ export function createProcessTerminator(options: ProcessTerminatorOptions): Term
   const signalWhileStopping = (signal: StopSignal): void => {
     if (exited) return;
     if (forceQuitOpen) {
-      logger.warn({ signal, elapsed_ms: elapsed(), force_quit_after_ms: forceQuitAfterMs }, 'force-quit: another signal while stopping, exiting now');
+      logger.warn(
+        { signal, elapsed_ms: elapsed(), force_quit_after_ms: forceQuitAfterMs },
+        'force-quit: another signal while stopping, exiting now',
+      );
       exit(1);
       return;
     }
-    logger.info({ signal, elapsed_ms: elapsed(), force_quit_after_ms: forceQuitAfterMs }, 'signal while stopping: a copy of the first, same stop');
+    logger.info(
+      { signal, elapsed_ms: elapsed(), force_quit_after_ms: forceQuitAfterMs },
+      'signal while stopping: a copy of the first, same stop',
+    );
   };
 
   return (reason, error) => {
@@ -84,7 +90,10 @@ export function createProcessTerminator(options: ProcessTerminatorOptions): Term
     }
     stopping = true;
     startedAt = clock.now();
-    logger.info({ reason, ...(graceMs === undefined ? {} : { grace_ms: graceMs }), force_quit_after_ms: forceQuitAfterMs }, 'shutting down');
+    logger.info(
+      { reason, ...(graceMs === undefined ? {} : { grace_ms: graceMs }), force_quit_after_ms: forceQuitAfterMs },
+      'shutting down',
+    );
     // timers run before the poll phase that reads pending signals, setImmediate after it: signals sent before the
     // window closed are handled (as copies) before it opens, however long the event loop was blocked
     windowTimer = setTimeout(() => {

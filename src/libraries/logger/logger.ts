@@ -89,12 +89,19 @@ function plainValue(value: unknown, depth = 0): unknown {
 
 /** The message followed by its causes' (`outer: inner`), as pino writes it. */
 function messageWithCauses(error: Error, depth: number): string {
-  return error.cause instanceof Error && depth < MAX_CAUSES ? `${error.message}: ${messageWithCauses(error.cause, depth + 1)}` : error.message;
+  return error.cause instanceof Error && depth < MAX_CAUSES
+    ? `${error.message}: ${messageWithCauses(error.cause, depth + 1)}`
+    : error.message;
 }
 
 /** An error as a log line holds it: type, name, message, code, stack, its own plain fields, and its causes. */
 function errorRecord(error: Error, depth: number): Record<string, unknown> {
-  const record: Record<string, unknown> = { type: error.constructor.name, name: error.name, message: messageWithCauses(error, depth), stack: error.stack };
+  const record: Record<string, unknown> = {
+    type: error.constructor.name,
+    name: error.name,
+    message: messageWithCauses(error, depth),
+    stack: error.stack,
+  };
   for (const [key, value] of Object.entries(error)) {
     if (key === 'cause' || key === 'errors' || key in record || HANDLE_FIELDS.has(key)) continue;
     const plain = plainValue(value);

@@ -111,14 +111,24 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['status'] as const,
     registers,
   });
-  const charges = new Counter({ name: name('charges_total'), help: 'Wallet charges journaled.', labelNames: ['currency'] as const, registers });
+  const charges = new Counter({
+    name: name('charges_total'),
+    help: 'Wallet charges journaled.',
+    labelNames: ['currency'] as const,
+    registers,
+  });
   const chargedAmount = new Counter({
     name: name('charged_amount_ten_thousandths_total'),
     help: 'Money charged to wallets (prepaid and postpaid), in 1/10 000 of the currency: 1 USD is 10000.',
     labelNames: ['currency'] as const,
     registers,
   });
-  const refunds = new Counter({ name: name('refunds_total'), help: 'Wallet refunds journaled.', labelNames: ['currency'] as const, registers });
+  const refunds = new Counter({
+    name: name('refunds_total'),
+    help: 'Wallet refunds journaled.',
+    labelNames: ['currency'] as const,
+    registers,
+  });
   const refundedAmount = new Counter({
     name: name('refunded_amount_ten_thousandths_total'),
     help: 'Money refunded to wallets, in 1/10 000 of the currency: 1 USD is 10000.',

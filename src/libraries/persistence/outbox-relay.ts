@@ -69,15 +69,17 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
    * without the freshness limit; `again`: a trigger arrived while its pass ran, so the pass goes round once more.
    */
   const routes: [string, TopicHandler | undefined][] = Object.entries(options.handlers);
-  const lanes = routes.flatMap(([topic, handler]) => (handler ? [{ topic, handler }] : [])).map(({ topic, handler }) => ({
-    topic,
-    handler,
-    pass: null as Promise<void> | null,
-    again: false,
-    fresh: [] as PendingOutboxEntry[],
-    inFlight: new Set<string>(),
-    query: null as 'poll' | 'all' | null,
-  }));
+  const lanes = routes
+    .flatMap(([topic, handler]) => (handler ? [{ topic, handler }] : []))
+    .map(({ topic, handler }) => ({
+      topic,
+      handler,
+      pass: null as Promise<void> | null,
+      again: false,
+      fresh: [] as PendingOutboxEntry[],
+      inFlight: new Set<string>(),
+      query: null as 'poll' | 'all' | null,
+    }));
   type Lane = (typeof lanes)[number];
   const laneOf = new Map(lanes.map((lane) => [lane.topic, lane]));
   // the lanes' done marks meet: while one delete runs, the marks arriving wait and go out together in the next

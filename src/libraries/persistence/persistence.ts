@@ -32,7 +32,10 @@ export interface Persistence {
   readonly sql?: SqlExecutor;
 }
 
-export async function sqlPersistence(db: SqlExecutor, journalOptions: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Promise<Persistence> {
+export async function sqlPersistence(
+  db: SqlExecutor,
+  journalOptions: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS,
+): Promise<Persistence> {
   await migrate(db);
   const journal = createSqlJournal(db, journalOptions);
   return {
@@ -63,7 +66,11 @@ export interface PostgresPersistenceOptions {
 }
 
 export async function openPostgresPersistence(options: PostgresPersistenceOptions): Promise<Persistence> {
-  const db = await connectPostgres({ connectionString: options.url, poolSize: options.poolSize, ...(options.schema ? { schema: options.schema } : {}) });
+  const db = await connectPostgres({
+    connectionString: options.url,
+    poolSize: options.poolSize,
+    ...(options.schema ? { schema: options.schema } : {}),
+  });
   try {
     return await sqlPersistence(db, options.journal);
   } catch (error) {
@@ -80,7 +87,10 @@ export interface PglitePersistenceOptions {
 }
 
 export async function openPglitePersistence(options: PglitePersistenceOptions): Promise<Persistence> {
-  const db = await openPglite({ ...(options.dataDir ? { dataDir: options.dataDir } : {}), ...(options.schema ? { schema: options.schema } : {}) });
+  const db = await openPglite({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.schema ? { schema: options.schema } : {}),
+  });
   try {
     return await sqlPersistence(db, options.journal);
   } catch (error) {

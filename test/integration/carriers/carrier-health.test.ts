@@ -77,7 +77,14 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
   const cli = (args: readonly string[]) =>
     runCommand(process.execPath, ['--import', 'tsx', 'src/entry-points/cli/cli-main.ts', ...args], {
       cwd: ROOT,
-      env: { DATABASE_URL: databaseUrl, NATS_URL: nats.url, GATEWAY_MODE: 'server', GATEWAY_ENVIRONMENT: 'production', SECRETS_KEY: TEST_SECRETS_KEY, DEFAULT_CARRIER: 'vodacom-cd' },
+      env: {
+        DATABASE_URL: databaseUrl,
+        NATS_URL: nats.url,
+        GATEWAY_MODE: 'server',
+        GATEWAY_ENVIRONMENT: 'production',
+        SECRETS_KEY: TEST_SECRETS_KEY,
+        DEFAULT_CARRIER: 'vodacom-cd',
+      },
     });
 
   before(async function () {
@@ -133,10 +140,14 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
   });
 
   it('GET /health is 200 degraded naming the carriers with no connector, and the metrics count the live ones', async () => {
-    const { status, data } = await eventually(async () => {
-      const answer = await health();
-      return answer.data.checks.carriers['vodacom-cd']?.status === 'ok' ? answer : null;
-    }, 30_000, 'vodacom-cd seen live');
+    const { status, data } = await eventually(
+      async () => {
+        const answer = await health();
+        return answer.data.checks.carriers['vodacom-cd']?.status === 'ok' ? answer : null;
+      },
+      30_000,
+      'vodacom-cd seen live',
+    );
     expect(status, 'a carrier without connector does not take the node out of service').to.equal(200);
     expect(data.status).to.equal('degraded');
     expect(data.checks).to.deep.equal({
@@ -158,10 +169,14 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
     beats.push(heartbeat(client, () => airtel));
     beats.push(heartbeat(client, () => presenceEntry('airtel-cd', 'kannel-backup', { kind: 'kannel', priority: 1, active: false })));
     orangeBeat = heartbeat(client, () => presenceEntry('orange-fr', 'smpp-fr'));
-    const { status, data } = await eventually(async () => {
-      const answer = await health();
-      return answer.data.status === 'ok' ? answer : null;
-    }, 30_000, 'health ok');
+    const { status, data } = await eventually(
+      async () => {
+        const answer = await health();
+        return answer.data.status === 'ok' ? answer : null;
+      },
+      30_000,
+      'health ok',
+    );
     expect(status).to.equal(200);
     expect(data.checks.carriers).to.deep.equal({
       'airtel-cd': { status: 'ok', connectors: 2 },
@@ -174,25 +189,41 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
 
   it('is degraded again once a connector’s entry expires (it stopped writing, deleting nothing)', async () => {
     orangeBeat?.stop();
-    const { status, data } = await eventually(async () => {
-      const answer = await health();
-      return answer.data.status === 'degraded' ? answer : null;
-    }, 30_000, 'health degraded after the entry expired');
+    const { status, data } = await eventually(
+      async () => {
+        const answer = await health();
+        return answer.data.status === 'degraded' ? answer : null;
+      },
+      30_000,
+      'health degraded after the entry expired',
+    );
     expect(status).to.equal(200);
     expect(data.checks.carriers['orange-fr']).to.deep.equal({ status: 'down', connectors: 0 });
     expect(data.checks.carriers['airtel-cd']).to.deep.equal({ status: 'ok', connectors: 2 });
   });
 
   it('a send to a carrier with no live connector is not failed: its job waits in SMS_DISPATCH and the backlog counts it', async () => {
-    const sent = await call(`${api}${API_ROOT}/send`, { method: 'POST', key: apiKey, json: { to: ['+33612345678'], message: 'waits for orange-fr' } });
+    const sent = await call(`${api}${API_ROOT}/send`, {
+      method: 'POST',
+      key: apiKey,
+      json: { to: ['+33612345678'], message: 'waits for orange-fr' },
+    });
     expect(sent.status, sent.text).to.equal(201);
     const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
     const jsm = await jetstreamManager(client);
-    await eventually(async () => {
-      const info = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.orange-fr' });
-      return (info.state.subjects?.['sms.dispatch.orange-fr'] ?? 0) === 1;
-    }, 30_000, 'the job in SMS_DISPATCH');
-    await eventually(async () => gaugeValue(await (await fetch(metricsUrl)).text(), 'sms_gateway_carrier_dispatch_backlog', 'orange-fr') === 1, 30_000, 'backlog 1 for orange-fr');
+    await eventually(
+      async () => {
+        const info = await jsm.streams.info('SMS_DISPATCH', { subjects_filter: 'sms.dispatch.orange-fr' });
+        return (info.state.subjects?.['sms.dispatch.orange-fr'] ?? 0) === 1;
+      },
+      30_000,
+      'the job in SMS_DISPATCH',
+    );
+    await eventually(
+      async () => gaugeValue(await (await fetch(metricsUrl)).text(), 'sms_gateway_carrier_dispatch_backlog', 'orange-fr') === 1,
+      30_000,
+      'backlog 1 for orange-fr',
+    );
     const status = await call(`${api}${API_ROOT}/status/${messageId}`, { key: apiKey });
     expect(status.status, status.text).to.equal(200);
     const view = (status.body as { data: { status: string; recipients: { status: string }[] } }).data;
@@ -211,7 +242,10 @@ describe('carrier health: GET /health, metrics, the start-up warning and carrier
 
     const json = await cli(['carriers', 'status', '--json']);
     expect(json.code, json.stderr).to.equal(3);
-    const parsed = JSON.parse(json.stdout) as { no_live_connector: string[]; carriers: { carrier: string; live_connectors: number; dispatch_backlog: number }[] };
+    const parsed = JSON.parse(json.stdout) as {
+      no_live_connector: string[];
+      carriers: { carrier: string; live_connectors: number; dispatch_backlog: number }[];
+    };
     expect(parsed.no_live_connector).to.deep.equal(['orange-fr']);
     expect(parsed.carriers.map((c) => [c.carrier, c.live_connectors, c.dispatch_backlog])).to.deep.equal([
       ['airtel-cd', 2, 0],
@@ -269,17 +303,25 @@ describe('carrier health: a sandbox cluster node and the simulator connector as 
   };
 
   it('is ok while the simulator process announces itself, degraded (still 200) once it stopped, ok again when it is back', async () => {
-    const up = await eventually(async () => {
-      const answer = await healthOf();
-      return answer.data.status === 'ok' ? answer : null;
-    }, 30_000, 'health ok with the simulator announced');
+    const up = await eventually(
+      async () => {
+        const answer = await healthOf();
+        return answer.data.status === 'ok' ? answer : null;
+      },
+      30_000,
+      'health ok with the simulator announced',
+    );
     expect(up.data.checks.carriers).to.deep.equal({ simulator: { status: 'ok', connectors: 1 } });
 
     await cluster!.stopSimulator('SIGTERM');
-    const down = await eventually(async () => {
-      const answer = await healthOf();
-      return answer.data.status === 'degraded' ? answer : null;
-    }, 30_000, 'health degraded without the simulator');
+    const down = await eventually(
+      async () => {
+        const answer = await healthOf();
+        return answer.data.status === 'degraded' ? answer : null;
+      },
+      30_000,
+      'health degraded without the simulator',
+    );
     expect(down.status).to.equal(200);
     expect(down.data.checks).to.deep.equal({ database: 'ok', transport: 'ok', carriers: { simulator: { status: 'down', connectors: 0 } } });
 

@@ -37,14 +37,21 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
 
   before(async function () {
     if (!kannelInstalled()) {
-      console.warn('Kannel (/usr/sbin/bearerbox, /usr/sbin/smsbox) is not installed: Kannel end-to-end tests skipped (apt-get install kannel)');
+      console.warn(
+        'Kannel (/usr/sbin/bearerbox, /usr/sbin/smsbox) is not installed: Kannel end-to-end tests skipped (apt-get install kannel)',
+      );
       this.skip();
     }
     this.timeout(180_000);
     // destinations ending 90 are undeliverable at this centre
-    smsc = await startTestSmsc({ outcomeFor: (destination) => (destination.endsWith('90') ? { stat: 'UNDELIV', err: '034' } : { stat: 'DELIVRD', err: '000' }) });
+    smsc = await startTestSmsc({
+      outcomeFor: (destination) => (destination.endsWith('90') ? { stat: 'UNDELIV', err: '034' } : { stat: 'DELIVRD', err: '000' }),
+    });
     // the listener refusing a report (NATS away) only loses nothing if smsbox calls again
-    kannel = await startTestKannel({ smsc: { host: '127.0.0.1', port: smsc.port, systemId: 'smsc', password: 'secret' }, httpRequestRetry: 5 });
+    kannel = await startTestKannel({
+      smsc: { host: '127.0.0.1', port: smsc.port, systemId: 'smsc', password: 'secret' },
+      httpRequestRetry: 5,
+    });
     await kannel.waitForSmscOnline();
     cluster = await startCluster({ nodes: 1, simulator: false, env: GENEROUS_RATE_LIMITS });
     merchant = (await seedMerchants(cluster, { count: 1, webhooks: true }))[0]!;
@@ -73,7 +80,12 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
     };
     connector.stdout?.on('data', keep);
     connector.stderr?.on('data', keep);
-    await eventually(() => Promise.resolve(connectorOutput.includes('connector ready') || connector?.exitCode !== null ? true : null), 60_000, 'connector:kannel ready', 100);
+    await eventually(
+      () => Promise.resolve(connectorOutput.includes('connector ready') || connector?.exitCode !== null ? true : null),
+      60_000,
+      'connector:kannel ready',
+      100,
+    );
     expect(connector.exitCode, connectorOutput).to.equal(null);
   });
 
@@ -89,7 +101,10 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
     await smsc?.stop();
   });
 
-  async function recipientsWhen(messageId: string, done: (recipients: readonly RecipientView[]) => boolean): Promise<readonly RecipientView[]> {
+  async function recipientsWhen(
+    messageId: string,
+    done: (recipients: readonly RecipientView[]) => boolean,
+  ): Promise<readonly RecipientView[]> {
     const api = cluster!.node('node-1').api;
     let last = '';
     try {
@@ -106,7 +121,10 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
         250,
       );
     } catch (error) {
-      throw new Error(`${String(error)}\nlast answer: ${last}\n--- connector\n${connectorOutput.slice(-4_000)}\n--- kannel\n${kannel?.logs(40) ?? ''}`, { cause: error });
+      throw new Error(
+        `${String(error)}\nlast answer: ${last}\n--- connector\n${connectorOutput.slice(-4_000)}\n--- kannel\n${kannel?.logs(40) ?? ''}`,
+        { cause: error },
+      );
     }
   }
 
@@ -114,11 +132,17 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
     const delivered = loadNumber('00', 501);
     const undeliverable = loadNumber('90', 502);
     const text = 'Kannel end to end: €5 [ok]';
-    const sent = await call(`${cluster!.node('node-1').api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [delivered, undeliverable], message: text, sender_id: 'ACME' } });
+    const sent = await call(`${cluster!.node('node-1').api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      json: { to: [delivered, undeliverable], message: text, sender_id: 'ACME' },
+    });
     expect(sent.status, sent.text).to.equal(201);
     const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
 
-    const final = await recipientsWhen(messageId, (recipients) => recipients.every((r) => r.status === 'delivered' || r.status === 'failed'));
+    const final = await recipientsWhen(messageId, (recipients) =>
+      recipients.every((r) => r.status === 'delivered' || r.status === 'failed'),
+    );
     const byPhone = new Map(final.map((r) => [r.phone, r]));
     expect(byPhone.get(delivered)).to.include({ status: 'delivered', carrier_status: 'kannel:1', error_code: null });
     expect(byPhone.get(undeliverable)).to.include({ status: 'failed', error_code: '1502', carrier_status: 'kannel:2 UNDELIV err:034' });
@@ -137,14 +161,19 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
       60_000,
       'terminal webhooks of both recipients',
     );
-    expect(events.map((e) => `${String(e.data.recipient_phone)} ${e.event_type}`)).to.have.members([`${delivered} sms.delivered`, `${undeliverable} sms.failed`]);
+    expect(events.map((e) => `${String(e.data.recipient_phone)} ${e.event_type}`)).to.have.members([
+      `${delivered} sms.delivered`,
+      `${undeliverable} sms.failed`,
+    ]);
   });
 
   it('carries UCS-2 text and a 3-part message through Kannel intact', async () => {
     const unicode = loadNumber('00', 503);
     const long = loadNumber('00', 504);
     const unicodeText = 'Mbote! Привет 你好 🙂';
-    const longText = Array.from({ length: 40 }, (_, i) => `part${i}`).join(' ').padEnd(400, '.');
+    const longText = Array.from({ length: 40 }, (_, i) => `part${i}`)
+      .join(' ')
+      .padEnd(400, '.');
     for (const [to, message] of [
       [unicode, unicodeText],
       [long, longText],
@@ -152,7 +181,9 @@ describe('Kannel connector end to end: gateway → connector:kannel → Kannel �
       const sent = await call(`${cluster!.node('node-1').api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [to], message } });
       expect(sent.status, sent.text).to.equal(201);
       const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
-      const [recipient] = await recipientsWhen(messageId, (recipients) => recipients.every((r) => r.status === 'delivered' || r.status === 'failed'));
+      const [recipient] = await recipientsWhen(messageId, (recipients) =>
+        recipients.every((r) => r.status === 'delivered' || r.status === 'failed'),
+      );
       expect(recipient, JSON.stringify(recipient)).to.include({ status: 'delivered' });
     }
     expect(smsc!.messagesTo(unicode.slice(1))).to.deep.equal([unicodeText]);

@@ -33,7 +33,9 @@ describe('Kannel link through Kannel to the test SMSC', function () {
 
   before(function () {
     if (!kannelInstalled()) {
-      console.warn('Kannel (/usr/sbin/bearerbox, /usr/sbin/smsbox) is not installed: Kannel link integration tests skipped (apt-get install kannel)');
+      console.warn(
+        'Kannel (/usr/sbin/bearerbox, /usr/sbin/smsbox) is not installed: Kannel link integration tests skipped (apt-get install kannel)',
+      );
       this.skip();
     }
   });
@@ -69,7 +71,8 @@ describe('Kannel link through Kannel to the test SMSC', function () {
     return link;
   }
 
-  const state = (): string => `reports: ${JSON.stringify(reports)}\nsubmits: ${JSON.stringify(smsc?.submits.map((s) => ({ to: s.destination, text: s.text, id: s.messageId })))}\n${kannel?.logs(Number(process.env.KANNEL_TEST_LOG_LINES ?? 30)) ?? ''}`;
+  const state = (): string =>
+    `reports: ${JSON.stringify(reports)}\nsubmits: ${JSON.stringify(smsc?.submits.map((s) => ({ to: s.destination, text: s.text, id: s.messageId })))}\n${kannel?.logs(Number(process.env.KANNEL_TEST_LOG_LINES ?? 30)) ?? ''}`;
 
   afterEach(async () => {
     await link?.stop();
@@ -154,7 +157,11 @@ describe('Kannel link through Kannel to the test SMSC', function () {
     refuseReports = 1;
     const kannelLink = await setUp();
     const reference = acceptedReference(await kannelLink.submit(job('+4915100000004', 'report twice')));
-    await until(() => reports.some((r) => r.reference === reference && r.state === 'delivered'), 'the delivered report, called again', state);
+    await until(
+      () => reports.some((r) => r.reference === reference && r.state === 'delivered'),
+      'the delivered report, called again',
+      state,
+    );
     expect(refused).to.equal(1);
   });
 

@@ -40,12 +40,25 @@ describe('presence reader and dispatch backlog on a private nats-server', functi
     await writePresence(client, two);
     await writePresence(client, one);
     const current = reader;
-    await eventually(async () => Promise.resolve(current.connectorsByCarrier(Date.now()).get('acme')?.length === 2), 10_000, 'both entries');
-    expect(current.connectorsByCarrier(Date.now()).get('acme')?.map((e) => e.name)).to.deep.equal(['one', 'two']);
+    await eventually(
+      async () => Promise.resolve(current.connectorsByCarrier(Date.now()).get('acme')?.length === 2),
+      10_000,
+      'both entries',
+    );
+    expect(
+      current
+        .connectorsByCarrier(Date.now())
+        .get('acme')
+        ?.map((e) => e.name),
+    ).to.deep.equal(['one', 'two']);
     expect((await readPresenceOnce(client, NO_NAMESPACE)).map((e) => e.name).sort()).to.deep.equal(['one', 'two']);
 
     await deletePresence(client, one);
-    await eventually(async () => Promise.resolve(current.connectorsByCarrier(Date.now()).get('acme')?.length === 1), 10_000, 'the deleted entry gone');
+    await eventually(
+      async () => Promise.resolve(current.connectorsByCarrier(Date.now()).get('acme')?.length === 1),
+      10_000,
+      'the deleted entry gone',
+    );
     expect((await readPresenceOnce(client, NO_NAMESPACE)).map((e) => e.name)).to.deep.equal(['two']);
     // an entry not updated for longer than the TTL is not answered, by the reader's clock
     expect(current.connectorsByCarrier(Date.now() + PRESENCE_TTL_MS + 1).get('acme')).to.equal(undefined);
@@ -83,9 +96,19 @@ describe('presence reader and dispatch backlog on a private nats-server', functi
       for (const n of [1, 2, 3]) await transport.publish('sms.dispatch.acme', { n }, { id: `job-${String(n)}` });
       await transport.publish('sms.dispatch.other', { n: 4 }, { id: 'job-4' });
       const jsm = await jetstreamManager(client);
-      expect(await readDispatchBacklog(jsm, NO_NAMESPACE, ['acme', 'quiet'])).to.deep.equal(new Map([['acme', 3], ['quiet', 0], ['other', 1]]));
+      expect(await readDispatchBacklog(jsm, NO_NAMESPACE, ['acme', 'quiet'])).to.deep.equal(
+        new Map([
+          ['acme', 3],
+          ['quiet', 0],
+          ['other', 1],
+        ]),
+      );
       // a connector's durable that took one job and has not settled it yet: still waiting, as ack pending
-      await jsm.consumers.add('SMS_DISPATCH', { durable_name: 'connector-acme', filter_subject: 'sms.dispatch.acme', ack_policy: AckPolicy.Explicit });
+      await jsm.consumers.add('SMS_DISPATCH', {
+        durable_name: 'connector-acme',
+        filter_subject: 'sms.dispatch.acme',
+        ack_policy: AckPolicy.Explicit,
+      });
       const consumer = await jetstream(client).consumers.get('SMS_DISPATCH', 'connector-acme');
       const taken = await consumer.next();
       expect(taken).to.not.equal(null);

@@ -107,7 +107,11 @@ describe('SMPP failover between two connector processes of one carrier', functio
     );
     connectors.set(role.name, connector);
     await connector.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('connector ready'), 60_000);
-    await eventually(async () => Promise.resolve(smsc!.binds() >= binds), 30_000, `${role.name} bound at the centre (${binds} bind(s) in all)`);
+    await eventually(
+      async () => Promise.resolve(smsc!.binds() >= binds),
+      30_000,
+      `${role.name} bound at the centre (${binds} bind(s) in all)`,
+    );
     return connector;
   }
 
@@ -124,7 +128,9 @@ describe('SMPP failover between two connector processes of one carrier', functio
   async function presence(): Promise<Map<string, ConnectorPresence>> {
     const entries = await readPresenceOnce(nats!, NO_NAMESPACE);
     const now = Date.now();
-    return new Map(entries.filter((e) => e.carrier === CARRIER && e.live && now - Date.parse(e.updated_at) <= 6_000).map((e) => [e.name, e]));
+    return new Map(
+      entries.filter((e) => e.carrier === CARRIER && e.live && now - Date.parse(e.updated_at) <= 6_000).map((e) => [e.name, e]),
+    );
   }
 
   async function health(): Promise<{ status: number; data: HealthData }> {
@@ -156,7 +162,9 @@ describe('SMPP failover between two connector processes of one carrier', functio
   async function recipients(messageId: string): Promise<RecipientView[]> {
     const answer = await call(`${api()}/status/${messageId}`, { key: merchant.apiKey });
     expect(answer.status, answer.text).to.equal(200);
-    return [...(answer.body as { data: { recipients: RecipientView[] } }).data.recipients].sort((a, b) => a.recipient_index - b.recipient_index);
+    return [...(answer.body as { data: { recipients: RecipientView[] } }).data.recipients].sort(
+      (a, b) => a.recipient_index - b.recipient_index,
+    );
   }
 
   /** GET /status until every recipient is delivered (a failed recipient ends the wait at once). */
@@ -186,13 +194,17 @@ describe('SMPP failover between two connector processes of one carrier', functio
     return [...new Set(smsc!.submits.filter((s) => destinations.has(s.destination)).map((s) => s.systemId))].sort();
   };
 
-  const logsOf = (...roles: ConnectorRole[]) => (): string =>
-    roles
-      .map((role) => {
-        const connector = connectors.get(role.name);
-        return connector ? `${role.name} log:\n${connector.lines.slice(-100).join('\n')}\n${connector.stderr()}` : `${role.name}: not running`;
-      })
-      .join('\n');
+  const logsOf =
+    (...roles: ConnectorRole[]) =>
+    (): string =>
+      roles
+        .map((role) => {
+          const connector = connectors.get(role.name);
+          return connector
+            ? `${role.name} log:\n${connector.lines.slice(-100).join('\n')}\n${connector.stderr()}`
+            : `${role.name}: not running`;
+        })
+        .join('\n');
 
   it('both up: the priority-1 connector takes every dispatch, the standby none; /health counts 2 connectors', async () => {
     await startConnector(PRIMARY, 1);
@@ -247,7 +259,10 @@ describe('SMPP failover between two connector processes of one carrier', functio
     // heartbeats, the recipients never leave pending/processing and the centre never sees the numbers
     for (let poll = 0; poll < 20; poll++) {
       const now = await recipients(waitingId);
-      expect(now.map((r) => r.status).filter((s) => s !== 'pending' && s !== 'processing'), `recipients while no connector is live: ${JSON.stringify(now)}`).to.deep.equal([]);
+      expect(
+        now.map((r) => r.status).filter((s) => s !== 'pending' && s !== 'processing'),
+        `recipients while no connector is live: ${JSON.stringify(now)}`,
+      ).to.deep.equal([]);
       await sleep(500);
     }
     expect(sentThrough(waiting), 'parts at the centre while no connector is live').to.deep.equal([]);

@@ -58,7 +58,8 @@ const OUTCOMES = new Map<string, (partIndex: number) => PartOutcome>([
   [atCentre(phone(3006)), () => ({ submitStatus: 0x0b })], // ESME_RINVDSTADR
   [atCentre(phone(7001)), (partIndex) => (partIndex === 1 ? { stat: 'UNDELIV' } : { stat: 'DELIVRD' })],
 ]);
-const outcomeFor = (destination: string, partIndex: number): PartOutcome => OUTCOMES.get(destination)?.(partIndex) ?? { stat: 'DELIVRD', err: '000' };
+const outcomeFor = (destination: string, partIndex: number): PartOutcome =>
+  OUTCOMES.get(destination)?.(partIndex) ?? { stat: 'DELIVRD', err: '000' };
 
 describe('SMPP connector process between a gateway node and a message centre', function () {
   this.timeout(600_000);
@@ -136,8 +137,13 @@ describe('SMPP connector process between a gateway node and a message centre', f
         if (recipients.every((r) => FINAL.has(r.status))) return [...recipients].sort((a, b) => a.recipient_index - b.recipient_index);
       }
       if (Date.now() > deadline) {
-        const open = answer.status === 200 ? (answer.body as { data: { recipients: RecipientView[] } }).data.recipients.filter((r) => !FINAL.has(r.status)) : [];
-        throw new Error(`GET /status/${messageId}: not every recipient final within ${timeoutMs} ms; not final: ${JSON.stringify(open)}; answer: ${last.slice(0, 1_000)}`);
+        const open =
+          answer.status === 200
+            ? (answer.body as { data: { recipients: RecipientView[] } }).data.recipients.filter((r) => !FINAL.has(r.status))
+            : [];
+        throw new Error(
+          `GET /status/${messageId}: not every recipient final within ${timeoutMs} ms; not final: ${JSON.stringify(open)}; answer: ${last.slice(0, 1_000)}`,
+        );
       }
       await sleep(250);
     }
@@ -209,7 +215,9 @@ describe('SMPP connector process between a gateway node and a message centre', f
         expect(smsc.messagesTo(atCentre(c.to)), `text at the centre for ${c.to}`).to.deep.equal([c.text]);
         const parts = smsc.submits.filter((s) => s.destination === atCentre(c.to));
         expect(parts.map((p) => p.dataCoding)).to.deep.equal(Array.from({ length: c.parts }, () => c.dataCoding));
-        expect(parts.map((p) => ({ ton: p.destinationTon, npi: p.destinationNpi }))).to.deep.equal(Array.from({ length: c.parts }, () => ({ ton: 1, npi: 1 })));
+        expect(parts.map((p) => ({ ton: p.destinationTon, npi: p.destinationNpi }))).to.deep.equal(
+          Array.from({ length: c.parts }, () => ({ ton: 1, npi: 1 })),
+        );
         if (c.parts > 1) expect(parts.map((p) => p.concatenation?.total)).to.deep.equal([3, 3, 3]);
       }
       const segments = await Promise.all(ids.map(async (id) => (await terminalEvents(id, 1)).get(0)![0]!.data.segments));
@@ -227,15 +235,24 @@ describe('SMPP connector process between a gateway node and a message centre', f
       );
       for (const [i, c] of cases.entries()) {
         await expectAllDelivered(ids[i]!, 1);
-        const seen = smsc.submits.filter((s) => s.destination === atCentre(c.to)).map((s) => ({ addr: s.sourceAddr, ton: s.sourceTon, npi: s.sourceNpi }));
+        const seen = smsc.submits
+          .filter((s) => s.destination === atCentre(c.to))
+          .map((s) => ({ addr: s.sourceAddr, ton: s.sourceTon, npi: s.sourceNpi }));
         expect(seen, `source address for sender ${c.sender ?? '(none)'}`).to.deep.equal([{ addr: c.addr, ton: c.ton, npi: c.npi }]);
       }
     });
 
-    it('maps every receipt stat and a permanent submit error to the documented recipient status and error code, with the centre\'s words as carrier status', async () => {
+    it("maps every receipt stat and a permanent submit error to the documented recipient status and error code, with the centre's words as carrier status", async () => {
       const expected = [
         { to: phone(3000), status: 'delivered', carrier: 'smpp:DELIVRD', code: null, retryable: null, message: null },
-        { to: phone(3001), status: 'failed', carrier: 'smpp:UNDELIV err:001', code: '1502', retryable: true, message: 'Undelivered (carrier error 001)' },
+        {
+          to: phone(3001),
+          status: 'failed',
+          carrier: 'smpp:UNDELIV err:001',
+          code: '1502',
+          retryable: true,
+          message: 'Undelivered (carrier error 001)',
+        },
         { to: phone(3002), status: 'failed', carrier: 'smpp:EXPIRED', code: '1505', retryable: true, message: 'Expired' },
         { to: phone(3003), status: 'failed', carrier: 'smpp:REJECTD', code: '1504', retryable: false, message: 'Rejected by the carrier' },
         { to: phone(3004), status: 'failed', carrier: 'smpp:UNKNOWN', code: '1506', retryable: true, message: 'Delivery unknown' },
@@ -251,20 +268,40 @@ describe('SMPP connector process between a gateway node and a message centre', f
       ];
       const messageId = await send({ to: expected.map((e) => e.to), message: 'Stat mapping' });
       const final = await finalRecipients(messageId);
-      expect(final.map((r) => ({ phone: r.phone, status: r.status, carrier_status: r.carrier_status, error_code: r.error_code, error_message: r.error_message }))).to.deep.equal(
+      expect(
+        final.map((r) => ({
+          phone: r.phone,
+          status: r.status,
+          carrier_status: r.carrier_status,
+          error_code: r.error_code,
+          error_message: r.error_message,
+        })),
+      ).to.deep.equal(
         expected.map((e) => ({ phone: e.to, status: e.status, carrier_status: e.carrier, error_code: e.code, error_message: e.message })),
       );
       const events = await terminalEvents(messageId, expected.length);
       for (const [index, e] of expected.entries()) {
         const got = events.get(index) ?? [];
-        expect(got.map((event) => event.event_type), `terminal events of ${e.to}`).to.deep.equal([e.status === 'delivered' ? 'sms.delivered' : 'sms.failed']);
+        expect(
+          got.map((event) => event.event_type),
+          `terminal events of ${e.to}`,
+        ).to.deep.equal([e.status === 'delivered' ? 'sms.delivered' : 'sms.failed']);
         if (e.status === 'failed') {
-          expect(got[0]!.data, `sms.failed of ${e.to}`).to.include({ error_code: e.code, error_message: e.message, retryable: e.retryable, recipient_phone: e.to });
+          expect(got[0]!.data, `sms.failed of ${e.to}`).to.include({
+            error_code: e.code,
+            error_message: e.message,
+            retryable: e.retryable,
+            recipient_phone: e.to,
+          });
         }
       }
       // the refused destination was never accepted by the centre, the others once each
       expect(smsc.submits.filter((s) => s.destination === atCentre(phone(3006)))).to.have.length(0);
-      for (const e of expected.slice(0, 6)) expect(smsc.submits.filter((s) => s.destination === atCentre(e.to)), e.to).to.have.length(1);
+      for (const e of expected.slice(0, 6))
+        expect(
+          smsc.submits.filter((s) => s.destination === atCentre(e.to)),
+          e.to,
+        ).to.have.length(1);
     });
 
     it('fails a multi-part message with one undelivered part as partially delivered (1507)', async () => {
@@ -292,7 +329,10 @@ describe('SMPP connector process between a gateway node and a message centre', f
       await explained(connector!, () => expectAllDelivered(messageId, to.length));
       // each number received the message (at least once: a part left unanswered by a dropped bind may go out twice)
       for (const number of to) expect(smsc.messagesTo(atCentre(number)).length, number).to.be.at.least(1);
-      expect(connector!.logs.some((line) => line.msg === 'smpp bind down'), 'the connector saw a bind go down').to.equal(true);
+      expect(
+        connector!.logs.some((line) => line.msg === 'smpp bind down'),
+        'the connector saw a bind go down',
+      ).to.equal(true);
       await until(() => smsc.binds() >= 2, 'both binds back', 30_000);
     });
 
@@ -360,7 +400,11 @@ describe('SMPP connector process between a gateway node and a message centre', f
       smsc.delayResponses(600_000);
       const late = Array.from({ length: 5 }, (_, i) => phone(6100 + i));
       const lateId = await send({ to: late, message: 'Outstanding at the crash' });
-      await until(() => smsc.submits.filter((s) => late.map(atCentre).includes(s.destination)).length >= late.length, 'the outstanding submissions at the centre', 60_000);
+      await until(
+        () => smsc.submits.filter((s) => late.map(atCentre).includes(s.destination)).length >= late.length,
+        'the outstanding submissions at the centre',
+        60_000,
+      );
       expect(smsc.answeredReceipts(), 'receipts answered before the crash').to.equal(0);
       connector!.signal('SIGKILL');
       await connector!.exited;
@@ -370,7 +414,10 @@ describe('SMPP connector process between a gateway node and a message centre', f
       connector = await startConnector(smsc, { SMPP_BINDS: '1', SMPP_WINDOW: '10' });
       // the receipts of the references given before the crash arrive now, to the new process, and still correlate
       await explained(connector, () => expectAllDelivered(earlyId, early.length, 180_000));
-      expect(smsc.submits.filter((s) => early.map(atCentre).includes(s.destination)).map((s) => s.messageId), 'no early recipient sent again').to.deep.equal(answeredBefore);
+      expect(
+        smsc.submits.filter((s) => early.map(atCentre).includes(s.destination)).map((s) => s.messageId),
+        'no early recipient sent again',
+      ).to.deep.equal(answeredBefore);
       // the outstanding ones are sent again (CONNECTOR_UNCERTAIN_SUBMISSION=resend, the default) and end delivered
       await explained(connector, () => expectAllDelivered(lateId, late.length, 240_000));
       for (const number of late) expect(smsc.messagesTo(atCentre(number)).length, number).to.be.at.least(1);
@@ -390,17 +437,21 @@ describe('SMPP connector process between a gateway node and a message centre', f
     }
   }
 
-  async function eventuallyStatus(messageId: string, done: (recipients: readonly RecipientView[]) => boolean, timeoutMs = 60_000): Promise<void> {
+  async function eventuallyStatus(
+    messageId: string,
+    done: (recipients: readonly RecipientView[]) => boolean,
+    timeoutMs = 60_000,
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const answer = await call(`${api()}/status/${messageId}`, { key: merchant.apiKey });
       if (answer.status === 200 && done((answer.body as { data: { recipients: RecipientView[] } }).data.recipients)) return;
-      if (Date.now() > deadline) throw new Error(`GET /status/${messageId} never reached the expected state: ${answer.text.slice(0, 2_000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`GET /status/${messageId} never reached the expected state: ${answer.text.slice(0, 2_000)}`);
       await sleep(200);
     }
   }
 });
-
 
 async function connectorLog(connector: MainProcess, msg: string): Promise<void> {
   await connector.waitForLog((line) => line.msg === msg, 30_000);

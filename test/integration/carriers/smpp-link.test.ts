@@ -25,7 +25,11 @@ async function until(condition: () => boolean, what: string, timeoutMs = 15_000)
 const job = (to: string, text: string, senderId: string | null = 'ACME'): DispatchJob => dispatchJobFor(to, text, senderId, 'test');
 
 /** Submits until the outcome is not `retry` (what the connector runtime does through the stream), bounded. */
-async function submitUntilSettled(link: SmppLink, dispatch: DispatchJob, maxRounds = 40): Promise<{ outcome: SubmitOutcome; rounds: number }> {
+async function submitUntilSettled(
+  link: SmppLink,
+  dispatch: DispatchJob,
+  maxRounds = 40,
+): Promise<{ outcome: SubmitOutcome; rounds: number }> {
   for (let round = 1; ; round++) {
     const outcome = await link.submit(dispatch);
     if (outcome.kind !== 'retry' || round >= maxRounds) return { outcome, rounds: round };
@@ -156,7 +160,10 @@ describe('SMPP link with the test SMSC', function () {
   for (const style of ['tlv+text', 'text-only', 'tlv-only'] as const) {
     it(`reports every stat to onReport (${style})`, async () => {
       const statFor = (destination: string): ReceiptStat => STATS[Number(destination.slice(-1))]![0];
-      const { smsc, link } = await open({ receiptStyle: style, outcomeFor: (destination) => ({ stat: statFor(destination), err: destination.endsWith('1') ? '012' : '000' }) });
+      const { smsc, link } = await open({
+        receiptStyle: style,
+        outcomeFor: (destination) => ({ stat: statFor(destination), err: destination.endsWith('1') ? '012' : '000' }),
+      });
       const references = new Map<string, string>();
       for (const [index, [stat]] of STATS.entries()) {
         const outcome = await link.submit(job(`+24381000010${index}`, `about ${stat}`));
@@ -178,7 +185,9 @@ describe('SMPP link with the test SMSC', function () {
   it('rides out throttling: many submits, none rejected, all accepted in the end', async () => {
     const { smsc, link } = await open({ window: 2, maxSubmitsPerSecond: 40 }, { window: 5, binds: 2, throttleAttempts: 3 });
     smsc.delayResponses(20);
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => submitUntilSettled(link, job(`+2438100002${String(i).padStart(2, '0')}`, `n${i}`))));
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => submitUntilSettled(link, job(`+2438100002${String(i).padStart(2, '0')}`, `n${i}`))),
+    );
     expect(results.map((r) => r.outcome.kind)).to.deep.equal(Array(60).fill('accepted'));
     expect(smsc.throttled()).to.be.greaterThan(0);
     expect(events.some((e) => e.type === 'throttled')).to.be.true;
@@ -188,7 +197,9 @@ describe('SMPP link with the test SMSC', function () {
   it('keeps the account within its submits per second, across binds', async () => {
     const { smsc, link } = await open({ maxSubmitsPerSecond: 12 }, { maxSubmitsPerSecond: 10, binds: 2, window: 10 });
     await until(() => smsc.binds() === 2, 'two binds');
-    const outcomes = await Promise.all(Array.from({ length: 25 }, (_, i) => link.submit(job(`+2438100012${String(i).padStart(2, '0')}`, `paced ${i}`))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => link.submit(job(`+2438100012${String(i).padStart(2, '0')}`, `paced ${i}`))),
+    );
     expect(outcomes.map((o) => o.kind)).to.deep.equal(Array(25).fill('accepted'));
     expect(smsc.throttled()).to.equal(0);
     expect(new Set(smsc.submits.map((p) => p.sessionId)).size).to.equal(2);
@@ -208,7 +219,9 @@ describe('SMPP link with the test SMSC', function () {
   it('submits again what was outstanding when the connection drops mid-window', async () => {
     const { smsc, link } = await open({}, { window: 20, binds: 2 });
     smsc.delayResponses(1_000);
-    const pending = Array.from({ length: 12 }, (_, i) => submitUntilSettled(link, job(`+2438100003${String(i).padStart(2, '0')}`, `drop ${i}`)));
+    const pending = Array.from({ length: 12 }, (_, i) =>
+      submitUntilSettled(link, job(`+2438100003${String(i).padStart(2, '0')}`, `drop ${i}`)),
+    );
     await until(() => smsc.submits.length >= 12, 'all submitted once');
     smsc.dropConnections();
     smsc.delayResponses(0);
@@ -308,8 +321,27 @@ describe('SMPP link with the test SMSC', function () {
     const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
     try {
       try {
-        execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1',
-          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+        execFileSync(
+          'openssl',
+          [
+            'req',
+            '-x509',
+            '-newkey',
+            'rsa:2048',
+            '-nodes',
+            '-days',
+            '1',
+            '-subj',
+            '/CN=localhost',
+            '-addext',
+            'subjectAltName=IP:127.0.0.1',
+            '-keyout',
+            path.join(dir, 'key.pem'),
+            '-out',
+            path.join(dir, 'cert.pem'),
+          ],
+          { stdio: 'ignore' },
+        );
       } catch {
         this.skip(); // no openssl on this machine
       }
@@ -336,12 +368,33 @@ describe('SMPP link with the test SMSC', function () {
     const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
     try {
       try {
-        execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1',
-          '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+        execFileSync(
+          'openssl',
+          [
+            'req',
+            '-x509',
+            '-newkey',
+            'rsa:2048',
+            '-nodes',
+            '-days',
+            '1',
+            '-subj',
+            '/CN=localhost',
+            '-addext',
+            'subjectAltName=IP:127.0.0.1',
+            '-keyout',
+            path.join(dir, 'key.pem'),
+            '-out',
+            path.join(dir, 'cert.pem'),
+          ],
+          { stdio: 'ignore' },
+        );
       } catch {
         this.skip();
       }
-      const server = await startTestSmsc({ tls: { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) } });
+      const server = await startTestSmsc({
+        tls: { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) },
+      });
       smsc = server;
       events = [];
       link = createSmppLink(account(server, { tls: true }), { onEvent: (event) => events.push(event) });
@@ -363,7 +416,9 @@ describe('SMPP link with the test SMSC', function () {
   });
 
   it('rejects on a permanent status and names it', async () => {
-    const { link } = await open({ outcomeFor: (destination) => (destination.endsWith('99') ? { submitStatus: 0x0b } : { stat: 'DELIVRD' }) });
+    const { link } = await open({
+      outcomeFor: (destination) => (destination.endsWith('99') ? { submitStatus: 0x0b } : { stat: 'DELIVRD' }),
+    });
     const outcome = await link.submit(job('+243810000999', 'bad number'));
     expect(outcome).to.deep.include({ kind: 'rejected', carrierStatus: 'smpp:0x0000000b ESME_RINVDSTADR', acceptedReferences: [] });
   });

@@ -63,7 +63,10 @@ describe('test SMSC', function () {
   });
 
   it('records parts, reassembles a UDH message and sends a receipt it resends until answered', async () => {
-    smsc = await startTestSmsc({ receiptRetryMs: 200, outcomeFor: (_d, part) => (part === 0 ? { stat: 'DELIVRD' } : { stat: 'UNDELIV', err: '012' }) });
+    smsc = await startTestSmsc({
+      receiptRetryMs: 200,
+      outcomeFor: (_d, part) => (part === 0 ? { stat: 'DELIVRD' } : { stat: 'UNDELIV', err: '012' }),
+    });
     const session = await client();
     await bind(session);
     const receipts: PDU[] = [];
@@ -110,7 +113,9 @@ describe('test SMSC', function () {
     const second = receipts.find((r) => r.receipted_message_id === responses[1]!.message_id)!;
     expect(second.message_state).to.equal(5);
     const text = (second.short_message as { message: string }).message;
-    expect(text).to.match(new RegExp(`^id:${responses[1]!.message_id!} sub:001 dlvrd:000 submit date:\\d{10} done date:\\d{10} stat:UNDELIV err:012 text:`));
+    expect(text).to.match(
+      new RegExp(`^id:${responses[1]!.message_id!} sub:001 dlvrd:000 submit date:\\d{10} done date:\\d{10} stat:UNDELIV err:012 text:`),
+    );
   });
 
   it('throttles beyond its window', async () => {

@@ -17,7 +17,8 @@ describe('chaos suite (short profile)', function () {
 
   after(function () {
     // the report explains a failure: which fault, which request, what the journal says
-    if (result && this.currentTest?.state !== 'passed') console.log(formatReport(result, 'npx mocha test/integration/chaos/chaos-suite.test.ts'));
+    if (result && this.currentTest?.state !== 'passed')
+      console.log(formatReport(result, 'npx mocha test/integration/chaos/chaos-suite.test.ts'));
   });
 
   it('after node, NATS, PostgreSQL and connector faults under load, every 201 is kept, no 503 applied, ledgers exact, nothing dispatched twice, no webhook missing', async () => {

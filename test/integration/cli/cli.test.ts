@@ -6,7 +6,15 @@ import { mustParseMoney } from '../../../src/pricing/money.js';
 import type { CommandOutcome } from '../../../src/entry-points/cli/command.js';
 import { parseCommandLine } from '../../../src/entry-points/cli/command-line.js';
 import { parsePricingCsv } from '../../../src/entry-points/cli/csv.js';
-import { createKey, deleteKey, listKeys, rotateKey, setKeyStatus, setSigning, setWebhook } from '../../../src/entry-points/cli/key-commands.js';
+import {
+  createKey,
+  deleteKey,
+  listKeys,
+  rotateKey,
+  setKeyStatus,
+  setSigning,
+  setWebhook,
+} from '../../../src/entry-points/cli/key-commands.js';
 import { createMerchant, listMerchants, showMerchant } from '../../../src/entry-points/cli/merchant-commands.js';
 import { importPricing, listPricing } from '../../../src/entry-points/cli/pricing-commands.js';
 import { runCli } from '../../../src/entry-points/cli/run-cli.js';
@@ -16,7 +24,13 @@ import { gatewayOnPostgres } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const PRICES = ['country_calling_code,network_prefix,price,carrier', '243,81,0.02,vodacom-cd', '243,99,0.03,airtel-cd', '33,,0.05,orange-fr', ''].join('\n');
+const PRICES = [
+  'country_calling_code,network_prefix,price,carrier',
+  '243,81,0.02,vodacom-cd',
+  '243,99,0.03,airtel-cd',
+  '33,,0.05,orange-fr',
+  '',
+].join('\n');
 
 type Json = Record<string, unknown>;
 
@@ -61,7 +75,9 @@ describe('operator CLI', function () {
 
   describe('merchants', () => {
     it('when a merchant is created, then its id is printed and show and list report its settings', async () => {
-      const created = succeeded(await createMerchant(gateway, { name: 'Kin Shop', unitPrice: '0.015', currencySymbol: '$', locale: 'fr-CD' }));
+      const created = succeeded(
+        await createMerchant(gateway, { name: 'Kin Shop', unitPrice: '0.015', currencySymbol: '$', locale: 'fr-CD' }),
+      );
       const id = created.text;
 
       const shown = await showMerchant(gateway, { merchantId: id });
@@ -107,7 +123,11 @@ describe('operator CLI', function () {
     });
 
     it('when an unknown merchant is shown, then it is a validation error', async () => {
-      expect(await showMerchant(gateway, { merchantId: 'mer_nope' })).to.deep.equal({ ok: false, message: 'unknown merchant mer_nope', details: [] });
+      expect(await showMerchant(gateway, { merchantId: 'mer_nope' })).to.deep.equal({
+        ok: false,
+        message: 'unknown merchant mer_nope',
+        details: [],
+      });
     });
   });
 
@@ -130,19 +150,30 @@ describe('operator CLI', function () {
         ],
       });
       expect(succeeded(listed).text.split('\n')[1]).to.match(/^\+243 +81 +0\.02 +vodacom-cd$/);
-      expect(jsonOf(await importPricing(gateway, { merchantId: id, csv: 'country_calling_code,network_prefix,price,carrier\n1,,0.0125,twilio-us\n' }))).to.deep.equal({
+      expect(
+        jsonOf(
+          await importPricing(gateway, { merchantId: id, csv: 'country_calling_code,network_prefix,price,carrier\n1,,0.0125,twilio-us\n' }),
+        ),
+      ).to.deep.equal({
         merchant_id: id,
         imported: 1,
         replaced: 3,
       });
-      expect(await gateway.persistence.directory.pricing(id)).to.deep.equal([{ countryCallingCode: '1', networkPrefix: '', price: 125, carrier: 'twilio-us' }]);
+      expect(await gateway.persistence.directory.pricing(id)).to.deep.equal([
+        { countryCallingCode: '1', networkPrefix: '', price: 125, carrier: 'twilio-us' },
+      ]);
     });
 
     it('when one line of the CSV is bad, then its line number is reported and nothing changes', async () => {
       const id = await newMerchant('Priced twice');
       succeeded(await importPricing(gateway, { merchantId: id, csv: PRICES }));
       const before = await gateway.persistence.directory.pricing(id);
-      const csv = ['country_calling_code,network_prefix,price,carrier', '243,81,0.05,vodacom-cd', '243,99,0.12345,airtel-cd', '33,6,0.05,orange-fr'].join('\n');
+      const csv = [
+        'country_calling_code,network_prefix,price,carrier',
+        '243,81,0.05,vodacom-cd',
+        '243,99,0.12345,airtel-cd',
+        '33,6,0.05,orange-fr',
+      ].join('\n');
 
       const outcome = await importPricing(gateway, { merchantId: id, csv });
 
@@ -155,23 +186,55 @@ describe('operator CLI', function () {
     });
 
     it('when the merchant is unknown, then nothing is imported', async () => {
-      expect(await importPricing(gateway, { merchantId: 'mer_nope', csv: PRICES })).to.deep.equal({ ok: false, message: 'unknown merchant mer_nope', details: [] });
+      expect(await importPricing(gateway, { merchantId: 'mer_nope', csv: PRICES })).to.deep.equal({
+        ok: false,
+        message: 'unknown merchant mer_nope',
+        details: [],
+      });
     });
   });
 
   describe('pricing CSV', () => {
     const HEADER = 'country_calling_code,network_prefix,price,carrier';
     const cases: { name: string; csv: string; errors: string[] }[] = [
-      { name: 'a wrong header', csv: 'code,prefix,price,carrier\n243,81,0.02,x', errors: ['1: the header must be "country_calling_code,network_prefix,price,carrier"'] },
+      {
+        name: 'a wrong header',
+        csv: 'code,prefix,price,carrier\n243,81,0.02,x',
+        errors: ['1: the header must be "country_calling_code,network_prefix,price,carrier"'],
+      },
       { name: 'a missing field', csv: `${HEADER}\n243,81,0.02`, errors: ['2: expected 4 fields, found 3'] },
-      { name: 'a 4-digit country code', csv: `${HEADER}\n2433,81,0.02,x`, errors: ['2: country_calling_code "2433" must be 1 to 3 digits, not starting with 0'] },
+      {
+        name: 'a 4-digit country code',
+        csv: `${HEADER}\n2433,81,0.02,x`,
+        errors: ['2: country_calling_code "2433" must be 1 to 3 digits, not starting with 0'],
+      },
       { name: 'a letter in the prefix', csv: `${HEADER}\n243,8a,0.02,x`, errors: ['2: network_prefix "8a" must be digits or empty'] },
       { name: 'a zero price', csv: `${HEADER}\n243,81,0,x`, errors: ['2: price "0" must be a positive amount with at most 4 decimals'] },
-      { name: 'a 5th decimal', csv: `${HEADER}\n243,81,0.00001,x`, errors: ['2: price "0.00001" must be a positive amount with at most 4 decimals'] },
-      { name: 'a carrier with a dot', csv: `${HEADER}\n243,81,0.02,a.b`, errors: ['2: carrier "a.b" must be a connector slug (letters, digits, - and _)'] },
-      { name: 'a carrier holding U+0000', csv: `${HEADER}\n243,81,0.02,sim\u0000ulator`, errors: ['2: carrier "sim\u0000ulator" must be a connector slug (letters, digits, - and _)'] },
-      { name: 'a price holding U+0000', csv: `${HEADER}\n243,81,0.0\u00002,x`, errors: ['2: price "0.0\u00002" must be a positive amount with at most 4 decimals'] },
-      { name: 'a duplicate prefix', csv: `${HEADER}\n243,81,0.02,x\n\n+243,81,0.03,y`, errors: ['4: duplicates the row for +243 81 on line 2'] },
+      {
+        name: 'a 5th decimal',
+        csv: `${HEADER}\n243,81,0.00001,x`,
+        errors: ['2: price "0.00001" must be a positive amount with at most 4 decimals'],
+      },
+      {
+        name: 'a carrier with a dot',
+        csv: `${HEADER}\n243,81,0.02,a.b`,
+        errors: ['2: carrier "a.b" must be a connector slug (letters, digits, - and _)'],
+      },
+      {
+        name: 'a carrier holding U+0000',
+        csv: `${HEADER}\n243,81,0.02,sim\u0000ulator`,
+        errors: ['2: carrier "sim\u0000ulator" must be a connector slug (letters, digits, - and _)'],
+      },
+      {
+        name: 'a price holding U+0000',
+        csv: `${HEADER}\n243,81,0.0\u00002,x`,
+        errors: ['2: price "0.0\u00002" must be a positive amount with at most 4 decimals'],
+      },
+      {
+        name: 'a duplicate prefix',
+        csv: `${HEADER}\n243,81,0.02,x\n\n+243,81,0.03,y`,
+        errors: ['4: duplicates the row for +243 81 on line 2'],
+      },
       { name: 'an open quote', csv: `${HEADER}\n243,81,0.02,"x`, errors: ['2: unbalanced quotes'] },
       { name: 'no rows', csv: `${HEADER}\n`, errors: ['1: the file has a header but no pricing rows'] },
     ];
@@ -184,7 +247,10 @@ describe('operator CLI', function () {
 
     it('when fields are quoted, padded or end in CRLF, then they are read as written', () => {
       const parsed = parsePricingCsv(`\uFEFF${HEADER}\r\n "243" , 81 ,"0.0200","vodacom-cd"\r\n`);
-      expect(parsed).to.deep.equal({ ok: true, rows: [{ line: 2, row: { countryCallingCode: '243', networkPrefix: '81', price: 200, carrier: 'vodacom-cd' } }] });
+      expect(parsed).to.deep.equal({
+        ok: true,
+        rows: [{ line: 2, row: { countryCallingCode: '243', networkPrefix: '81', price: 200, carrier: 'vodacom-cd' } }],
+      });
     });
   });
 
@@ -245,14 +311,23 @@ describe('operator CLI', function () {
       succeeded(await topUp(gateway, { merchantId: id, wallet: 'prepaid', amount: '10', reference: 'inv-1' }));
       succeeded(await topUp(gateway, { merchantId: id, wallet: 'postpaid', amount: '5' }));
       const wallet = gateway.router.wallet(id);
-      await wallet.ask({ type: 'charge', chargeId: 'chg-1', amount: mustParseMoney('12.5'), refundable: true, idempotency: null, followUp: null });
+      await wallet.ask({
+        type: 'charge',
+        chargeId: 'chg-1',
+        amount: mustParseMoney('12.5'),
+        refundable: true,
+        idempotency: null,
+        followUp: null,
+      });
       await wallet.ask({ type: 'refund', chargeId: 'chg-1', refundId: 'ref-1', amount: mustParseMoney('3') });
       await wallet.ask({ type: 'settle', chargeId: 'chg-1' });
 
       const ledger = await walletLedger(gateway, { merchantId: id });
 
       const movements = jsonOf(ledger).movements as Json[];
-      expect(movements.map((m) => [m.movement, m.wallet, m.prepaid, m.postpaid, m.reference, m.charge_id, m.refund_id, m.balance])).to.deep.equal([
+      expect(
+        movements.map((m) => [m.movement, m.wallet, m.prepaid, m.postpaid, m.reference, m.charge_id, m.refund_id, m.balance]),
+      ).to.deep.equal([
         ['wallet_opened', 'prepaid', 0, 0, null, null, null, { prepaid: 0, postpaid: 0, total: 0 }],
         ['wallet_opened', 'postpaid', 0, 0, null, null, null, { prepaid: 0, postpaid: 0, total: 0 }],
         ['topped_up', 'prepaid', 10, 0, 'inv-1', null, null, { prepaid: 10, postpaid: 0, total: 10 }],
@@ -282,7 +357,11 @@ describe('operator CLI', function () {
       const { api_key: apiKey, key_id: keyId } = jsonOf(created) as { api_key: string; key_id: string };
       expect(succeeded(created).text).to.include(apiKey);
       expect(succeeded(created).notices).to.deep.equal(['Store it now: it is not shown again.']);
-      expect(await gateway.useCases.apiKeys.authenticate(apiKey, 'status')).to.deep.equal({ outcome: 'authenticated', merchantId: id, keyId });
+      expect(await gateway.useCases.apiKeys.authenticate(apiKey, 'status')).to.deep.equal({
+        outcome: 'authenticated',
+        merchantId: id,
+        keyId,
+      });
 
       const listed = await listKeys(gateway, { merchantId: id });
       const display = `sk_test_…${apiKey.slice(-4)}`;
@@ -298,9 +377,15 @@ describe('operator CLI', function () {
 
       const rotated = jsonOf(await rotateKey(gateway, { keyId })) as { api_key: string };
       expect(await gateway.useCases.apiKeys.authenticate(apiKey, 'status')).to.deep.equal({ outcome: 'unauthorized' });
-      expect(await gateway.useCases.apiKeys.authenticate(rotated.api_key, 'status')).to.deep.equal({ outcome: 'authenticated', merchantId: id, keyId });
+      expect(await gateway.useCases.apiKeys.authenticate(rotated.api_key, 'status')).to.deep.equal({
+        outcome: 'authenticated',
+        merchantId: id,
+        keyId,
+      });
 
-      succeeded(await setWebhook(gateway, { keyId, url: 'https://shop.example/hooks', username: 'hook-user', password: 'p4ss-w0rd-secret' }));
+      succeeded(
+        await setWebhook(gateway, { keyId, url: 'https://shop.example/hooks', username: 'hook-user', password: 'p4ss-w0rd-secret' }),
+      );
       const withWebhook = await listKeys(gateway, { merchantId: id });
       expect(listOf(withWebhook)[0]).to.deep.include({
         key: `sk_test_…${rotated.api_key.slice(-4)}`,
@@ -328,9 +413,14 @@ describe('operator CLI', function () {
     it('when a key is created with a status and an expiry, then both are recorded', async () => {
       const id = await newMerchant('Pending');
 
-      const created = jsonOf(await createKey(gateway, { merchantId: id, status: 'pending_validation', expiresAt: '2099-01-01T00:00:00Z' })) as { api_key: string; key_id: string };
+      const created = jsonOf(
+        await createKey(gateway, { merchantId: id, status: 'pending_validation', expiresAt: '2099-01-01T00:00:00Z' }),
+      ) as { api_key: string; key_id: string };
 
-      expect(await gateway.useCases.apiKeys.authenticate(created.api_key, 'status')).to.deep.equal({ outcome: 'forbidden', status: 'pending_validation' });
+      expect(await gateway.useCases.apiKeys.authenticate(created.api_key, 'status')).to.deep.equal({
+        outcome: 'forbidden',
+        status: 'pending_validation',
+      });
       expect((await keysOf(id))[0]).to.deep.include({ status: 'pending_validation', expires_at: '2099-01-01T00:00:00.000Z' });
     });
 
@@ -340,11 +430,21 @@ describe('operator CLI', function () {
 
       expect((await createKey(gateway, { merchantId: id, status: 'open' })).ok).to.equal(false);
       expect(await createKey(gateway, { merchantId: id, expiresAt: 'next tuesday' })).to.deep.include({ ok: false });
-      expect(await createKey(gateway, { merchantId: 'mer_nope' })).to.deep.equal({ ok: false, message: 'unknown merchant mer_nope', details: [] });
+      expect(await createKey(gateway, { merchantId: 'mer_nope' })).to.deep.equal({
+        ok: false,
+        message: 'unknown merchant mer_nope',
+        details: [],
+      });
       expect(await setKeyStatus(gateway, { keyId, status: 'revoked' })).to.deep.include({ ok: false, message: 'unknown status "revoked"' });
-      expect(await setKeyStatus(gateway, { keyId: 'key_nope', status: 'locked' })).to.deep.include({ ok: false, message: 'unknown or deleted key key_nope' });
+      expect(await setKeyStatus(gateway, { keyId: 'key_nope', status: 'locked' })).to.deep.include({
+        ok: false,
+        message: 'unknown or deleted key key_nope',
+      });
       expect(await setWebhook(gateway, { keyId, url: 'http://shop.example/hooks' })).to.deep.include({ ok: false });
-      expect(await setWebhook(gateway, { keyId, url: 'https://shop.example/hooks', password: 'alone' })).to.deep.include({ ok: false, message: '--password needs --username' });
+      expect(await setWebhook(gateway, { keyId, url: 'https://shop.example/hooks', password: 'alone' })).to.deep.include({
+        ok: false,
+        message: '--password needs --username',
+      });
       expect(await keysOf(id)).to.have.length(1);
       expect((await keysOf(id))[0]).to.deep.include({ status: 'allowed', webhook_url: null });
     });
@@ -391,7 +491,11 @@ describe('operator CLI', function () {
     });
 
     it('when a command and --json are given, then the command is run with JSON output', () => {
-      expect(parseCommandLine(['wallet', 'top-up', 'mer_1', 'prepaid', '10', '--reference', 'r-1', '--json'])).to.deep.include({ type: 'run', name: 'wallet top-up', json: true });
+      expect(parseCommandLine(['wallet', 'top-up', 'mer_1', 'prepaid', '10', '--reference', 'r-1', '--json'])).to.deep.include({
+        type: 'run',
+        name: 'wallet top-up',
+        json: true,
+      });
     });
 
     it('when the database cannot be opened, then the exit code is 2', async () => {
@@ -410,7 +514,11 @@ describe('operator CLI', function () {
       const id = await newMerchant('Spawned shop');
       const expected = (await gateway.persistence.directory.merchants()).map((m) => m.id);
 
-      const { code, stdout, stderr } = await runCliProcess(['merchants', 'list', '--json'], { DATABASE_URL: url, GATEWAY_MODE: 'server', NODE_ENV: 'test' });
+      const { code, stdout, stderr } = await runCliProcess(['merchants', 'list', '--json'], {
+        DATABASE_URL: url,
+        GATEWAY_MODE: 'server',
+        NODE_ENV: 'test',
+      });
 
       expect({ code, stderr }).to.deep.equal({ code: 0, stderr: '' });
       const listed = JSON.parse(stdout) as { id: string; name: string }[];
@@ -419,7 +527,11 @@ describe('operator CLI', function () {
     });
 
     it('when the real CLI gets a usage error, then it exits 1 with the message on stderr', async () => {
-      const { code, stdout, stderr } = await runCliProcess(['merchants', 'create', '--timezone', 'Africa/Kinshasa'], { DATABASE_URL: url, GATEWAY_MODE: 'server', NODE_ENV: 'test' });
+      const { code, stdout, stderr } = await runCliProcess(['merchants', 'create', '--timezone', 'Africa/Kinshasa'], {
+        DATABASE_URL: url,
+        GATEWAY_MODE: 'server',
+        NODE_ENV: 'test',
+      });
 
       expect({ code, stdout }).to.deep.equal({ code: 1, stdout: '' });
       expect(stderr).to.include('error: --name is required');

@@ -44,9 +44,16 @@ describe("operator CLI: a merchant's default price (pricing set-default)", funct
     try {
       const balance = await call(`${api.baseUrl}${API_ROOT}/balance`, { key: apiKey });
       expect(balance.status, balance.text).to.equal(200);
-      const sent = await call(`${api.baseUrl}${API_ROOT}/send`, { method: 'POST', key: apiKey, json: { to: [NUMBERS.unpriced], message: 'Hi' } });
+      const sent = await call(`${api.baseUrl}${API_ROOT}/send`, {
+        method: 'POST',
+        key: apiKey,
+        json: { to: [NUMBERS.unpriced], message: 'Hi' },
+      });
       expect(sent.status, sent.text).to.equal(201);
-      return { balance: (balance.body as { data: Record<string, unknown> }).data, unpricedCost: (sent.body as { data: { total_cost: unknown } }).data.total_cost };
+      return {
+        balance: (balance.body as { data: Record<string, unknown> }).data,
+        unpricedCost: (sent.body as { data: { total_cost: unknown } }).data.total_cost,
+      };
     } finally {
       await api.stop();
     }
@@ -73,7 +80,12 @@ describe("operator CLI: a merchant's default price (pricing set-default)", funct
     const set = await cli(['pricing', 'set-default', DEMO_MERCHANT_ID, '0.0199', '--json']);
 
     expect({ code: set.code, err: set.err }).to.deep.equal({ code: 0, err: '' });
-    expect(JSON.parse(set.out)).to.deep.equal({ merchant_id: DEMO_MERCHANT_ID, currency: 'USD', unit_price: 0.0199, previous_unit_price: 0.025 });
+    expect(JSON.parse(set.out)).to.deep.equal({
+      merchant_id: DEMO_MERCHANT_ID,
+      currency: 'USD',
+      unit_price: 0.0199,
+      previous_unit_price: 0.025,
+    });
     const { balance, unpricedCost } = await fromApi();
     // 149.975 after the first test's send at 0.025
     expect(balance).to.deep.include({ balance: 149.975, unit_price: 0.0199, available_sms: 7536 });
@@ -83,7 +95,8 @@ describe("operator CLI: a merchant's default price (pricing set-default)", funct
   });
 
   it('when the price is not a positive amount with at most 4 decimals, or the merchant is unknown, then nothing changes (exit code 1)', async () => {
-    const unitPrice = async () => (JSON.parse((await cli(['merchants', 'show', DEMO_MERCHANT_ID, '--json'])).out) as { unit_price: number }).unit_price;
+    const unitPrice = async () =>
+      (JSON.parse((await cli(['merchants', 'show', DEMO_MERCHANT_ID, '--json'])).out) as { unit_price: number }).unit_price;
     const before = await unitPrice();
 
     for (const price of ['0', '0.00001', '1e-2', '0,02', '']) {
@@ -93,7 +106,11 @@ describe("operator CLI: a merchant's default price (pricing set-default)", funct
         err: `error: price "${price}" must be a positive amount with at most 4 decimals\n`,
       });
     }
-    expect(await cli(['pricing', 'set-default', 'mer_nope', '0.02'])).to.deep.equal({ code: 1, out: '', err: 'error: unknown merchant mer_nope\n' });
+    expect(await cli(['pricing', 'set-default', 'mer_nope', '0.02'])).to.deep.equal({
+      code: 1,
+      out: '',
+      err: 'error: unknown merchant mer_nope\n',
+    });
     expect(await unitPrice()).to.equal(before);
   });
 });

@@ -56,7 +56,9 @@ describe('operator CLI on an embedded database', function () {
       const listed = await cli(['merchants', 'list', '--json']);
 
       expect({ code: listed.code, stderr: listed.stderr }).to.deep.equal({ code: 0, stderr: '' });
-      expect((JSON.parse(listed.stdout) as { id: string; name: string }[]).map((m) => [m.id, m.name])).to.deep.equal([[created.stdout.trim(), 'First shop']]);
+      expect((JSON.parse(listed.stdout) as { id: string; name: string }[]).map((m) => [m.id, m.name])).to.deep.equal([
+        [created.stdout.trim(), 'First shop'],
+      ]);
     });
   });
 
@@ -70,7 +72,14 @@ describe('operator CLI on an embedded database', function () {
 
     it('when a command runs, then it exits 4 with one sentence naming the directory and the process, and works once the gateway stopped', async () => {
       const dataDir = path.join(cwd, 'data');
-      main = startMain({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0', SEED_DEMO_MERCHANT: 'false', LOG_LEVEL: 'info' });
+      main = startMain({
+        DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        METRICS_PORT: '0',
+        SEED_DEMO_MERCHANT: 'false',
+        LOG_LEVEL: 'info',
+      });
       await main.waitForLog((line) => line.msg === 'listening', 90_000);
 
       const listed = await cli(['merchants', 'list']);

@@ -47,7 +47,11 @@ describe('operator CLI: journal prune (a cluster node on PostgreSQL and NATS, th
     const out: string[] = [];
     const err: string[] = [];
     const env = { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: pipeline.databaseUrl, NATS_URL: pipeline.nats.url };
-    const code = await runCli(['journal', 'prune', '--settled-days', days, '--json'], { env, out: (t) => out.push(t), err: (t) => err.push(t) });
+    const code = await runCli(['journal', 'prune', '--settled-days', days, '--json'], {
+      env,
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+    });
     expect({ code, err: err.join('') }).to.deep.equal({ code: 0, err: '' });
     return JSON.parse(out.join('')) as PruneJson;
   }
@@ -56,13 +60,24 @@ describe('operator CLI: journal prune (a cluster node on PostgreSQL and NATS, th
     pipeline = await startPipeline();
     merchant = await seedMerchant(pipeline.api.node.gateway, { name: 'Prune shop', prepaid: '100' });
     ids.delivered = (await send(pipeline.client, merchant.apiKey, [numberEnding('00')])).message_id;
-    ids.mixed = (await send(pipeline.client, merchant.apiKey, [numberEnding('00', '+2438123457'), numberEnding('96'), numberEnding('91')])).message_id;
+    ids.mixed = (
+      await send(pipeline.client, merchant.apiKey, [numberEnding('00', '+2438123457'), numberEnding('96'), numberEnding('91')])
+    ).message_id;
     // accepted by the carrier: the recipient stays `sent` until its receipt or its timeout, a day later
     ids.pending = (await send(pipeline.client, merchant.apiKey, [numberEnding('97')])).message_id;
-    const body = { to: [numberEnding('00')], message: 'later', sending_type: 'scheduled', scheduled_dates: [kinshasaLocal(Date.now() + 30 * 24 * HOUR)] };
+    const body = {
+      to: [numberEnding('00')],
+      message: 'later',
+      sending_type: 'scheduled',
+      scheduled_dates: [kinshasaLocal(Date.now() + 30 * 24 * HOUR)],
+    };
     ids.scheduled = dataOf<SendData>(await pipeline.client.send(merchant.apiKey, body), 201).message_id;
     for (const id of [ids.delivered, ids.mixed, ids.pending]) {
-      await eventually(async () => (await statusOf(pipeline.client, merchant.apiKey, id)).recipients.every(isSettled), 30_000, `${id} settled`);
+      await eventually(
+        async () => (await statusOf(pipeline.client, merchant.apiKey, id)).recipients.every(isSettled),
+        30_000,
+        `${id} settled`,
+      );
     }
   });
   after(async () => {
@@ -101,7 +116,8 @@ describe('operator CLI: journal prune (a cluster node on PostgreSQL and NATS, th
       expect(await seqsOf(`message:${id}`), `records of ${id} after the prune`).to.deep.equal([last]);
       expect(await snapshotSeqOf(`message:${id}`)).to.equal(last);
     }
-    for (const id of [ids.pending, ids.scheduled]) expect(await seqsOf(`message:${id}`), `records of ${id}`).to.deep.equal(seqsBefore.get(id));
+    for (const id of [ids.pending, ids.scheduled])
+      expect(await seqsOf(`message:${id}`), `records of ${id}`).to.deep.equal(seqsBefore.get(id));
     expect(await seqsOf(`wallet:${merchant.merchantId}`), 'the wallet journal').to.deep.equal(walletBefore);
 
     await pipeline.restartNode();

@@ -37,7 +37,10 @@ describe('operator CLI: schedules', function () {
 
   before(async () => {
     url = await (await testPostgres()).createDatabase('cli_schedules');
-    gateway = await gatewayOnPostgres(url, { clock, agendaBackend: new PostgresBackend({ connectionString: url, disableNotifications: true }) });
+    gateway = await gatewayOnPostgres(url, {
+      clock,
+      agendaBackend: new PostgresBackend({ connectionString: url, disableNotifications: true }),
+    });
     kin = await seedMerchant(gateway, { name: 'Kin', prepaid: '100' });
     other = await seedMerchant(gateway, { name: 'Other', prepaid: '100' });
   });
@@ -46,14 +49,20 @@ describe('operator CLI: schedules', function () {
   });
 
   async function send(merchant: SeededMerchant, body: Json): Promise<string> {
-    const result = await gateway.useCases.sendMessage({ merchantId: merchant.merchantId, keyId: merchant.keyId, body: { to: [NUMBERS.vodacom], message: 'cli', ...body }, idempotencyKey: null });
+    const result = await gateway.useCases.sendMessage({
+      merchantId: merchant.merchantId,
+      keyId: merchant.keyId,
+      body: { to: [NUMBERS.vodacom], message: 'cli', ...body },
+      idempotencyKey: null,
+    });
     if (!result.ok) throw result.error;
     // the relay registers the Agenda job
     await gateway.relay.drain();
     return result.value.receipt.message_id;
   }
 
-  const scheduled = (merchant: SeededMerchant, dates: readonly { date: string; time: string }[]) => send(merchant, { sending_type: 'scheduled', scheduled_dates: dates });
+  const scheduled = (merchant: SeededMerchant, dates: readonly { date: string; time: string }[]) =>
+    send(merchant, { sending_type: 'scheduled', scheduled_dates: dates });
 
   describe('schedules list', () => {
     it('when schedules exist, then every job is listed soonest first with its message, merchant, next run, last run, lock and failure', async () => {
@@ -102,11 +111,17 @@ describe('operator CLI: schedules', function () {
       expect(own.map((job) => job.merchant_id)).to.deep.equal(own.map(() => other.merchantId));
       expect(own.length).to.be.at.least(3);
       expect(all.length).to.be.above(own.length);
-      expect(jsonOf<Json[]>(await listSchedules(gateway, { merchantId: other.merchantId, limit: 1 })).map((job) => job.message_id)).to.deep.equal([first]);
+      expect(
+        jsonOf<Json[]>(await listSchedules(gateway, { merchantId: other.merchantId, limit: 1 })).map((job) => job.message_id),
+      ).to.deep.equal([first]);
     });
 
     it('when the merchant is unknown or there is nothing scheduled, then it says so', async () => {
-      expect(await listSchedules(gateway, { merchantId: 'mer_nope' })).to.deep.equal({ ok: false, message: 'unknown merchant mer_nope', details: [] });
+      expect(await listSchedules(gateway, { merchantId: 'mer_nope' })).to.deep.equal({
+        ok: false,
+        message: 'unknown merchant mer_nope',
+        details: [],
+      });
       const idle = await seedMerchant(gateway, { name: 'Idle' });
       const outcome = succeeded(await listSchedules(gateway, { merchantId: idle.merchantId }));
       expect(outcome.json).to.deep.equal([]);
@@ -132,8 +147,24 @@ describe('operator CLI: schedules', function () {
         merchant_id: kin.merchantId,
         sending_type: 'recurring',
         status: 'scheduled',
-        schedule: { type: 'recurring', state: 'paused', next_occurrence_at: instants[0], occurrences_total: 3, occurrences_dispatched: 0, occurrences_remaining: 3 },
-        occurrences: instants.map((at, index) => ({ occurrence_index: index, status: 'scheduled', scheduled_at: at, delivered: 0, failed: 0, pending: 1, cancelled: 0, skipped: 0 })),
+        schedule: {
+          type: 'recurring',
+          state: 'paused',
+          next_occurrence_at: instants[0],
+          occurrences_total: 3,
+          occurrences_dispatched: 0,
+          occurrences_remaining: 3,
+        },
+        occurrences: instants.map((at, index) => ({
+          occurrence_index: index,
+          status: 'scheduled',
+          scheduled_at: at,
+          delivered: 0,
+          failed: 0,
+          pending: 1,
+          cancelled: 0,
+          skipped: 0,
+        })),
         jobs: [
           {
             message_id: id,
@@ -167,7 +198,14 @@ describe('operator CLI: schedules', function () {
       expect(cancelled.found && cancelled.result.ok).to.equal(true);
 
       const json = jsonOf<{ schedule: Json; occurrences: Json[] }>(await showSchedule(gateway, { messageId: id }));
-      expect(json.schedule).to.deep.equal({ type: 'scheduled', state: 'cancelled', next_occurrence_at: null, occurrences_total: 2, occurrences_dispatched: 1, occurrences_remaining: 0 });
+      expect(json.schedule).to.deep.equal({
+        type: 'scheduled',
+        state: 'cancelled',
+        next_occurrence_at: null,
+        occurrences_total: 2,
+        occurrences_dispatched: 1,
+        occurrences_remaining: 0,
+      });
       expect(json.occurrences.map((o) => o.status)).to.deep.equal(['pending', 'cancelled']);
       clock.set(NOW);
     });
@@ -176,11 +214,17 @@ describe('operator CLI: schedules', function () {
       const id = await send(kin, {});
       const outcome = await showSchedule(gateway, { messageId: id });
       expect(jsonOf(outcome)).to.deep.include({ message_id: id, sending_type: 'immediate', schedule: null, occurrences: [], jobs: [] });
-      expect(succeeded(outcome).text).to.match(/^Schedule:\s+none \(immediate send\)$/m).and.match(/^No Agenda job\.$/m);
+      expect(succeeded(outcome).text)
+        .to.match(/^Schedule:\s+none \(immediate send\)$/m)
+        .and.match(/^No Agenda job\.$/m);
     });
 
     it('when the message is unknown, then it is a validation error', async () => {
-      expect(await showSchedule(gateway, { messageId: 'msg_nope' })).to.deep.equal({ ok: false, message: 'unknown message msg_nope', details: [] });
+      expect(await showSchedule(gateway, { messageId: 'msg_nope' })).to.deep.equal({
+        ok: false,
+        message: 'unknown message msg_nope',
+        details: [],
+      });
     });
 
     it('when the gateway has no scheduler, then both commands say so', async () => {
@@ -193,16 +237,30 @@ describe('operator CLI: schedules', function () {
 
   describe('command line', () => {
     it('when the schedules commands are parsed, then they ask for the scheduler and check --limit', () => {
-      expect(parseCommandLine(['schedules', 'list', '--merchant', 'mer_1', '--limit', '5', '--json'])).to.deep.include({ type: 'run', name: 'schedules list', json: true, needsScheduler: true });
-      expect(parseCommandLine(['schedules', 'show', 'msg_1'])).to.deep.include({ type: 'run', name: 'schedules show', needsScheduler: true });
+      expect(parseCommandLine(['schedules', 'list', '--merchant', 'mer_1', '--limit', '5', '--json'])).to.deep.include({
+        type: 'run',
+        name: 'schedules list',
+        json: true,
+        needsScheduler: true,
+      });
+      expect(parseCommandLine(['schedules', 'show', 'msg_1'])).to.deep.include({
+        type: 'run',
+        name: 'schedules show',
+        needsScheduler: true,
+      });
       expect(parseCommandLine(['merchants', 'list'])).to.deep.include({ type: 'run', needsScheduler: false });
       for (const limit of ['0', '2.5', 'ten', '10001']) {
-        expect(parseCommandLine(['schedules', 'list', '--limit', limit]), limit).to.deep.include({ type: 'usage_error', message: `--limit must be a whole number from 1 to 10000, not "${limit}"` });
+        expect(parseCommandLine(['schedules', 'list', '--limit', limit]), limit).to.deep.include({
+          type: 'usage_error',
+          message: `--limit must be a whole number from 1 to 10000, not "${limit}"`,
+        });
       }
       expect(parseCommandLine(['schedules', 'list', '--limit', '10000'])).to.deep.include({ type: 'run' });
       expect(parseCommandLine(['schedules', 'show'])).to.deep.include({ type: 'usage_error', message: 'expected <messageId>, got none' });
       const help = parseCommandLine(['--help']);
-      expect(help.type === 'help' && help.text).to.match(/^ {2}schedules list \[--merchant <id>\] \[--limit <n>\]$/m).and.match(/^ {2}schedules show <messageId>$/m);
+      expect(help.type === 'help' && help.text)
+        .to.match(/^ {2}schedules list \[--merchant <id>\] \[--limit <n>\]$/m)
+        .and.match(/^ {2}schedules show <messageId>$/m);
     });
 
     it('when the real CLI runs `schedules list --json` and `schedules show`, then it opens Agenda on the database, answers, and closes every connection it opened', async () => {
@@ -218,7 +276,11 @@ describe('operator CLI: schedules', function () {
         return rows[0]?.n ?? 0;
       };
       const before = await connections();
-      const env = { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: `${url}${url.includes('?') ? '&' : '?'}application_name=${applicationName}` };
+      const env = {
+        NODE_ENV: 'test',
+        GATEWAY_MODE: 'server',
+        DATABASE_URL: `${url}${url.includes('?') ? '&' : '?'}application_name=${applicationName}`,
+      };
       const run = async (argv: string[]) => {
         const out: string[] = [];
         const err: string[] = [];
@@ -237,7 +299,10 @@ describe('operator CLI: schedules', function () {
       })();
       const listed = await run(['schedules', 'list', '--merchant', other.merchantId, '--json']);
       expect({ code: listed.code, err: listed.err }).to.deep.equal({ code: 0, err: '' });
-      expect((JSON.parse(listed.out) as Json[]).find((job) => job.message_id === id)).to.deep.include({ next_run_at: '2031-05-01T09:00:00.000Z', merchant_id: other.merchantId });
+      expect((JSON.parse(listed.out) as Json[]).find((job) => job.message_id === id)).to.deep.include({
+        next_run_at: '2031-05-01T09:00:00.000Z',
+        merchant_id: other.merchantId,
+      });
       const shown = await run(['schedules', 'show', id]);
       expect({ code: shown.code, err: shown.err }).to.deep.equal({ code: 0, err: '' });
       expect(shown.out).to.match(/^Schedule:\s+active$/m);

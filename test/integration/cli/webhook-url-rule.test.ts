@@ -50,11 +50,18 @@ describe('operator CLI: keys set-webhook follows the rule of callback_url on POS
           expect(set).to.deep.include({ code: 0, err: '' });
           expect(keys.map((key) => key.webhook_url)).to.deep.equal([LOCALHOST_HOOK]);
         } else {
-          expect(set).to.deep.equal({ code: 1, out: '', err: `error: --url "${LOCALHOST_HOOK}" must be an absolute https:// URL (without credentials)\n` });
+          expect(set).to.deep.equal({
+            code: 1,
+            out: '',
+            err: `error: --url "${LOCALHOST_HOOK}" must be an absolute https:// URL (without credentials)\n`,
+          });
           expect(keys.map((key) => key.webhook_url)).to.deep.equal([null]);
         }
         // https is accepted either way
-        expect(await cli(['keys', 'set-webhook', merchant.keyId, '--url', 'https://shop.example/hooks'])).to.deep.include({ code: 0, err: '' });
+        expect(await cli(['keys', 'set-webhook', merchant.keyId, '--url', 'https://shop.example/hooks'])).to.deep.include({
+          code: 0,
+          err: '',
+        });
       });
 
       it(`when POST /send names an http://localhost callback_url, then it is ${allowed ? 'accepted' : 'refused'}`, async () => {

@@ -128,10 +128,23 @@ describe('client against a running gateway', function () {
 
     it('when a message is sent, then status finds it with its recipients', async () => {
       const sent = await client.send({ to: [NUMBERS.vodacom, NUMBERS.airtel], message: 'Hello from the client', sender_id: 'Shop' });
-      expect(sent).to.deep.equal({ message_id: sent.message_id, total_recipients: 2, total_messages: 2, total_cost: 0.05, currency: 'USD', status: 'pending' });
+      expect(sent).to.deep.equal({
+        message_id: sent.message_id,
+        total_recipients: 2,
+        total_messages: 2,
+        total_cost: 0.05,
+        currency: 'USD',
+        status: 'pending',
+      });
 
       const status = await client.status(sent.message_id);
-      expect(status).to.deep.include({ message_id: sent.message_id, total_recipients: 2, sending_type: 'immediate', schedule: null, occurrences: [] });
+      expect(status).to.deep.include({
+        message_id: sent.message_id,
+        total_recipients: 2,
+        sending_type: 'immediate',
+        schedule: null,
+        occurrences: [],
+      });
       expect(status.delivered + status.failed + status.pending).to.equal(2);
       expect(status.recipients.map((r) => [r.recipient_index, r.phone])).to.deep.equal([
         [0, NUMBERS.vodacom],
@@ -152,7 +165,12 @@ describe('client against a running gateway', function () {
     });
 
     it('when a scheduled send is paused, resumed and cancelled, then each answer carries the schedule and cancel refunds what is left', async () => {
-      const sent = await client.send({ to: [NUMBERS.vodacom], message: 'Twice', sending_type: 'scheduled', scheduled_dates: SCHEDULED_DATES });
+      const sent = await client.send({
+        to: [NUMBERS.vodacom],
+        message: 'Twice',
+        sending_type: 'scheduled',
+        scheduled_dates: SCHEDULED_DATES,
+      });
       expect(sent).to.include({ total_messages: 2, total_cost: 0.04, status: 'pending' });
 
       const paused = await client.pause(sent.message_id);
@@ -192,22 +210,33 @@ describe('client against a running gateway', function () {
       const poor = await merchant({ prepaid: '0.01', pricing: false });
       const error = await rejection(clientFor(poor.apiKey).send({ to: [NUMBERS.vodacom, NUMBERS.airtel], message: 'Too dear' }));
       expect(error).to.be.instanceOf(SmsGatewayError).and.include({ status: 402, errorCode: '1202' });
-      expect((error as SmsGatewayError).requestId).to.be.a('string').and.not.equal('');
+      expect((error as SmsGatewayError).requestId)
+        .to.be.a('string')
+        .and.not.equal('');
     });
 
     it('when a merchant has no wallet, then balance rejects with 400/1210', async () => {
       const walletless = await merchant({});
-      expect(await rejection(clientFor(walletless.apiKey).balance())).to.be.instanceOf(SmsGatewayError).and.include({ status: 400, errorCode: '1210' });
+      expect(await rejection(clientFor(walletless.apiKey).balance()))
+        .to.be.instanceOf(SmsGatewayError)
+        .and.include({ status: 400, errorCode: '1210' });
     });
 
     it('when an immediate send is cancelled, then SmsGatewayError is 409 with 1120', async () => {
       const sent = await client.send({ to: [NUMBERS.vodacom], message: 'Now' });
-      expect(await rejection(client.cancel(sent.message_id))).to.be.instanceOf(SmsGatewayError).and.include({ status: 409, errorCode: '1120' });
+      expect(await rejection(client.cancel(sent.message_id)))
+        .to.be.instanceOf(SmsGatewayError)
+        .and.include({ status: 409, errorCode: '1120' });
     });
 
     it("when the message is unknown or another merchant's, then status and management reject with SmsGatewayNotFoundError", async () => {
       const other = await merchant();
-      const theirs = await clientFor(other.apiKey).send({ to: [NUMBERS.vodacom], message: 'Theirs', sending_type: 'scheduled', scheduled_dates: SCHEDULED_DATES });
+      const theirs = await clientFor(other.apiKey).send({
+        to: [NUMBERS.vodacom],
+        message: 'Theirs',
+        sending_type: 'scheduled',
+        scheduled_dates: SCHEDULED_DATES,
+      });
       const attempts = [
         () => client.status('msg_doesnotexist'),
         () => client.status(theirs.message_id),
@@ -217,18 +246,24 @@ describe('client against a running gateway', function () {
       for (const attempt of attempts) {
         const error = await rejection(attempt());
         expect(error).to.be.instanceOf(SmsGatewayNotFoundError).and.include({ status: 404 });
-        expect((error as SmsGatewayNotFoundError).detail).to.be.a('string').and.not.equal('');
+        expect((error as SmsGatewayNotFoundError).detail)
+          .to.be.a('string')
+          .and.not.equal('');
       }
     });
 
     it('when the key is unknown or its status forbids it, then SmsGatewayAuthError carries 401 or 403 and the detail', async () => {
       const unknown = await rejection(clientFor('sk_test_00000000000000000000000000000000').balance());
       expect(unknown).to.be.instanceOf(SmsGatewayAuthError).and.include({ status: 401 });
-      expect((unknown as SmsGatewayAuthError).detail).to.be.a('string').and.not.equal('');
+      expect((unknown as SmsGatewayAuthError).detail)
+        .to.be.a('string')
+        .and.not.equal('');
 
       const own = await merchant();
       await fixture.node.gateway.useCases.apiKeys.setStatus(own.keyId, 'suspended');
-      expect(await rejection(clientFor(own.apiKey).balance())).to.be.instanceOf(SmsGatewayAuthError).and.include({ status: 403 });
+      expect(await rejection(clientFor(own.apiKey).balance()))
+        .to.be.instanceOf(SmsGatewayAuthError)
+        .and.include({ status: 403 });
     });
   });
 
@@ -278,7 +313,9 @@ describe('client against a running gateway', function () {
           return Promise.resolve();
         },
       });
-      expect(await rejection(hasty.balance())).to.be.instanceOf(SmsGatewayError).and.include({ status: 429 });
+      expect(await rejection(hasty.balance()))
+        .to.be.instanceOf(SmsGatewayError)
+        .and.include({ status: 429 });
       expect(waits).to.deep.equal([]);
     });
   });
@@ -302,8 +339,12 @@ describe('client against a running gateway', function () {
         );
 
         // the server signs with its (manual) clock
-        expect(verifyWebhookSignature({ body: delivery.rawBody, headers: delivery.headers, secret: secret!, now: clock.now() })).to.equal(true);
-        expect(verifyWebhookSignature({ body: delivery.rawBody, headers: delivery.headers, secret: 'whsec_wrong', now: clock.now() })).to.equal(false);
+        expect(verifyWebhookSignature({ body: delivery.rawBody, headers: delivery.headers, secret: secret!, now: clock.now() })).to.equal(
+          true,
+        );
+        expect(
+          verifyWebhookSignature({ body: delivery.rawBody, headers: delivery.headers, secret: 'whsec_wrong', now: clock.now() }),
+        ).to.equal(false);
         expect(verifyBasicAuth(delivery.headers.authorization, credentials)).to.equal(true);
         expect(verifyBasicAuth(delivery.headers.authorization, { ...credentials, password: 'pass' })).to.equal(false);
         const event = parseWebhookEvent(delivery.rawBody);

@@ -35,7 +35,8 @@ export interface SeedOptions {
 export async function seedMerchants(cluster: TestCluster, options: SeedOptions): Promise<ClusterMerchant[]> {
   const merchants: ClusterMerchant[] = [];
   const owners = await cluster.ownership();
-  const ownerOf = (merchantId: string): string | undefined => [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, cluster.shards)))?.[0];
+  const ownerOf = (merchantId: string): string | undefined =>
+    [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, cluster.shards)))?.[0];
   const enough = (): boolean => {
     if (merchants.length < options.count) return false;
     if (!options.onNode) return true;
@@ -47,7 +48,11 @@ export async function seedMerchants(cluster: TestCluster, options: SeedOptions):
     let receiver: WebhookReceiver | null = null;
     if (options.webhooks) {
       receiver = await startWebhookReceiver();
-      const set = await cluster.operator.useCases.apiKeys.setWebhook(seeded.keyId, { url: receiver.url, username: 'cluster', password: 'secret' });
+      const set = await cluster.operator.useCases.apiKeys.setWebhook(seeded.keyId, {
+        url: receiver.url,
+        username: 'cluster',
+        password: 'secret',
+      });
       expect(set).to.equal(true);
     }
     merchants.push({ merchantId: seeded.merchantId, keyId: seeded.keyId, apiKey: seeded.apiKey, receiver });
@@ -97,7 +102,11 @@ export async function expectAllVisible(cluster: TestCluster, sends: readonly Loa
 }
 
 /** Each merchant's balance (GET /balance) is its funding minus the cost of exactly its accepted sends. */
-export async function expectLedgerExact(cluster: TestCluster, merchants: readonly LoadMerchant[], sends: readonly LoadSend[]): Promise<void> {
+export async function expectLedgerExact(
+  cluster: TestCluster,
+  merchants: readonly LoadMerchant[],
+  sends: readonly LoadSend[],
+): Promise<void> {
   const nodes = cluster.running();
   for (const [i, merchant] of merchants.entries()) {
     const spent = accepted(sends)
@@ -109,7 +118,9 @@ export async function expectLedgerExact(cluster: TestCluster, merchants: readonl
     let context = '';
     if (balance !== toUnits(Number(FUNDING)) - spent) {
       // what every node answers, and who owns the merchant's shard: the failure message says where it went wrong
-      const views = await Promise.all(nodes.map(async (n) => `${n.id}: ${(await call(`${n.api}/balance`, { key: merchant.apiKey })).text}`));
+      const views = await Promise.all(
+        nodes.map(async (n) => `${n.id}: ${(await call(`${n.api}/balance`, { key: merchant.apiKey })).text}`),
+      );
       context = ` (shard ${shardOf(merchant.merchantId, cluster.shards)}; ${views.join('; ')}; owners ${JSON.stringify([...(await cluster.ownership())])})`;
     }
     expect(balance, `balance of ${merchant.merchantId}${context}`).to.equal(toUnits(Number(FUNDING)) - spent);
@@ -141,7 +152,11 @@ export async function expectDispatchedOnce(cluster: TestCluster, sends: readonly
 }
 
 /** Every recipient of every accepted send got exactly one terminal event (by event_id), of the expected type. */
-export async function expectTerminalWebhooks(merchants: readonly ClusterMerchant[], sends: readonly LoadSend[], timeoutMs = 90_000): Promise<void> {
+export async function expectTerminalWebhooks(
+  merchants: readonly ClusterMerchant[],
+  sends: readonly LoadSend[],
+  timeoutMs = 90_000,
+): Promise<void> {
   const terminal = (e: WebhookEnvelope): boolean => e.event_type === 'sms.delivered' || e.event_type === 'sms.failed';
   for (const merchant of merchants) {
     const receiver = merchant.receiver;
@@ -162,7 +177,11 @@ export async function expectTerminalWebhooks(merchants: readonly ClusterMerchant
       }
       return new Map([...byRecipient].map(([id, events]) => [id, [...events.values()]]));
     };
-    await receiver.waitFor(() => [...expected.keys()].every((id) => received().has(id)), timeoutMs, `${expected.size} terminal events of ${merchant.merchantId}`);
+    await receiver.waitFor(
+      () => [...expected.keys()].every((id) => received().has(id)),
+      timeoutMs,
+      `${expected.size} terminal events of ${merchant.merchantId}`,
+    );
     const got = received();
     expect([...got.keys()].sort()).to.deep.equal([...expected.keys()].sort());
     for (const [id, events] of got) {
@@ -179,7 +198,11 @@ export async function expectFencingHeld(cluster: TestCluster): Promise<void> {
   // the audit saw the writes (so an empty list below means something), all by nodes
   const writers = await cluster.writesByNode();
   expect([...writers.values()].reduce((a, b) => a + b, 0)).to.be.greaterThan(0);
-  for (const writer of writers.keys()) expect(cluster.nodes.map((n) => n.id), `journal writer ${writer}`).to.include(writer);
+  for (const writer of writers.keys())
+    expect(
+      cluster.nodes.map((n) => n.id),
+      `journal writer ${writer}`,
+    ).to.include(writer);
   expect(await cluster.staleWrites(), 'journal records written without the current lease').to.deep.equal([]);
   expect(await cluster.journalGaps(), 'journal keys with gaps').to.deep.equal([]);
 }

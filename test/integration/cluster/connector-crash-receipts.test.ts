@@ -32,13 +32,20 @@ describe('cluster: a final receipt lost with its connector', function () {
 
   it('when the simulator is SIGKILLed between accepted and the final receipt, then the receipt timeout ends the recipient with sms.failed 1503', async () => {
     const shop = await seedMerchant(cluster.operator, { name: 'Crash shop', prepaid: '10' });
-    expect(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null })).to.equal(true);
+    expect(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null })).to.equal(
+      true,
+    );
     const node = cluster.running()[0]!;
     // ending 98: processing, accepted and enroute at once, the final delivered seconds later (the slow delay)
-    const sent = await call(`${node.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: ['+2438100042098'], message: 'slow to deliver' } });
+    const sent = await call(`${node.api}/send`, {
+      method: 'POST',
+      key: shop.apiKey,
+      json: { to: ['+2438100042098'], message: 'slow to deliver' },
+    });
     expect(sent.status, JSON.stringify(sent.body)).to.equal(201);
     const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
-    const ofMessage = (type: string): WebhookEnvelope[] => receiver.events().filter((e) => e.message_id === messageId && e.event_type === type);
+    const ofMessage = (type: string): WebhookEnvelope[] =>
+      receiver.events().filter((e) => e.message_id === messageId && e.event_type === type);
 
     await receiver.waitFor(() => ofMessage('sms.sent').length > 0, 60_000, 'sms.sent');
     await cluster.stopSimulator('SIGKILL');

@@ -28,9 +28,14 @@ interface Answer {
 async function sendOnce(api: string, merchant: ClusterMerchant, index: number, run: string): Promise<Answer> {
   const text = `deadline ${run} #${index}`;
   const startedAt = Date.now();
-  const answer = await call(`${api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [loadNumber('00', index)], message: text } }).catch(() => null);
+  const answer = await call(`${api}/send`, {
+    method: 'POST',
+    key: merchant.apiKey,
+    json: { to: [loadNumber('00', index)], message: text },
+  }).catch(() => null);
   // no answer at all (the connection broke): the outcome is unknown to the client, like a 500
-  if (answer === null) return { index, merchant, text, status: 0, errorCode: null, messageId: null, cost: 0, startedAt, endedAt: Date.now() };
+  if (answer === null)
+    return { index, merchant, text, status: 0, errorCode: null, messageId: null, cost: 0, startedAt, endedAt: Date.now() };
   const body = answer.body as { data?: { message_id: string; total_cost: number }; error_code?: string; detail?: string } | undefined;
   return {
     index,
@@ -70,7 +75,11 @@ async function appliedOf(cluster: TestCluster, merchants: readonly ClusterMercha
  * holds a charge and a message for each 201, and none for any 503; each balance is its funding less its 201s (and
  * any 500 the journal shows applied, counted by its text).
  */
-async function expectOnly201sApplied(cluster: TestCluster, merchants: readonly ClusterMerchant[], answers: readonly Answer[]): Promise<void> {
+async function expectOnly201sApplied(
+  cluster: TestCluster,
+  merchants: readonly ClusterMerchant[],
+  answers: readonly Answer[],
+): Promise<void> {
   // the outbox may still finish a creation whose charge was decided: wait until every charge has its message
   const applied = await eventually(
     async () => {
@@ -150,7 +159,11 @@ describe('deadlines: a 503/1402 applied nothing', function () {
       // bursts until the node has both accepted and refused some (a fast machine needs more than one)
       for (let burst = 0; burst < 6; burst++) {
         const offset = answers.length;
-        answers.push(...(await Promise.all(Array.from({ length: 400 }, (_, i) => sendOnce(node.api, merchants[i % merchants.length]!, offset + i, run)))));
+        answers.push(
+          ...(await Promise.all(
+            Array.from({ length: 400 }, (_, i) => sendOnce(node.api, merchants[i % merchants.length]!, offset + i, run)),
+          )),
+        );
         if (answers.some((a) => a.status === 201) && answers.filter((a) => a.status === 503).length >= 20) break;
       }
       console.log(`      overload answers: ${JSON.stringify(counts(answers))}`);
@@ -199,7 +212,8 @@ describe('deadlines: a 503/1402 applied nothing', function () {
           answers.push(await sendOnce(victim.api, merchants[index % merchants.length]!, index, run));
         }
       });
-      const answered = (count: number) => eventually(() => Promise.resolve(answers.length >= count ? true : null), 60_000, `${count} answers`, 50);
+      const answered = (count: number) =>
+        eventually(() => Promise.resolve(answers.length >= count ? true : null), 60_000, `${count} answers`, 50);
       /** Requests that were inside the node across a freeze and were refused: they waited past their deadline. */
       let waitedAcross: Answer[] = [];
       // a freeze may catch every request inside already decided (they all finish with 201): freeze again, up to 3 times
@@ -216,7 +230,9 @@ describe('deadlines: a 503/1402 applied nothing', function () {
       stop = true;
       await Promise.all(clients);
 
-      console.log(`      freeze answers: ${JSON.stringify(counts(answers))}; across the last freeze: ${JSON.stringify(counts(waitedAcross))}`);
+      console.log(
+        `      freeze answers: ${JSON.stringify(counts(answers))}; across the last freeze: ${JSON.stringify(counts(waitedAcross))}`,
+      );
       expect(waitedAcross.filter((a) => a.status === 503).length, 'requests refused after waiting across the freeze').to.be.greaterThan(0);
       expect(victim.state(), 'the victim after the freeze').to.equal('running');
       await expectOnly201sApplied(cluster, merchants, answers);

@@ -89,10 +89,10 @@ describe('cluster failover: a node killed with SIGKILL under load', function () 
     for (const survivor of survivors) expect(takenBy.get(survivor.id), survivor.id).to.have.length(32);
   });
 
-  it("when the node is dead, then requests to its port are refused and nothing else fails but a few timed-out requests in the failover window", async () => {
+  it('when the node is dead, then requests to its port are refused and nothing else fails but a few timed-out requests in the failover window', async () => {
     const after = await call(`${victim.api}/balance`, { key: merchants[0]!.apiKey }).then(
       () => 'answered',
-      (error: unknown) => ((error as { cause?: { code?: string } }).cause?.code ?? String(error)),
+      (error: unknown) => (error as { cause?: { code?: string } }).cause?.code ?? String(error),
     );
     expect(after).to.equal('ECONNREFUSED');
 

@@ -48,7 +48,14 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
     expect(onLost.length).to.be.at.least(2);
     // warm up: the frozen node's actors of its merchants are in memory (state it will hold while stale)
     allSends.push(
-      ...(await runSendLoad({ sends: 30, concurrency: 6, merchants, targets: () => cluster.nodes.map((n) => n.api), recipients: recipientsOf(0), runId: 'warm' })),
+      ...(await runSendLoad({
+        sends: 30,
+        concurrency: 6,
+        merchants,
+        targets: () => cluster.nodes.map((n) => n.api),
+        recipients: recipientsOf(0),
+        runId: 'warm',
+      })),
     );
     expect(accepted(allSends)).to.have.length(30);
   });
@@ -61,7 +68,14 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
     freezeAt = await cluster.dbNow();
     cluster.pause(frozen);
     // requests for its own merchants wait in its socket buffers: it will see them, stale, on waking
-    staleRequests = runSendLoad({ sends: 8, concurrency: 8, merchants: onLost, targets: () => [frozen.api], recipients: recipientsOf(20_000), runId: 'stale' });
+    staleRequests = runSendLoad({
+      sends: 8,
+      concurrency: 8,
+      merchants: onLost,
+      targets: () => [frozen.api],
+      recipients: recipientsOf(20_000),
+      runId: 'stale',
+    });
     // meanwhile the others serve every merchant, those of the frozen node's shards included
     const load = runSendLoad({
       sends: 60,
@@ -97,9 +111,15 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
     for (const a of staleSends.flatMap((s) => s.attempts)) {
       // 'network': the connection was idle from the warm-up and its keep-alive timer fired as the node woke (the
       // request was never read); retried with its Idempotency-Key below like the rest
-      expect(a.outcome === 201 || a.outcome === 'network' || isFailoverAnswer(a), `${String(a.outcome)} ${a.detail ?? a.errorCode ?? ''} after ${a.endedAt - a.startedAt} ms\n${frozen.output()}`).to.equal(true);
+      expect(
+        a.outcome === 201 || a.outcome === 'network' || isFailoverAnswer(a),
+        `${String(a.outcome)} ${a.detail ?? a.errorCode ?? ''} after ${a.endedAt - a.startedAt} ms\n${frozen.output()}`,
+      ).to.equal(true);
     }
-    await cluster.waitForBalance(cluster.nodes.map((n) => n.id), 60_000);
+    await cluster.waitForBalance(
+      cluster.nodes.map((n) => n.id),
+      60_000,
+    );
     await settleSends(allSends, () => cluster.running().map((n) => n.api));
 
     // the frozen node wrote nothing from the freeze until it was given shards again
@@ -132,17 +152,24 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
       );
       expect(records, `the charge of ${send.accepted!.messageId}`).to.have.length(1);
       const record = records[0]!;
-      expect(record.writer !== frozen.id || record.at >= rejoinedAt, `charge of ${send.accepted!.messageId} written by ${record.writer}`).to.equal(true);
+      expect(
+        record.writer !== frozen.id || record.at >= rejoinedAt,
+        `charge of ${send.accepted!.messageId} written by ${record.writer}`,
+      ).to.equal(true);
     }
     await expectFencingHeld(cluster);
   });
 
   it('when it has rejoined, then it owns a fair share again, under new epochs', async () => {
-    const owners = await cluster.waitForBalance(cluster.nodes.map((n) => n.id), 60_000);
+    const owners = await cluster.waitForBalance(
+      cluster.nodes.map((n) => n.id),
+      60_000,
+    );
     const mine = owners.get(frozen.id) ?? [];
     expect(mine.length).to.be.within(1, Math.ceil(cluster.shards / 3));
     const leases = new Map((await cluster.leases()).map((l) => [l.shard, l]));
-    for (const shard of mine) if (lost.has(shard)) expect(leases.get(shard)!.epoch, `epoch of shard ${shard}`).to.be.greaterThan(lost.get(shard)! + 1);
+    for (const shard of mine)
+      if (lost.has(shard)) expect(leases.get(shard)!.epoch, `epoch of shard ${shard}`).to.be.greaterThan(lost.get(shard)! + 1);
   });
 
   it('when it is over, then nothing was lost or doubled: every 201 visible, balances exact, each dispatch once', async () => {

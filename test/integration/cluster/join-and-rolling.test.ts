@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { runSendLoad, settleSends, startCluster, type ClusterNode, type ExitStatus, type LoadSend, type TestCluster } from '../../helpers/cluster.js';
+import {
+  runSendLoad,
+  settleSends,
+  startCluster,
+  type ClusterNode,
+  type ExitStatus,
+  type LoadSend,
+  type TestCluster,
+} from '../../helpers/cluster.js';
 import {
   GENEROUS_RATE_LIMITS,
   accepted,

@@ -77,9 +77,9 @@ describe('lease renewal in a worker thread (real PostgreSQL)', function () {
     const before = await heldBy('busy-node');
 
     blockMainThread(3 * TTL_MS);
-    const [row] = (await persistence.sql!.query<{ renewed: boolean }>(
+    const [row] = await persistence.sql!.query<{ renewed: boolean }>(
       `SELECT bool_and(expires_at > now()) AS renewed FROM shard_leases WHERE owner = 'busy-node'`,
-    ));
+    );
     await node.tick();
 
     expect(row!.renewed, 'every lease unexpired right after the block').to.equal(true);
@@ -104,8 +104,11 @@ describe('lease renewal in a worker thread (real PostgreSQL)', function () {
 
     // every lease expired; alone in the cluster, it may take the shards again, under new epochs
     expect(expired).to.have.length(SHARDS);
-    for (const lease of await heldBy('wedged-node')) expect(lease.epoch).to.be.greaterThan(before.find((b) => b.shard === lease.shard)!.epoch);
-    expect(errors.map((error) => (error instanceof Error ? error.message : String(error))).join('\n')).to.match(/main thread silent for \d+ ms/);
+    for (const lease of await heldBy('wedged-node'))
+      expect(lease.epoch).to.be.greaterThan(before.find((b) => b.shard === lease.shard)!.epoch);
+    expect(errors.map((error) => (error instanceof Error ? error.message : String(error))).join('\n')).to.match(
+      /main thread silent for \d+ ms/,
+    );
     await node.stop();
   });
 });

@@ -5,7 +5,6 @@ import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/
 import { eventually } from '../../helpers/webhook-receiver.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
-
 /** `sms_gateway_remote_hops_per_request` of one route on a node: observations, and those of at most 0 and 1 hop. */
 async function hopsOf(node: ClusterNode, route: string): Promise<{ count: number; le0: number; le1: number }> {
   const text = await (await fetch(node.metricsUrl)).text();
@@ -41,11 +40,21 @@ describe('cluster: a request reaching a node that does not own its merchant make
 
   it('when every merchant route is called on the other node, then each answers as the owner would, each with exactly one remote hop', async () => {
     const before = await hopsOf(other, 'send');
-    const sent = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'Idempotency-Key': 'one-hop-1' }, json: { to: ['+243812345600'], message: 'One hop' } });
+    const sent = await call(`${other.api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      headers: { 'Idempotency-Key': 'one-hop-1' },
+      json: { to: ['+243812345600'], message: 'One hop' },
+    });
     expect(sent.status, sent.text).to.equal(201);
     const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
     // the replay is answered by the owner's wallet, with its header carried back
-    const replay = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'Idempotency-Key': 'one-hop-1' }, json: { to: ['+243812345600'], message: 'One hop' } });
+    const replay = await call(`${other.api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      headers: { 'Idempotency-Key': 'one-hop-1' },
+      json: { to: ['+243812345600'], message: 'One hop' },
+    });
     expect(replay.status, replay.text).to.equal(201);
     expect(replay.headers.get('idempotent-replayed')).to.equal('true');
     const after = await hopsOf(other, 'send');
@@ -61,7 +70,11 @@ describe('cluster: a request reaching a node that does not own its merchant make
     }, 30_000);
     const balance = await call(`${other.api}/balance`, { key: merchant.apiKey });
     expect(balance.status, balance.text).to.equal(200);
-    const calculate = await call(`${other.api}/calculate`, { method: 'POST', key: merchant.apiKey, json: { mode: 'sms_to_amount', sms_count: 10 } });
+    const calculate = await call(`${other.api}/calculate`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      json: { mode: 'sms_to_amount', sms_count: 10 },
+    });
     expect(calculate.status, calculate.text).to.equal(200);
     const unknown = await call(`${other.api}/status/msg_00000000000000000000000000000000`, { key: merchant.apiKey });
     expect(unknown.status).to.equal(404);
@@ -69,7 +82,9 @@ describe('cluster: a request reaching a node that does not own its merchant make
     const invalid = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [], message: '' } });
     expect(invalid.status, invalid.text).to.equal(400);
     expect((invalid.body as { error_code: string; request_id: string }).error_code).to.equal('1110');
-    expect(invalid.headers.get('x-request-id'), 'the envelope names the request id the client got').to.equal((invalid.body as { request_id: string }).request_id);
+    expect(invalid.headers.get('x-request-id'), 'the envelope names the request id the client got').to.equal(
+      (invalid.body as { request_id: string }).request_id,
+    );
 
     for (const route of ['status', 'balance', 'calculate']) {
       const hops = await hopsOf(other, route);
@@ -89,10 +104,20 @@ describe('cluster: a request reaching a node that does not own its merchant make
     const refused = await call(`${other.api}/balance`, { key: merchant.apiKey });
     expect(refused.status, refused.text).to.equal(403);
     // a malformed body with a locked key: the key's verdict comes first (verified on the owner on its own)
-    const malformed = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'content-type': 'application/json' }, raw: '{"to": [' });
+    const malformed = await call(`${other.api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      headers: { 'content-type': 'application/json' },
+      raw: '{"to": [',
+    });
     expect(malformed.status, malformed.text).to.equal(403);
     expect(await cluster.operator.useCases.apiKeys.setStatus(merchant.keyId, 'allowed')).to.equal(true);
-    const malformedAllowed = await call(`${other.api}/send`, { method: 'POST', key: merchant.apiKey, headers: { 'content-type': 'application/json' }, raw: '{"to": [' });
+    const malformedAllowed = await call(`${other.api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      headers: { 'content-type': 'application/json' },
+      raw: '{"to": [',
+    });
     expect(malformedAllowed.status, malformedAllowed.text).to.equal(400);
   });
 

@@ -54,7 +54,10 @@ describe('cluster: one key across three nodes, and the operator CLI', function (
     }
     const byNode = nodes.map((node) => answers.filter((a) => a.node === node.id && a.result.status === 200).length);
     expect(byNode.reduce((a, b) => a + b, 0)).to.equal(BALANCE_LIMIT);
-    expect(byNode.every((n) => n > 0 && n < 30), `admitted per node: ${byNode.join(', ')}`).to.equal(true);
+    expect(
+      byNode.every((n) => n > 0 && n < 30),
+      `admitted per node: ${byNode.join(', ')}`,
+    ).to.equal(true);
   });
 
   it('when the key is over its balance limit on every node, then its other buckets still admit it', async () => {
@@ -72,23 +75,41 @@ describe('cluster: one key across three nodes, and the operator CLI', function (
     const runCli = (args: readonly string[], env: Readonly<Record<string, string>>) =>
       runCommand(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, 'src/entry-points/cli/cli-main.ts'), ...args], {
         cwd: REPO_ROOT,
-        env: { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: cluster.databaseUrl, CLUSTER_SHARDS: String(cluster.shards), ...env },
+        env: {
+          NODE_ENV: 'test',
+          GATEWAY_MODE: 'server',
+          DATABASE_URL: cluster.databaseUrl,
+          CLUSTER_SHARDS: String(cluster.shards),
+          ...env,
+        },
       });
 
     it('when `cluster status` runs, then it lists the three live nodes, every shard held once and none unowned', async () => {
       const { code, stdout, stderr } = await runCli(['cluster', 'status', '--json'], { NATS_URL: cluster.nats.url });
       expect(code, stderr).to.equal(0);
-      const status = JSON.parse(stdout) as { shards: number; live_nodes: string[]; unowned_shards: number[]; nodes: { node_id: string; live: boolean; shard_count: number; shards: { shard: number; epoch: number }[] }[] };
+      const status = JSON.parse(stdout) as {
+        shards: number;
+        live_nodes: string[];
+        unowned_shards: number[];
+        nodes: { node_id: string; live: boolean; shard_count: number; shards: { shard: number; epoch: number }[] }[];
+      };
       expect(status.shards).to.equal(cluster.shards);
       expect(status.live_nodes).to.deep.equal(['node-1', 'node-2', 'node-3']);
       expect(status.unowned_shards).to.deep.equal([]);
       const held = status.nodes.flatMap((node) => node.shards.map((s) => s.shard)).sort((a, b) => a - b);
       expect(held).to.deep.equal(Array.from({ length: cluster.shards }, (_, shard) => shard));
       const owners = await cluster.ownership();
-      for (const node of status.nodes) expect(node.shards.map((s) => s.shard), node.node_id).to.deep.equal(owners.get(node.node_id));
+      for (const node of status.nodes)
+        expect(
+          node.shards.map((s) => s.shard),
+          node.node_id,
+        ).to.deep.equal(owners.get(node.node_id));
 
       const text = await runCli(['cluster', 'status'], { NATS_URL: cluster.nats.url });
-      expect(text.stdout).to.match(/Live nodes:\s+3/).and.to.match(/Unowned shards:\s+none/).and.to.match(/node-2\s+yes\s+\d+/);
+      expect(text.stdout)
+        .to.match(/Live nodes:\s+3/)
+        .and.to.match(/Unowned shards:\s+none/)
+        .and.to.match(/node-2\s+yes\s+\d+/);
     });
 
     it("when the CLI tops a wallet up, then the command reaches the wallet's actor on its owner node: GET /balance on every node shows it at once", async () => {

@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { cpuCounters, enableWalInspection, readDatabaseCounters, readNatsCounters, readWalPosition, walCommits, type Query } from '../../../scripts/bench/cluster-costs.js';
+import {
+  cpuCounters,
+  enableWalInspection,
+  readDatabaseCounters,
+  readNatsCounters,
+  readWalPosition,
+  walCommits,
+  type Query,
+} from '../../../scripts/bench/cluster-costs.js';
 import { sampleCpu } from '../../../scripts/bench/process-cpu.js';
 import { call } from '../../helpers/http-fixture.js';
 import { loadNumber, startCluster, type TestCluster } from '../../helpers/cluster.js';
@@ -45,10 +53,18 @@ describe('cluster: what bench:cluster measures of a send (database counters, NAT
     const natsBefore = await readNatsCounters(monitorUrl);
 
     for (let i = 0; i < SENDS; i++) {
-      const sent = await call(`${cluster.running()[0]!.api}/send`, { method: 'POST', key: merchant.apiKey, json: { to: [loadNumber('00', i)], message: `costs ${i}` } });
+      const sent = await call(`${cluster.running()[0]!.api}/send`, {
+        method: 'POST',
+        key: merchant.apiKey,
+        json: { to: [loadNumber('00', i)], message: `costs ${i}` },
+      });
       expect(sent.status, sent.text).to.equal(201);
     }
-    await eventually(async () => Object.keys((await cluster.simulatorReport()).sent).length >= SENDS, 60_000, 'every send at the connector');
+    await eventually(
+      async () => Object.keys((await cluster.simulatorReport()).sent).length >= SENDS,
+      60_000,
+      'every send at the connector',
+    );
 
     // the backends flush their statistics within a second or so of going idle
     const dbAfter = await eventually(
@@ -74,12 +90,20 @@ describe('cluster: what bench:cluster measures of a send (database counters, NAT
     const natsAfter = await readNatsCounters(monitorUrl);
     expect((natsAfter['nats.in_msgs'] ?? 0) - (natsBefore['nats.in_msgs'] ?? 0), 'dispatches and receipts published').to.be.at.least(SENDS);
     expect((natsAfter['nats.out_msgs'] ?? 0) - (natsBefore['nats.out_msgs'] ?? 0), 'and delivered').to.be.at.least(SENDS);
-    expect((natsAfter['nats.stored_bytes'] ?? 0) - (natsBefore['nats.stored_bytes'] ?? 0), 'receipts kept by their stream').to.be.greaterThan(0);
+    expect(
+      (natsAfter['nats.stored_bytes'] ?? 0) - (natsBefore['nats.stored_bytes'] ?? 0),
+      'receipts kept by their stream',
+    ).to.be.greaterThan(0);
 
     // since they started: every group has run, the node counted as the gateway rather than this process
     const simulator = cluster.simulatorPid();
     expect(simulator).to.be.a('number');
-    const cpu = cpuCounters(sampleCpu([simulator ?? -1], cluster.running().map((n) => n.process.pid ?? -1)));
+    const cpu = cpuCounters(
+      sampleCpu(
+        [simulator ?? -1],
+        cluster.running().map((n) => n.process.pid ?? -1),
+      ),
+    );
     for (const group of ['gateway', 'postgres', 'nats', 'connector']) expect(cpu[`cpu.${group}`], group).to.be.greaterThan(0);
   });
 });

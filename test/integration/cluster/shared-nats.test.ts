@@ -101,7 +101,12 @@ describe('cluster: two deployments sharing one NATS server (NATS_NAMESPACE)', fu
     const names = streams.map((s) => s.name).sort();
     const ofA = names.filter((name) => name.startsWith('a_') || name.startsWith('KV_a_'));
     expect(ofA).to.deep.equal(['KV_a_gateway-connectors', 'a_SMS_DISPATCH', 'a_SMS_RECEIPTS', 'a_WEBHOOK_JOBS']);
-    expect(names.filter((name) => !ofA.includes(name))).to.deep.equal(['KV_gateway-connectors', 'SMS_DISPATCH', 'SMS_RECEIPTS', 'WEBHOOK_JOBS']);
+    expect(names.filter((name) => !ofA.includes(name))).to.deep.equal([
+      'KV_gateway-connectors',
+      'SMS_DISPATCH',
+      'SMS_RECEIPTS',
+      'WEBHOOK_JOBS',
+    ]);
     for (const stream of streams) {
       const prefixed = ofA.includes(stream.name);
       for (const subject of stream.subjects) {
@@ -122,6 +127,7 @@ describe('cluster: two deployments sharing one NATS server (NATS_NAMESPACE)', fu
     expect(await durables('WEBHOOK_JOBS')).to.deep.equal(['webhook-delivery']);
 
     // each deployment's receipts went through its own stream (receipts are kept: limits retention)
-    for (const stream of ['a_SMS_RECEIPTS', 'SMS_RECEIPTS']) expect((await jsm.streams.info(stream)).state.messages, stream).to.be.greaterThan(0);
+    for (const stream of ['a_SMS_RECEIPTS', 'SMS_RECEIPTS'])
+      expect((await jsm.streams.info(stream)).state.messages, stream).to.be.greaterThan(0);
   });
 });

@@ -9,7 +9,8 @@ const SHARDS = 32;
 type Log = Record<string, unknown>;
 
 const isShardLine = (line: string): boolean => /shard/i.test(line);
-const summaries = (node: MainProcess, prefix: string): Log[] => node.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith(prefix));
+const summaries = (node: MainProcess, prefix: string): Log[] =>
+  node.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith(prefix));
 
 /**
  * What an operator reads when a node starts in server mode (src/main.ts on PostgreSQL and NATS, as deployed): the
@@ -53,8 +54,16 @@ describe('start-up output of a server-mode node', function () {
     expect(keyAt, 'the key before any shard line').to.be.below(firstShardLineAt);
     const acquired = summaries(node, 'shards acquired: ');
     expect(acquired).to.have.length(1);
-    expect(acquired[0]).to.include({ msg: `shards acquired: ${SHARDS} (0-${SHARDS - 1})`, acquired: SHARDS, shards: `0-${SHARDS - 1}`, owned: SHARDS });
-    expect(node.logs.filter((line) => isShardLine(String(line.msg))), 'no line per shard').to.have.length(1);
+    expect(acquired[0]).to.include({
+      msg: `shards acquired: ${SHARDS} (0-${SHARDS - 1})`,
+      acquired: SHARDS,
+      shards: `0-${SHARDS - 1}`,
+      owned: SHARDS,
+    });
+    expect(
+      node.logs.filter((line) => isShardLine(String(line.msg))),
+      'no line per shard',
+    ).to.have.length(1);
   });
 
   it('when a second node joins and later leaves, then each rebalance is one summary line on each node', async () => {
@@ -66,19 +75,41 @@ describe('start-up output of a server-mode node', function () {
     await second.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('shards acquired: '), 30_000);
 
     const half = SHARDS / 2;
-    expect(second.lines.some((line) => line.startsWith('Sandbox API key: ')), 'the key is printed once, by the node that seeded').to.equal(false);
+    expect(
+      second.lines.some((line) => line.startsWith('Sandbox API key: ')),
+      'the key is printed once, by the node that seeded',
+    ).to.equal(false);
     expect(summaries(first!, 'shards handed over: ')).to.have.length(1);
-    expect(summaries(first!, 'shards handed over: ')[0]).to.include({ msg: `shards handed over: ${half} (${half}-${SHARDS - 1})`, handed_over: half, owned: half });
+    expect(summaries(first!, 'shards handed over: ')[0]).to.include({
+      msg: `shards handed over: ${half} (${half}-${SHARDS - 1})`,
+      handed_over: half,
+      owned: half,
+    });
     expect(summaries(second, 'shards acquired: ')).to.have.length(1);
-    expect(summaries(second, 'shards acquired: ')[0]).to.include({ msg: `shards acquired: ${half} (${half}-${SHARDS - 1})`, acquired: half, owned: half });
+    expect(summaries(second, 'shards acquired: ')[0]).to.include({
+      msg: `shards acquired: ${half} (${half}-${SHARDS - 1})`,
+      acquired: half,
+      owned: half,
+    });
 
     // the second node leaves: it hands its half over in one line, and the first takes it back in one line
     second.signal('SIGTERM');
     await second.outputClosed;
     expect(summaries(second, 'shards handed over: ')).to.have.length(1);
     expect(summaries(second, 'shards handed over: ')[0]).to.include({ handed_over: half, owned: 0 });
-    await eventually(() => Promise.resolve(summaries(first!, 'shards acquired: ').length === 2), 30_000, 'the first node takes the shards back');
-    expect(summaries(first!, 'shards acquired: ')[1]).to.include({ msg: `shards acquired: ${half} (${half}-${SHARDS - 1})`, acquired: half, owned: SHARDS });
-    expect(first!.logs.filter((line) => isShardLine(String(line.msg))), 'on the first node: acquired, handed over, acquired').to.have.length(3);
+    await eventually(
+      () => Promise.resolve(summaries(first!, 'shards acquired: ').length === 2),
+      30_000,
+      'the first node takes the shards back',
+    );
+    expect(summaries(first!, 'shards acquired: ')[1]).to.include({
+      msg: `shards acquired: ${half} (${half}-${SHARDS - 1})`,
+      acquired: half,
+      owned: SHARDS,
+    });
+    expect(
+      first!.logs.filter((line) => isShardLine(String(line.msg))),
+      'on the first node: acquired, handed over, acquired',
+    ).to.have.length(3);
   });
 });

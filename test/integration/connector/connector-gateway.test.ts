@@ -61,7 +61,10 @@ describe('connector runtime as the carrier of a gateway node', function () {
     await merchant.receiver?.close();
   });
 
-  async function recipientsWhen(messageId: string, done: (recipients: readonly RecipientView[]) => boolean): Promise<readonly RecipientView[]> {
+  async function recipientsWhen(
+    messageId: string,
+    done: (recipients: readonly RecipientView[]) => boolean,
+  ): Promise<readonly RecipientView[]> {
     const deadline = Date.now() + 60_000;
     let last: string;
     for (;;) {
@@ -78,7 +81,11 @@ describe('connector runtime as the carrier of a gateway node', function () {
 
   it('sends through the link, and the delivery reports reach GET /status with the carrier error', async () => {
     const to = [loadNumber('00', 71), loadNumber('00', 72)];
-    const sent = await call(`${cluster.node('node-1').api}/send`, { method: 'POST', key: merchant.apiKey, json: { to, message: 'connector runtime end to end' } });
+    const sent = await call(`${cluster.node('node-1').api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      json: { to, message: 'connector runtime end to end' },
+    });
     expect(sent.status, sent.text).to.equal(201);
     const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
 
@@ -90,10 +97,17 @@ describe('connector runtime as the carrier of a gateway node', function () {
     await link.report(referenceOf(to[0]!), 'delivered');
     await link.report(referenceOf(to[1]!), 'undelivered', '001');
 
-    const final = await recipientsWhen(messageId, (recipients) => recipients.every((r) => r.status === 'delivered' || r.status === 'failed'));
+    const final = await recipientsWhen(messageId, (recipients) =>
+      recipients.every((r) => r.status === 'delivered' || r.status === 'failed'),
+    );
     const byPhone = new Map(final.map((r) => [r.phone, r]));
     expect(byPhone.get(to[0]!)).to.include({ status: 'delivered', carrier_status: 'delivered' });
-    expect(byPhone.get(to[1]!)).to.include({ status: 'failed', carrier_status: 'undelivered', error_code: '1502', error_message: 'Undelivered (carrier error 001)' });
+    expect(byPhone.get(to[1]!)).to.include({
+      status: 'failed',
+      carrier_status: 'undelivered',
+      error_code: '1502',
+      error_message: 'Undelivered (carrier error 001)',
+    });
     expect(runtime.stats().jobsAccepted).to.equal(2);
   });
 });

@@ -16,7 +16,15 @@ import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const ENTRY = { argv: ['--import', 'tsx', path.join(ROOT, 'test/helpers/fake-connector-main.ts')], cwd: ROOT };
-const CLEAN_ENV = { NATS_URL: '', NATS_NAMESPACE: '', CONNECTOR_CARRIER: '', CONNECTOR_NAME: '', CONNECTOR_PRIORITY: '', CONNECTOR_WEIGHT: '', LOG_LEVEL: 'info' };
+const CLEAN_ENV = {
+  NATS_URL: '',
+  NATS_NAMESPACE: '',
+  CONNECTOR_CARRIER: '',
+  CONNECTOR_NAME: '',
+  CONNECTOR_PRIORITY: '',
+  CONNECTOR_WEIGHT: '',
+  LOG_LEVEL: 'info',
+};
 
 const job = (dispatchId: string): DispatchJob => ({
   version: 1,
@@ -80,7 +88,8 @@ describe('connector process entry', function () {
       const info = await jsm.streams.info(stream);
       for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
         const stored = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-        const found = stored?.subject === subject ? readReceipts(stored.json()).receipts.find((r) => r.dispatch_id === dispatchId) : undefined;
+        const found =
+          stored?.subject === subject ? readReceipts(stored.json()).receipts.find((r) => r.dispatch_id === dispatchId) : undefined;
         if (found) return found;
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -88,7 +97,7 @@ describe('connector process entry', function () {
     return null;
   }
 
-  it('with NATS_NAMESPACE=b, it takes deployment b\'s jobs only: its durable, buckets, presence and receipts carry b, and the jobs of deployment a and of the unprefixed deployment stay where they are', async () => {
+  it("with NATS_NAMESPACE=b, it takes deployment b's jobs only: its durable, buckets, presence and receipts carry b, and the jobs of deployment a and of the unprefixed deployment stay where they are", async () => {
     const [a, b] = [natsNames('a'), natsNames('b')];
     const gatewayA = await connectNatsTransport({ servers: nats.url, name: 'gateway-a', names: a });
     const gatewayB = await connectNatsTransport({ servers: nats.url, name: 'gateway-b', names: b });
@@ -108,7 +117,8 @@ describe('connector process entry', function () {
       expect(await (await new Kvm(nc).open('b_carrier-dispatches-ns-fake')).get(encodeKey('msg_nsb:0:0'))).to.not.equal(null);
 
       // the others' jobs: still in their streams, no durable of this connector on them
-      const waiting = async (stream: string, subject: string): Promise<number> => (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
+      const waiting = async (stream: string, subject: string): Promise<number> =>
+        (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
       expect(await waiting('a_SMS_DISPATCH', 'a.sms.dispatch.ns-fake')).to.equal(1);
       expect(await waiting('SMS_DISPATCH', 'sms.dispatch.ns-fake')).to.equal(1);
       const durables = async (stream: string): Promise<string[]> => {
@@ -120,8 +130,13 @@ describe('connector process entry', function () {
       expect(await durables('SMS_DISPATCH')).not.to.include('connector-ns-fake');
       expect(await durables('b_SMS_DISPATCH')).to.deep.equal(['b_connector-ns-fake']);
       const buckets: string[] = [];
-      for await (const info of jsm.streams.list()) if (info.config.name.startsWith('KV_') && info.config.name.includes('ns-fake')) buckets.push(info.config.name);
-      expect(buckets.sort()).to.deep.equal(['KV_b_carrier-dispatches-ns-fake', 'KV_b_carrier-orphans-ns-fake', 'KV_b_carrier-references-ns-fake']);
+      for await (const info of jsm.streams.list())
+        if (info.config.name.startsWith('KV_') && info.config.name.includes('ns-fake')) buckets.push(info.config.name);
+      expect(buckets.sort()).to.deep.equal([
+        'KV_b_carrier-dispatches-ns-fake',
+        'KV_b_carrier-orphans-ns-fake',
+        'KV_b_carrier-references-ns-fake',
+      ]);
     } finally {
       await gatewayA.close();
       await gatewayB.close();
@@ -160,7 +175,8 @@ describe('connector process entry', function () {
       const info = await jsm.streams.info('SMS_RECEIPTS');
       for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
         const stored = await jsm.streams.getMessage('SMS_RECEIPTS', { seq }).catch(() => null);
-        if (stored?.subject === 'sms.receipts.proc-fake') accepted ??= readReceipts(stored.json()).receipts.find((r) => r.dispatch_id === dispatchId);
+        if (stored?.subject === 'sms.receipts.proc-fake')
+          accepted ??= readReceipts(stored.json()).receipts.find((r) => r.dispatch_id === dispatchId);
       }
       if (!accepted) await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -9,7 +9,11 @@ import type { Transport } from '../../../src/libraries/transport/transport-port.
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 import type { SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
-import { createConnectorRuntime, type ConnectorRuntime, type ConnectorSettings } from '../../../src/carriers/connector/connector-runtime.js';
+import {
+  createConnectorRuntime,
+  type ConnectorRuntime,
+  type ConnectorSettings,
+} from '../../../src/carriers/connector/connector-runtime.js';
 import type { ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
 import { encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
 import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
@@ -17,7 +21,11 @@ import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
 const HEARTBEAT_MS = 250;
 
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -66,7 +74,10 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   });
 
   afterEach(async () => {
-    while (cleanups.length > 0) await cleanups.pop()?.().catch(() => undefined);
+    while (cleanups.length > 0)
+      await cleanups
+        .pop()?.()
+        .catch(() => undefined);
   });
 
   after(async () => {
@@ -81,7 +92,10 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     stop(): Promise<void>;
   }
 
-  async function startConnector(carrier: string, options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {}): Promise<Started> {
+  async function startConnector(
+    carrier: string,
+    options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {},
+  ): Promise<Started> {
     const name = options.name ?? 'fake';
     const link = options.link ?? new FakeCarrierLink(`${name}-ref`);
     const transport = await connectNatsTransport({ servers: nats.url, name: `connector-${name}` });
@@ -144,7 +158,10 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     await link.report(accepted.carrier_reference ?? '', 'delivered', null, Date.parse('2026-01-01T10:00:04.120Z'));
     // no waiting: the promise resolved, so the receipt is stored already
     const delivered = await receiptOf('rt-basic', dispatch.dispatch_id, 'delivered');
-    expect(delivered).to.include({ receipt_id: `${dispatch.dispatch_id}:${accepted.carrier_reference}:delivered`, occurred_at: '2026-01-01T10:00:04.120Z' });
+    expect(delivered).to.include({
+      receipt_id: `${dispatch.dispatch_id}:${accepted.carrier_reference}:delivered`,
+      occurred_at: '2026-01-01T10:00:04.120Z',
+    });
 
     const failing = job();
     await publishJob('rt-basic', failing);
@@ -177,7 +194,12 @@ describe('connector runtime on NATS (fake carrier link)', function () {
 
   it('publishes rejected with the carrier status when the carrier refuses the message for good', async () => {
     const link = new FakeCarrierLink('rej', {
-      decide: () => ({ kind: 'rejected', carrierStatus: 'smpp:0x0000000b ESME_RINVDSTADR', message: 'invalid destination', acceptedReferences: [] }),
+      decide: () => ({
+        kind: 'rejected',
+        carrierStatus: 'smpp:0x0000000b ESME_RINVDSTADR',
+        message: 'invalid destination',
+        acceptedReferences: [],
+      }),
     });
     await startConnector('rt-reject', { link });
     const dispatch = job();
@@ -211,10 +233,16 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     const delivered = await receiptOf('rt-multi', whole.dispatch_id, 'delivered');
     expect(delivered?.receipt_id).to.equal(`${whole.dispatch_id}:final:delivered`);
 
-    await Promise.all([link.report(p1 ?? '', 'delivered'), link.report(p2 ?? '', 'undelivered', '027'), link.report(p3 ?? '', 'delivered')]);
+    await Promise.all([
+      link.report(p1 ?? '', 'delivered'),
+      link.report(p2 ?? '', 'undelivered', '027'),
+      link.report(p3 ?? '', 'delivered'),
+    ]);
     const partially = await receiptOf('rt-multi', partial.dispatch_id, 'partially_delivered');
     expect(partially?.error_message).to.equal('2 of 3 parts delivered; Undelivered (carrier error 027)');
-    expect((await receipts('rt-multi')).filter((r) => r.dispatch_id === partial.dispatch_id && r.status === 'partially_delivered')).to.have.length(1);
+    expect(
+      (await receipts('rt-multi')).filter((r) => r.dispatch_id === partial.dispatch_id && r.status === 'partially_delivered'),
+    ).to.have.length(1);
   });
 
   it('keeps a report that comes before the submission is answered, and correlates it once the references are recorded', async () => {
@@ -273,7 +301,13 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   it('hands back a job another instance is submitting right now, and sends it once that instance released it', async () => {
     const { link, runtime } = await startConnector('rt-busy', { settings: { ackWaitMs: 2_000 } });
     const dispatch = job();
-    await writeRecord('rt-busy', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'other-1', claimed_at: Date.now(), renewed_at: Date.now() });
+    await writeRecord('rt-busy', dispatch.dispatch_id, {
+      version: 1,
+      state: 'submitting',
+      instance: 'other-1',
+      claimed_at: Date.now(),
+      renewed_at: Date.now(),
+    });
     await publishJob('rt-busy', dispatch);
     await waitFor('the job to be seen', async () => {
       const consumer = await jsm.consumers.info('SMS_DISPATCH', 'connector-rt-busy');
@@ -293,7 +327,13 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     const held = await startConnector('rt-stale', { name: 'held', settings: { uncertainSubmission: 'hold' } });
     const dispatch = job();
     const longAgo = Date.now() - 120_000;
-    await writeRecord('rt-stale', dispatch.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-1', claimed_at: longAgo, renewed_at: longAgo });
+    await writeRecord('rt-stale', dispatch.dispatch_id, {
+      version: 1,
+      state: 'submitting',
+      instance: 'dead-1',
+      claimed_at: longAgo,
+      renewed_at: longAgo,
+    });
     await publishJob('rt-stale', dispatch);
     await waitFor('the job to be acknowledged', () => held.runtime.stats().jobsSkipped === 1);
     expect(held.link.submissions).to.have.length(0);
@@ -301,7 +341,13 @@ describe('connector runtime on NATS (fake carrier link)', function () {
 
     const resending = await startConnector('rt-stale', { name: 'resending', settings: { uncertainSubmission: 'resend' } });
     const another = job();
-    await writeRecord('rt-stale', another.dispatch_id, { version: 1, state: 'submitting', instance: 'dead-2', claimed_at: longAgo, renewed_at: longAgo });
+    await writeRecord('rt-stale', another.dispatch_id, {
+      version: 1,
+      state: 'submitting',
+      instance: 'dead-2',
+      claimed_at: longAgo,
+      renewed_at: longAgo,
+    });
     await publishJob('rt-stale', another);
     await waitReceipt('rt-stale', another.dispatch_id, 'accepted');
     expect(resending.link.submissionsOf(another.dispatch_id)).to.equal(1);
@@ -329,7 +375,11 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       await released;
       return slowLink.accept(dispatch.segments);
     };
-    const slow = await startConnector('rt-slow', { name: 'slow', link: slowLink, settings: { ackWaitMs: 1_000, uncertainSubmission: 'resend' } });
+    const slow = await startConnector('rt-slow', {
+      name: 'slow',
+      link: slowLink,
+      settings: { ackWaitMs: 1_000, uncertainSubmission: 'resend' },
+    });
     const other = await startConnector('rt-slow', { name: 'other', settings: { ackWaitMs: 1_000, uncertainSubmission: 'resend' } });
     const dispatch = job();
     await publishJob('rt-slow', dispatch);
@@ -406,13 +456,15 @@ describe('connector runtime on NATS (fake carrier link)', function () {
 
   it('sends again a job whose submission the carrier left unanswered (resend, the default), and holds it with hold', async () => {
     let firstAttempt = true;
-    const unanswered = (link: FakeCarrierLink) => (dispatch: DispatchJob): SubmitOutcome => {
-      if (firstAttempt) {
-        firstAttempt = false;
-        return { kind: 'retry', delayMs: 200, reason: 'submit_sm unanswered', uncertain: true };
-      }
-      return link.accept(dispatch.segments);
-    };
+    const unanswered =
+      (link: FakeCarrierLink) =>
+      (dispatch: DispatchJob): SubmitOutcome => {
+        if (firstAttempt) {
+          firstAttempt = false;
+          return { kind: 'retry', delayMs: 200, reason: 'submit_sm unanswered', uncertain: true };
+        }
+        return link.accept(dispatch.segments);
+      };
     const resendLink = new FakeCarrierLink('resend');
     resendLink.decide = unanswered(resendLink);
     const resending = await startConnector('rt-uncertain', { name: 'resending', link: resendLink });
@@ -481,14 +533,18 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       await nats.startServer();
     }
     expect(failure).to.be.instanceOf(Error);
-    await waitFor('the report to go through once NATS is back', async () => {
-      try {
-        await link.report(accepted.carrier_reference ?? '', 'delivered');
-        return true;
-      } catch {
-        return false;
-      }
-    }, 60_000);
+    await waitFor(
+      'the report to go through once NATS is back',
+      async () => {
+        try {
+          await link.report(accepted.carrier_reference ?? '', 'delivered');
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      60_000,
+    );
     expect(await receiptOf('rt-outage', dispatch.dispatch_id, 'delivered')).to.not.equal(undefined);
   });
 
@@ -509,7 +565,13 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       return found.length === 2 && found.every((e) => e.live) ? found : null;
     });
     const byName = new Map(both.map((e) => [e.name, e]));
-    expect(byName.get('one')).to.include({ carrier: 'rt-presence', kind: 'fake', priority: 1, active: true, connector_id: one.runtime.connectorId });
+    expect(byName.get('one')).to.include({
+      carrier: 'rt-presence',
+      kind: 'fake',
+      priority: 1,
+      active: true,
+      connector_id: one.runtime.connectorId,
+    });
     expect(byName.get('two')).to.include({ priority: 3, active: false, connector_id: two.runtime.connectorId });
     await one.stop();
     await waitFor('the entry of the stopped connector to go', async () => {

@@ -47,7 +47,8 @@ export function markedBlocks(markdown: string, marker: string): { readonly name:
     const mark = words.find((word) => word.startsWith(`${marker}=`));
     if (mark === undefined) continue;
     const name = mark.slice(marker.length + 1);
-    if (found.some((step) => step.name === name)) throw new Error(`README: two blocks are marked ${marker}=${name} (line ${String(block.line)})`);
+    if (found.some((step) => step.name === name))
+      throw new Error(`README: two blocks are marked ${marker}=${name} (line ${String(block.line)})`);
     found.push({ name, block });
   }
   return found;

@@ -163,14 +163,25 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
   it('basics: health, the demo balance and a calculation', async () => {
     const [health, balance, calculation] = answers(await run('basics'));
     expect(dataOf(health)).to.include({ status: 'ok', environment: 'sandbox' });
-    expect(dataOf(balance)).to.include({ balance: 150, sms_wallet_balance: 100, postpaid_wallet_balance: 50, currency: 'USD', unit_price: 0.025, available_sms: 6000 });
+    expect(dataOf(balance)).to.include({
+      balance: 150,
+      sms_wallet_balance: 100,
+      postpaid_wallet_balance: 50,
+      currency: 'USD',
+      unit_price: 0.025,
+      available_sms: 6000,
+    });
     expect(calculation?.status_code).to.equal(200);
     expect(dataOf(calculation)).to.include({ mode: 'sms_to_amount', sms_count: 100, currency: 'USD' });
   });
 
   it('receiver: starts listening on $HOOKS', async () => {
     await run('receiver');
-    await eventually(() => Promise.resolve(shell?.output().includes(`receiver listening on port ${String(hooksPort)}`)), STEP_TIMEOUT_MS, 'the receiver listening');
+    await eventually(
+      () => Promise.resolve(shell?.output().includes(`receiver listening on port ${String(hooksPort)}`)),
+      STEP_TIMEOUT_MS,
+      'the receiver listening',
+    );
   });
 
   it('send: 201 with a message_id; the receiver gets sms.queued, processing, sent and delivered', async () => {
@@ -182,7 +193,9 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
     messageId = String(data.message_id);
     const events = await eventually(
       () => {
-        const mine = jsonObjects(shell?.output() ?? '').filter((object) => object.message_id === messageId && typeof object.event_type === 'string');
+        const mine = jsonObjects(shell?.output() ?? '').filter(
+          (object) => object.message_id === messageId && typeof object.event_type === 'string',
+        );
         return Promise.resolve(mine.some((event) => event.event_type === 'sms.delivered') ? mine : undefined);
       },
       STEP_TIMEOUT_MS,
@@ -199,7 +212,11 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
     const data = dataOf(status);
     expect(data).to.include({ message_id: messageId, status: 'delivered', total_recipients: 1, delivered: 1 });
     expect(data.recipients).to.be.an('array').with.lengthOf(1);
-    expect((data.recipients as Record<string, unknown>[])[0]).to.include({ phone: '+243812345600', status: 'delivered', carrier: 'simulator' });
+    expect((data.recipients as Record<string, unknown>[])[0]).to.include({
+      phone: '+243812345600',
+      status: 'delivered',
+      carrier: 'simulator',
+    });
   });
 
   it('schedule: a scheduled send shows scheduled; cancelling it refunds its cost', async () => {

@@ -24,7 +24,14 @@ const BODY = JSON.stringify({
   event_type: 'sms.delivered',
   timestamp: '2026-01-01T10:00:00.000Z',
   message_id: 'msg_0123456789abcdef0123456789abcdef',
-  data: { recipient_phone: '+243812345600', carrier: 'simulator', recipient_index: 0, delivered_at: '2026-01-01T10:00:00.000Z', segments: 1, note: 'é ✓' },
+  data: {
+    recipient_phone: '+243812345600',
+    carrier: 'simulator',
+    recipient_index: 0,
+    delivered_at: '2026-01-01T10:00:00.000Z',
+    segments: 1,
+    note: 'é ✓',
+  },
 });
 
 describe('README webhook check (webhook-check.mjs) against the gateway webhook sender', () => {
@@ -48,7 +55,11 @@ describe('README webhook check (webhook-check.mjs) against the gateway webhook s
     basicAuthOk = exported.basicAuthOk as BasicAuthOk;
     signatureOk = exported.signatureOk as SignatureOk;
     receiver = await startWebhookReceiver();
-    sender = createWebhookSender({ timeoutMs: 5_000, policy: { publicAddressesOnly: false, allowHttpLocalhost: true }, userAgent: 'readme-webhook-check' });
+    sender = createWebhookSender({
+      timeoutMs: 5_000,
+      policy: { publicAddressesOnly: false, allowHttpLocalhost: true },
+      userAgent: 'readme-webhook-check',
+    });
   });
 
   after(async () => {

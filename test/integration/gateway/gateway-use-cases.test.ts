@@ -22,9 +22,15 @@ describe('gateway use cases on PostgreSQL', function () {
   });
 
   it('when a key is presented, then it authenticates to its merchant; a garbled or foreign-environment key does not', async () => {
-    expect(await gateway.useCases.apiKeys.authenticate(shop.apiKey, 'status')).to.deep.equal({ outcome: 'authenticated', merchantId: shop.merchantId, keyId: shop.keyId });
+    expect(await gateway.useCases.apiKeys.authenticate(shop.apiKey, 'status')).to.deep.equal({
+      outcome: 'authenticated',
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+    });
     expect(await gateway.useCases.apiKeys.authenticate(alteredKey(shop.apiKey), 'status')).to.deep.equal({ outcome: 'unauthorized' });
-    expect(await gateway.useCases.apiKeys.authenticate(shop.apiKey.replace('sk_test_', 'sk_live_'), 'status')).to.deep.equal({ outcome: 'unauthorized' });
+    expect(await gateway.useCases.apiKeys.authenticate(shop.apiKey.replace('sk_test_', 'sk_live_'), 'status')).to.deep.equal({
+      outcome: 'unauthorized',
+    });
   });
 
   it('when a message is sent, then the exact per-destination cost is charged and the status shows every recipient', async () => {
@@ -36,7 +42,13 @@ describe('gateway use cases on PostgreSQL', function () {
     });
     if (!sent.ok) throw sent.error;
     // 0.02 + 0.03 + 0.05 + 0.01 (no row: unit price)
-    expect(sent.value.receipt).to.deep.include({ total_recipients: 4, total_messages: 4, total_cost: 0.11, currency: 'USD', status: 'pending' });
+    expect(sent.value.receipt).to.deep.include({
+      total_recipients: 4,
+      total_messages: 4,
+      total_cost: 0.11,
+      currency: 'USD',
+      status: 'pending',
+    });
     const status = await gateway.useCases.getStatus(shop.merchantId, sent.value.receipt.message_id);
     if (!status.found) throw new Error('not found');
     expect(status.view.total_recipients).to.equal(4);
@@ -53,7 +65,12 @@ describe('gateway use cases on PostgreSQL', function () {
 
   it('when another merchant asks for the status, then it is not found, exactly like an unknown id', async () => {
     const other = await seedMerchant(gateway, { name: 'Other', prepaid: '1' });
-    const sent = await gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body: { to: ['0812345678'], message: 'x' }, idempotencyKey: null });
+    const sent = await gateway.useCases.sendMessage({
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { to: ['0812345678'], message: 'x' },
+      idempotencyKey: null,
+    });
     if (!sent.ok) throw sent.error;
     expect(await gateway.useCases.getStatus(other.merchantId, sent.value.receipt.message_id)).to.deep.equal({ found: false });
     expect(await gateway.useCases.getStatus(other.merchantId, 'msg_does_not_exist')).to.deep.equal({ found: false });
@@ -64,19 +81,34 @@ describe('gateway use cases on PostgreSQL', function () {
     const body = { to: ['0812345678'], message: 'once' };
     const first = await gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body, idempotencyKey: 'order-42' });
     const before = await gateway.useCases.wallets.getBalance(shop.merchantId);
-    const again = await gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body: { message: 'once', to: ['0812345678'] }, idempotencyKey: 'order-42' });
+    const again = await gateway.useCases.sendMessage({
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { message: 'once', to: ['0812345678'] },
+      idempotencyKey: 'order-42',
+    });
     const after = await gateway.useCases.wallets.getBalance(shop.merchantId);
     if (!first.ok || !again.ok || !before.ok || !after.ok) throw new Error('unexpected failure');
     expect(again.value).to.deep.equal({ receipt: first.value.receipt, replayed: true });
     expect(after.value.balance).to.equal(before.value.balance);
-    const other = await gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body: { to: ['0812345678'], message: 'twice' }, idempotencyKey: 'order-42' });
+    const other = await gateway.useCases.sendMessage({
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { to: ['0812345678'], message: 'twice' },
+      idempotencyKey: 'order-42',
+    });
     expect(other.ok).to.equal(false);
     if (!other.ok) expect(other.error.code).to.equal('1111');
   });
 
   it('when the cost exceeds the balance, then it is 1202 and nothing is charged', async () => {
     const poor = await seedMerchant(gateway, { name: 'Poor', prepaid: '0.01' });
-    const sent = await gateway.useCases.sendMessage({ merchantId: poor.merchantId, keyId: poor.keyId, body: { to: ['0812345678', '0812345679'], message: 'x' }, idempotencyKey: null });
+    const sent = await gateway.useCases.sendMessage({
+      merchantId: poor.merchantId,
+      keyId: poor.keyId,
+      body: { to: ['0812345678', '0812345679'], message: 'x' },
+      idempotencyKey: null,
+    });
     expect(sent.ok).to.equal(false);
     if (!sent.ok) expect([sent.error.code, sent.error.httpStatus]).to.deep.equal(['1202', 402]);
     const balance = await gateway.useCases.wallets.getBalance(poor.merchantId);
@@ -92,7 +124,9 @@ describe('gateway use cases on PostgreSQL', function () {
     const one = mustParseMoney('1');
     const wallet = gateway.router.wallet(merchantId);
     const replies = await Promise.all(
-      Array.from({ length: 1000 }, (_, i) => wallet.ask({ type: 'charge', chargeId: `race-${i}`, amount: one, refundable: false, idempotency: null, followUp: null })),
+      Array.from({ length: 1000 }, (_, i) =>
+        wallet.ask({ type: 'charge', chargeId: `race-${i}`, amount: one, refundable: false, idempotency: null, followUp: null }),
+      ),
     );
     expect(replies.filter((r) => r.ok)).to.have.length(500);
     expect(toDecimalNumber((await wallet.ask({ type: 'balance' })).total)).to.equal(0);
@@ -113,7 +147,14 @@ describe('gateway use cases on PostgreSQL', function () {
     // a second node on the same database activates the same wallet and writes first
     const second = await gatewayOnPostgres(url);
     try {
-      const charge = (id: string) => ({ type: 'charge' as const, chargeId: id, amount: fromUnits(10_000), refundable: false, idempotency: null, followUp: null });
+      const charge = (id: string) => ({
+        type: 'charge' as const,
+        chargeId: id,
+        amount: fromUnits(10_000),
+        refundable: false,
+        idempotency: null,
+        followUp: null,
+      });
       // the first node's wallet is active (it opened and funded it); the second writes behind its back
       expect((await second.router.wallet(merchantId).ask(charge('second-1'))).ok).to.equal(true);
       const retried = await gateway.router.wallet(merchantId).ask(charge('first-1'));
@@ -121,7 +162,9 @@ describe('gateway use cases on PostgreSQL', function () {
       expect(retried.ok && toDecimalNumber(retried.balance.total)).to.equal(8);
       const records = await gateway.persistence.journal.read(`wallet:${merchantId}`, 0);
       expect(records.map((r) => r.seq)).to.deep.equal([1, 2, 3, 4]);
-      const charged = records.flatMap((r) => r.events as WalletEvent[]).filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
+      const charged = records
+        .flatMap((r) => r.events as WalletEvent[])
+        .filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
       expect(charged.map((e) => e.chargeId)).to.deep.equal(['second-1', 'first-1']);
     } finally {
       await second.stop();
@@ -129,7 +172,12 @@ describe('gateway use cases on PostgreSQL', function () {
   });
 
   it('when an actor is passivated and the node restarts, then balances and messages come back from the journal', async () => {
-    const sent = await gateway.useCases.sendMessage({ merchantId: shop.merchantId, keyId: shop.keyId, body: { to: ['0812345678'], message: 'persist me' }, idempotencyKey: null });
+    const sent = await gateway.useCases.sendMessage({
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { to: ['0812345678'], message: 'persist me' },
+      idempotencyKey: null,
+    });
     if (!sent.ok) throw sent.error;
     const before = await gateway.useCases.wallets.getBalance(shop.merchantId);
     const restarted = await gatewayOnPostgres(url);

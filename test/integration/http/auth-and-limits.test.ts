@@ -2,7 +2,16 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import type { KeyStatus } from '../../../src/api-keys/api-key.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
-import { client, dataOf, expectDetail, expectEnvelope, expectFieldError, NUMBERS, requestIdOf, unknownKey } from '../../helpers/api-helpers.js';
+import {
+  client,
+  dataOf,
+  expectDetail,
+  expectEnvelope,
+  expectFieldError,
+  NUMBERS,
+  requestIdOf,
+  unknownKey,
+} from '../../helpers/api-helpers.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture, type CallResult } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
@@ -81,7 +90,14 @@ describe('HTTP API: authentication, request order and rate limits', function () 
       expect(live.text).to.equal((await http.balance(unknownKey())).text);
     });
 
-    const FORBIDDEN: readonly Exclude<KeyStatus, 'allowed'>[] = ['pending_validation', 'suspended', 'revoqued', 'locked', 'expired', 'rejected'];
+    const FORBIDDEN: readonly Exclude<KeyStatus, 'allowed'>[] = [
+      'pending_validation',
+      'suspended',
+      'revoqued',
+      'locked',
+      'expired',
+      'rejected',
+    ];
     for (const status of FORBIDDEN) {
       it(`when the key status is ${status}, then it is 403 with exactly {detail}`, async () => {
         const own = await merchant();
@@ -145,13 +161,21 @@ describe('HTTP API: authentication, request order and rate limits', function () 
     it('when the key is forbidden and the body is malformed, then it is 403', async () => {
       const own = await merchant();
       await fixture.node.gateway.useCases.apiKeys.setStatus(own.keyId, 'locked');
-      expectDetail(await call(`${api()}/send`, { method: 'POST', key: own.apiKey, raw: '{"to": [', headers: { 'content-type': 'application/json' } }), 403);
+      expectDetail(
+        await call(`${api()}/send`, { method: 'POST', key: own.apiKey, raw: '{"to": [', headers: { 'content-type': 'application/json' } }),
+        403,
+      );
     });
 
     it('when the key is rate-limited and the body is malformed, then it is 429, not 400', async () => {
       const own = await merchant();
       for (let i = 0; i < 60; i++) expect((await http.calculate(own.apiKey, { mode: 'sms_to_amount', sms_count: 1 })).status).to.equal(200);
-      const limited = await call(`${api()}/calculate`, { method: 'POST', key: own.apiKey, raw: '{"mode": ', headers: { 'content-type': 'application/json' } });
+      const limited = await call(`${api()}/calculate`, {
+        method: 'POST',
+        key: own.apiKey,
+        raw: '{"mode": ',
+        headers: { 'content-type': 'application/json' },
+      });
       expectEnvelope(limited, 429, '1301');
     });
   });
@@ -164,10 +188,20 @@ describe('HTTP API: authentication, request order and rate limits', function () 
       readonly request: (key: string) => Promise<CallResult>;
     }
     const BUCKETS: readonly BucketCase[] = [
-      { bucket: 'send (POST /send)', cap: 60, admittedStatus: 201, request: (key) => http.send(key, { to: [NUMBERS.vodacom], message: 'hi' }) },
+      {
+        bucket: 'send (POST /send)',
+        cap: 60,
+        admittedStatus: 201,
+        request: (key) => http.send(key, { to: [NUMBERS.vodacom], message: 'hi' }),
+      },
       { bucket: 'status (GET /status)', cap: 120, admittedStatus: 404, request: (key) => http.status(key, 'msg_unknown') },
       { bucket: 'balance (GET /balance)', cap: 30, admittedStatus: 200, request: (key) => http.balance(key) },
-      { bucket: 'calculate (POST /calculate)', cap: 60, admittedStatus: 200, request: (key) => http.calculate(key, { mode: 'amount_to_sms', amount: 1 }) },
+      {
+        bucket: 'calculate (POST /calculate)',
+        cap: 60,
+        admittedStatus: 200,
+        request: (key) => http.calculate(key, { mode: 'amount_to_sms', amount: 1 }),
+      },
       { bucket: 'management (DELETE /cancel)', cap: 60, admittedStatus: 404, request: (key) => http.cancel(key, 'msg_unknown') },
     ];
 
@@ -252,7 +286,9 @@ describe('HTTP API: authentication, request order and rate limits', function () 
     async function suspend(key: string): Promise<void> {
       for (let i = 0; i < 30; i++) dataOf(await http.balance(key));
       for (let i = 1; i < 20; i++) expect(expectEnvelope(await http.balance(key), 429, '1301').retry_after, `rejection ${i}`).to.equal(60);
-      expect(expectEnvelope(await http.balance(key), 429, '1301').retry_after, 'the 20th rejection owes the whole suspension').to.equal(900);
+      expect(expectEnvelope(await http.balance(key), 429, '1301').retry_after, 'the 20th rejection owes the whole suspension').to.equal(
+        900,
+      );
     }
 
     it('when a key is rejected 19 times within a minute, then it is not suspended', async () => {

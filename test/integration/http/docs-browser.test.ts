@@ -56,7 +56,9 @@ describe(`API reference page in headless Chromium (skipped when ${CHROMIUM} is a
     expect(title).to.contain('SMS gateway API');
 
     const rendered = await Promise.all(
-      (await page.locator('.opblock-summary-path').all()).map(async (element) => (await element.getAttribute('data-path')) ?? (await element.textContent()) ?? ''),
+      (await page.locator('.opblock-summary-path').all()).map(
+        async (element) => (await element.getAttribute('data-path')) ?? (await element.textContent()) ?? '',
+      ),
     );
     const paths = rendered.map((path) => path.replace(/\u200b/g, ''));
     for (const endpoint of ENDPOINTS) expect(paths, endpoint).to.include(endpoint);

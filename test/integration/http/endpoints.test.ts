@@ -1,15 +1,7 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
-import {
-  client,
-  dataOf,
-  expectDetail,
-  expectEnvelope,
-  expectFieldError,
-  NUMBERS,
-  type SendData,
-} from '../../helpers/api-helpers.js';
+import { client, dataOf, expectDetail, expectEnvelope, expectFieldError, NUMBERS, type SendData } from '../../helpers/api-helpers.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
@@ -34,7 +26,8 @@ const RECIPIENT_KEYS = [
 /** `n` distinct Vodacom DRC numbers (0.02 each). */
 const vodacomNumbers = (n: number) => Array.from({ length: n }, (_, i) => `+24381${String(i).padStart(7, '0')}`);
 /** `n` distinct future dates at 10:00 local, from 2031-04-01. */
-const futureDates = (n: number) => Array.from({ length: n }, (_, i) => ({ date: `2031-04-${String(i + 1).padStart(2, '0')}`, time: '10:00' }));
+const futureDates = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ date: `2031-04-${String(i + 1).padStart(2, '0')}`, time: '10:00' }));
 
 describe('HTTP API: endpoints', function () {
   this.timeout(120_000);
@@ -50,7 +43,10 @@ describe('HTTP API: endpoints', function () {
     const url = await (await testPostgres()).createDatabase('http_endpoints');
     // rate limits are covered by auth-and-limits.test.ts; here they would only get in the way
     const many = 1_000_000;
-    fixture = await startApi(url, { clock, config: { rateLimits: { send: many, status: many, balance: many, calculate: many, management: many } } });
+    fixture = await startApi(url, {
+      clock,
+      config: { rateLimits: { send: many, status: many, balance: many, calculate: many, management: many } },
+    });
     shop = await merchant({ prepaid: '100000', postpaid: '10' });
   });
   afterEach(() => {
@@ -63,11 +59,21 @@ describe('HTTP API: endpoints', function () {
   describe('POST /send', () => {
     it('when a send is valid, then it is 201 with exactly the send result and the exact per-destination cost is charged', async () => {
       const own = await merchant({ prepaid: '10', postpaid: '5' });
-      const result = await http.send(own.apiKey, { to: ['+243 81 234 5678', '0991234567', NUMBERS.orangeFr, NUMBERS.unpriced], message: 'Hello' });
+      const result = await http.send(own.apiKey, {
+        to: ['+243 81 234 5678', '0991234567', NUMBERS.orangeFr, NUMBERS.unpriced],
+        message: 'Hello',
+      });
       const data = dataOf<SendData>(result, 201);
       expect(data.message_id).to.be.a('string').and.not.equal('');
       // 0.02 + 0.03 + 0.05 + 0.01 (no row: unit price)
-      expect(data).to.deep.equal({ message_id: data.message_id, total_recipients: 4, total_messages: 4, total_cost: 0.11, currency: 'USD', status: 'pending' });
+      expect(data).to.deep.equal({
+        message_id: data.message_id,
+        total_recipients: 4,
+        total_messages: 4,
+        total_cost: 0.11,
+        currency: 'USD',
+        status: 'pending',
+      });
       expect(await http.balanceOf(own.apiKey)).to.deep.include({ balance: 14.89, sms_wallet_balance: 9.89, postpaid_wallet_balance: 5 });
     });
 
@@ -89,7 +95,10 @@ describe('HTTP API: endpoints', function () {
     }
 
     it('when `to` repeats a number, then each entry is its own recipient, charged and listed with its own recipient_index', async () => {
-      const data = dataOf<SendData>(await http.send(shop.apiKey, { to: ['+243 81 234 5678', '+243-81-234-5678', NUMBERS.vodacom], message: 'dup' }), 201);
+      const data = dataOf<SendData>(
+        await http.send(shop.apiKey, { to: ['+243 81 234 5678', '+243-81-234-5678', NUMBERS.vodacom], message: 'dup' }),
+        201,
+      );
       expect(data).to.include({ total_recipients: 3, total_messages: 3, total_cost: 0.06 });
       const status = dataOf<{ recipients: { recipient_index: number; phone: string }[] }>(await http.status(shop.apiKey, data.message_id));
       expect(status.recipients.map((r) => [r.recipient_index, r.phone])).to.deep.equal([
@@ -109,7 +118,12 @@ describe('HTTP API: endpoints', function () {
     for (const { count, ok } of TO_LIMITS) {
       it(`when \`to\` has ${count} entries, then it is ${ok ? '201' : '400/1110 naming to'}`, async () => {
         const result = await http.send(shop.apiKey, { to: vodacomNumbers(count), message: 'limit' });
-        if (ok) expect(dataOf<SendData>(result, 201)).to.include({ total_recipients: count, total_messages: count, total_cost: Number((0.02 * count).toFixed(2)) });
+        if (ok)
+          expect(dataOf<SendData>(result, 201)).to.include({
+            total_recipients: count,
+            total_messages: count,
+            total_cost: Number((0.02 * count).toFixed(2)),
+          });
         else expectFieldError(result, 'to');
       });
     }
@@ -132,7 +146,8 @@ describe('HTTP API: endpoints', function () {
       it(`when the message is ${label}, then it is ${segments === null ? '400/1110 naming message' : `201 with ${segments} segments`}`, async () => {
         const result = await http.send(shop.apiKey, { to: [NUMBERS.vodacom], message });
         if (segments === null) expectFieldError(result, 'message');
-        else expect(dataOf<SendData>(result, 201)).to.include({ total_messages: segments, total_cost: Number((0.02 * segments).toFixed(2)) });
+        else
+          expect(dataOf<SendData>(result, 201)).to.include({ total_messages: segments, total_cost: Number((0.02 * segments).toFixed(2)) });
       });
     }
 
@@ -146,25 +161,56 @@ describe('HTTP API: endpoints', function () {
 
     for (const count of [19, 20, 21]) {
       it(`when a scheduled send has ${count} dates, then it is ${count <= 20 ? '201 charged for every date' : '400/1110 naming scheduled_dates'}`, async () => {
-        const result = await http.send(shop.apiKey, { to: [NUMBERS.vodacom], message: 'x', sending_type: 'scheduled', scheduled_dates: futureDates(count) });
-        if (count <= 20) expect(dataOf<SendData>(result, 201)).to.include({ total_messages: count, total_cost: Number((0.02 * count).toFixed(2)), status: 'pending' });
+        const result = await http.send(shop.apiKey, {
+          to: [NUMBERS.vodacom],
+          message: 'x',
+          sending_type: 'scheduled',
+          scheduled_dates: futureDates(count),
+        });
+        if (count <= 20)
+          expect(dataOf<SendData>(result, 201)).to.include({
+            total_messages: count,
+            total_cost: Number((0.02 * count).toFixed(2)),
+            status: 'pending',
+          });
         else expectFieldError(result, 'scheduled_dates');
       });
     }
 
     it('when a scheduled date is exactly now, then it is 1110 naming it; one minute later is accepted', async () => {
-      const at = (time: string) => ({ to: [NUMBERS.vodacom], message: 'x', sending_type: 'scheduled', scheduled_dates: [{ date: '2031-03-10', time }] });
+      const at = (time: string) => ({
+        to: [NUMBERS.vodacom],
+        message: 'x',
+        sending_type: 'scheduled',
+        scheduled_dates: [{ date: '2031-03-10', time }],
+      });
       expectFieldError(await http.send(shop.apiKey, at('09:00')), 'scheduled_dates[0]');
       dataOf(await http.send(shop.apiKey, at('09:01')), 201);
     });
 
     const recurring = { start_date: '2031-04-01', end_date: '2031-04-03', frequency: 'daily', interval: 1, times: ['10:00'] };
     const RULE_CASES = [
-      { label: 'immediate with scheduled_dates', body: { sending_type: 'immediate', scheduled_dates: futureDates(1) }, field: 'scheduled_dates' },
-      { label: 'immediate with recurring_schedule', body: { sending_type: 'immediate', recurring_schedule: recurring }, field: 'recurring_schedule' },
+      {
+        label: 'immediate with scheduled_dates',
+        body: { sending_type: 'immediate', scheduled_dates: futureDates(1) },
+        field: 'scheduled_dates',
+      },
+      {
+        label: 'immediate with recurring_schedule',
+        body: { sending_type: 'immediate', recurring_schedule: recurring },
+        field: 'recurring_schedule',
+      },
       { label: 'no sending_type (immediate) with scheduled_dates', body: { scheduled_dates: futureDates(1) }, field: 'scheduled_dates' },
-      { label: 'scheduled with recurring_schedule', body: { sending_type: 'scheduled', scheduled_dates: futureDates(1), recurring_schedule: recurring }, field: 'recurring_schedule' },
-      { label: 'recurring with scheduled_dates', body: { sending_type: 'recurring', recurring_schedule: recurring, scheduled_dates: futureDates(1) }, field: 'scheduled_dates' },
+      {
+        label: 'scheduled with recurring_schedule',
+        body: { sending_type: 'scheduled', scheduled_dates: futureDates(1), recurring_schedule: recurring },
+        field: 'recurring_schedule',
+      },
+      {
+        label: 'recurring with scheduled_dates',
+        body: { sending_type: 'recurring', recurring_schedule: recurring, scheduled_dates: futureDates(1) },
+        field: 'scheduled_dates',
+      },
       { label: 'scheduled without scheduled_dates', body: { sending_type: 'scheduled' }, field: 'scheduled_dates' },
       { label: 'scheduled with empty scheduled_dates', body: { sending_type: 'scheduled', scheduled_dates: [] }, field: 'scheduled_dates' },
       { label: 'recurring without recurring_schedule', body: { sending_type: 'recurring' }, field: 'recurring_schedule' },
@@ -207,18 +253,32 @@ describe('HTTP API: endpoints', function () {
       expect(dataOf<SendData>(again, 201)).to.deep.equal(firstData);
       expect(again.headers.get('idempotent-replayed')).to.equal('true');
       expect((await http.balanceOf(own.apiKey)).sms_wallet_balance).to.equal(0.98);
-      expectEnvelope(await http.send(own.apiKey, { to: [NUMBERS.vodacom], message: 'twice' }, { 'Idempotency-Key': 'order-42' }), 409, '1111');
+      expectEnvelope(
+        await http.send(own.apiKey, { to: [NUMBERS.vodacom], message: 'twice' }, { 'Idempotency-Key': 'order-42' }),
+        409,
+        '1111',
+      );
       expect((await http.balanceOf(own.apiKey)).sms_wallet_balance).to.equal(0.98);
     });
 
     it('when the body is malformed JSON, then it is 400/1110 with one detail on body', async () => {
-      const result = await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw: '{"to": ["+243812345678"], ', headers: { 'content-type': 'application/json' } });
+      const result = await call(`${fixture.api}/send`, {
+        method: 'POST',
+        key: shop.apiKey,
+        raw: '{"to": ["+243812345678"], ',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(expectFieldError(result, 'body', 400)).to.have.length(1);
     });
 
     it('when the Content-Type is not JSON, then it is 415/1110 with one detail on body', async () => {
       const raw = JSON.stringify({ to: [NUMBERS.vodacom], message: 'x' });
-      const result = await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw, headers: { 'content-type': 'text/plain' } });
+      const result = await call(`${fixture.api}/send`, {
+        method: 'POST',
+        key: shop.apiKey,
+        raw,
+        headers: { 'content-type': 'text/plain' },
+      });
       expect(expectFieldError(result, 'body', 415)).to.have.length(1);
     });
 
@@ -227,7 +287,8 @@ describe('HTTP API: endpoints', function () {
         const head = `{"to":["${NUMBERS.vodacom}"],"message":"x","pad":"`;
         return `${head}${'p'.repeat(size - head.length - 2)}"}`;
       };
-      const send = (raw: string) => call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw, headers: { 'content-type': 'application/json' } });
+      const send = (raw: string) =>
+        call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, raw, headers: { 'content-type': 'application/json' } });
       expect(Buffer.byteLength(bodyOf(262_144))).to.equal(262_144);
       expectFieldError(await send(bodyOf(262_144)), 'pad', 400);
       expect(expectFieldError(await send(bodyOf(262_145)), 'body', 413)).to.have.length(1);
@@ -236,7 +297,10 @@ describe('HTTP API: endpoints', function () {
 
   describe('GET /status/{message_id}', () => {
     it('when an immediate send is looked up, then it is the Message with exactly the recipients[] fields, schedule null and occurrences []', async () => {
-      const sent = dataOf<SendData>(await http.send(shop.apiKey, { to: [NUMBERS.vodacom, NUMBERS.orangeFr], message: 'a'.repeat(161) }), 201);
+      const sent = dataOf<SendData>(
+        await http.send(shop.apiKey, { to: [NUMBERS.vodacom, NUMBERS.orangeFr], message: 'a'.repeat(161) }),
+        201,
+      );
       const data = dataOf(await http.status(shop.apiKey, sent.message_id));
       const created = new Date(NOW).toISOString();
       expect(data).to.deep.include({
@@ -253,7 +317,18 @@ describe('HTTP API: endpoints', function () {
       });
       const recipients = data.recipients as Record<string, unknown>[];
       for (const recipient of recipients) expect(Object.keys(recipient).sort()).to.deep.equal([...RECIPIENT_KEYS].sort());
-      const blank = { status: 'pending', carrier_status: null, segments: 2, carrier: 'simulator', error_code: null, error_message: null, updated_at: null, sent_at: null, delivered_at: null, failed_at: null };
+      const blank = {
+        status: 'pending',
+        carrier_status: null,
+        segments: 2,
+        carrier: 'simulator',
+        error_code: null,
+        error_message: null,
+        updated_at: null,
+        sent_at: null,
+        delivered_at: null,
+        failed_at: null,
+      };
       expect(recipients).to.deep.equal([
         { recipient_index: 0, phone: NUMBERS.vodacom, ...blank },
         { recipient_index: 1, phone: NUMBERS.orangeFr, ...blank },
@@ -285,10 +360,26 @@ describe('HTTP API: endpoints', function () {
 
   describe('GET /balance', () => {
     const BALANCES = [
-      { label: 'both wallets', wallets: { prepaid: '10', postpaid: '5' }, expected: { balance: 15, sms_wallet_balance: 10, postpaid_wallet_balance: 5, available_sms: 1500 } },
-      { label: 'only a prepaid wallet', wallets: { prepaid: '7.5' }, expected: { balance: 7.5, sms_wallet_balance: 7.5, postpaid_wallet_balance: 0, available_sms: 750 } },
-      { label: 'only a postpaid wallet', wallets: { postpaid: '3' }, expected: { balance: 3, sms_wallet_balance: 0, postpaid_wallet_balance: 3, available_sms: 300 } },
-      { label: 'a balance that is not a multiple of the unit price', wallets: { prepaid: '0.0299' }, expected: { balance: 0.0299, sms_wallet_balance: 0.0299, postpaid_wallet_balance: 0, available_sms: 2 } },
+      {
+        label: 'both wallets',
+        wallets: { prepaid: '10', postpaid: '5' },
+        expected: { balance: 15, sms_wallet_balance: 10, postpaid_wallet_balance: 5, available_sms: 1500 },
+      },
+      {
+        label: 'only a prepaid wallet',
+        wallets: { prepaid: '7.5' },
+        expected: { balance: 7.5, sms_wallet_balance: 7.5, postpaid_wallet_balance: 0, available_sms: 750 },
+      },
+      {
+        label: 'only a postpaid wallet',
+        wallets: { postpaid: '3' },
+        expected: { balance: 3, sms_wallet_balance: 0, postpaid_wallet_balance: 3, available_sms: 300 },
+      },
+      {
+        label: 'a balance that is not a multiple of the unit price',
+        wallets: { prepaid: '0.0299' },
+        expected: { balance: 0.0299, sms_wallet_balance: 0.0299, postpaid_wallet_balance: 0, available_sms: 2 },
+      },
     ];
     for (const { label, wallets, expected } of BALANCES) {
       it(`when the merchant has ${label}, then /balance is exactly ${JSON.stringify(expected)}`, async () => {
@@ -304,14 +395,26 @@ describe('HTTP API: endpoints', function () {
     const CASES = [
       { body: { mode: 'amount_to_sms', amount: 1 }, expected: { mode: 'amount_to_sms', amount: 1, sms_count: 30 } },
       { body: { mode: 'amount_to_sms', amount: 0 }, expected: { mode: 'amount_to_sms', amount: 0, sms_count: 0 } },
-      { body: { mode: 'amount_to_sms', amount: 9_999_999 }, expected: { mode: 'amount_to_sms', amount: 9_999_999, sms_count: 300_300_270 } },
-      { body: { mode: 'amount_to_sms', amount: 10_000_000 }, expected: { mode: 'amount_to_sms', amount: 10_000_000, sms_count: 300_300_300 } },
+      {
+        body: { mode: 'amount_to_sms', amount: 9_999_999 },
+        expected: { mode: 'amount_to_sms', amount: 9_999_999, sms_count: 300_300_270 },
+      },
+      {
+        body: { mode: 'amount_to_sms', amount: 10_000_000 },
+        expected: { mode: 'amount_to_sms', amount: 10_000_000, sms_count: 300_300_300 },
+      },
       { body: { mode: 'sms_to_amount', sms_count: 100 }, expected: { mode: 'sms_to_amount', amount: 3.33, sms_count: 100 } },
       // 15 × 0.0333 = 0.4995 → 0.50
       { body: { mode: 'sms_to_amount', sms_count: 15 }, expected: { mode: 'sms_to_amount', amount: 0.5, sms_count: 15 } },
       { body: { mode: 'sms_to_amount', sms_count: 0 }, expected: { mode: 'sms_to_amount', amount: 0, sms_count: 0 } },
-      { body: { mode: 'sms_to_amount', sms_count: 9_999_999 }, expected: { mode: 'sms_to_amount', amount: 332_999.97, sms_count: 9_999_999 } },
-      { body: { mode: 'sms_to_amount', sms_count: 10_000_000 }, expected: { mode: 'sms_to_amount', amount: 333_000, sms_count: 10_000_000 } },
+      {
+        body: { mode: 'sms_to_amount', sms_count: 9_999_999 },
+        expected: { mode: 'sms_to_amount', amount: 332_999.97, sms_count: 9_999_999 },
+      },
+      {
+        body: { mode: 'sms_to_amount', sms_count: 10_000_000 },
+        expected: { mode: 'sms_to_amount', amount: 333_000, sms_count: 10_000_000 },
+      },
     ];
     for (const { body, expected } of CASES) {
       it(`when ${JSON.stringify(body)} is calculated, then the data is exactly ${JSON.stringify(expected)} with the 4-decimal plain mean`, async () => {
@@ -348,7 +451,15 @@ describe('HTTP API: endpoints', function () {
 
   describe('GET /health, unknown routes and methods', () => {
     it('when /health is called without a key, then it is 200 with exactly the status, version, environment and checks', async () => {
-      const expected = { status_code: 200, data: { status: 'ok', version: gateway().config.version, environment: 'sandbox', checks: { database: 'ok', transport: 'ok', carriers: {} } } };
+      const expected = {
+        status_code: 200,
+        data: {
+          status: 'ok',
+          version: gateway().config.version,
+          environment: 'sandbox',
+          checks: { database: 'ok', transport: 'ok', carriers: {} },
+        },
+      };
       expect((await http.health()).body).to.deep.equal(expected);
       expect((await http.health('sk_test_garbage')).body, 'a key, even a bad one, changes nothing').to.deep.equal(expected);
     });
@@ -359,7 +470,12 @@ describe('HTTP API: endpoints', function () {
       expect(result.status).to.equal(503);
       expect(result.body).to.deep.equal({
         status_code: 503,
-        data: { status: 'degraded', version: gateway().config.version, environment: 'sandbox', checks: { database: 'down', transport: 'ok', carriers: {} } },
+        data: {
+          status: 'degraded',
+          version: gateway().config.version,
+          environment: 'sandbox',
+          checks: { database: 'down', transport: 'ok', carriers: {} },
+        },
       });
     });
 
@@ -433,12 +549,18 @@ describe('HTTP API: endpoints', function () {
       const other = await merchant({ prepaid: '1' });
       const reference = (await http.status(other.apiKey, 'msg_unknown')).text;
       for (const id of ['msg_unknown', sent.message_id]) {
-        for (const result of [await http.cancel(other.apiKey, id), await http.pause(other.apiKey, id), await http.resume(other.apiKey, id)]) {
+        for (const result of [
+          await http.cancel(other.apiKey, id),
+          await http.pause(other.apiKey, id),
+          await http.resume(other.apiKey, id),
+        ]) {
           expectDetail(result, 404);
           expect(result.text).to.equal(reference);
         }
       }
-      expect(dataOf<{ schedule: unknown }>(await http.status(shop.apiKey, sent.message_id)).schedule, 'untouched').to.deep.equal(scheduleOf('active', 2));
+      expect(dataOf<{ schedule: unknown }>(await http.status(shop.apiKey, sent.message_id)).schedule, 'untouched').to.deep.equal(
+        scheduleOf('active', 2),
+      );
     });
 
     it('when a scheduled send is looked up, then the 201 said pending and GET /status says scheduled with its schedule and occurrences', async () => {
@@ -446,7 +568,16 @@ describe('HTTP API: endpoints', function () {
       expect(sent).to.include({ status: 'pending', total_recipients: 2, total_messages: 4, total_cost: 0.1 });
       const data = dataOf(await http.status(shop.apiKey, sent.message_id));
       expect(data).to.deep.include({ status: 'scheduled', total_recipients: 2, schedule: scheduleOf('active', 2) });
-      const occurrence = (index: number, at: string) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2, cancelled: 0, skipped: 0 });
+      const occurrence = (index: number, at: string) => ({
+        occurrence_index: index,
+        scheduled_at: at,
+        status: 'scheduled',
+        delivered: 0,
+        failed: 0,
+        pending: 2,
+        cancelled: 0,
+        skipped: 0,
+      });
       // 09:30 in Kinshasa is 08:30 UTC; occurrences in chronological order
       expect(data.occurrences).to.deep.equal([occurrence(0, '2031-03-12T08:30:00.000Z'), occurrence(1, '2031-03-13T08:30:00.000Z')]);
     });
@@ -471,12 +602,24 @@ describe('HTTP API: endpoints', function () {
       const own = await merchant({ prepaid: '1' });
       const sent = dataOf<SendData>(await http.send(own.apiKey, scheduledBody), 201);
       const id = sent.message_id;
-      expect((await http.pause(own.apiKey, id)).body).to.deep.equal({ status_code: 200, data: { message_id: id, schedule: scheduleOf('paused', 2) } });
-      expect((await http.pause(own.apiKey, id)).body).to.deep.equal({ status_code: 200, data: { message_id: id, schedule: scheduleOf('paused', 2) } });
+      expect((await http.pause(own.apiKey, id)).body).to.deep.equal({
+        status_code: 200,
+        data: { message_id: id, schedule: scheduleOf('paused', 2) },
+      });
+      expect((await http.pause(own.apiKey, id)).body).to.deep.equal({
+        status_code: 200,
+        data: { message_id: id, schedule: scheduleOf('paused', 2) },
+      });
       expect(dataOf<{ schedule: unknown }>(await http.status(own.apiKey, id)).schedule).to.deep.equal(scheduleOf('paused', 2));
       expect((await http.balanceOf(own.apiKey)).balance, 'reserved while paused').to.equal(0.9);
-      expect((await http.resume(own.apiKey, id)).body).to.deep.equal({ status_code: 200, data: { message_id: id, schedule: scheduleOf('active', 2), refunded_amount: 0 } });
-      expect((await http.resume(own.apiKey, id)).body).to.deep.equal({ status_code: 200, data: { message_id: id, schedule: scheduleOf('active', 2), refunded_amount: 0 } });
+      expect((await http.resume(own.apiKey, id)).body).to.deep.equal({
+        status_code: 200,
+        data: { message_id: id, schedule: scheduleOf('active', 2), refunded_amount: 0 },
+      });
+      expect((await http.resume(own.apiKey, id)).body).to.deep.equal({
+        status_code: 200,
+        data: { message_id: id, schedule: scheduleOf('active', 2), refunded_amount: 0 },
+      });
       expect((await http.balanceOf(own.apiKey)).balance).to.equal(0.9);
     });
 
@@ -500,7 +643,11 @@ describe('HTTP API: endpoints', function () {
       expect((await http.balanceOf(own.apiKey)).balance).to.equal(1);
       const status = dataOf<{ occurrences: { status: string }[] }>(await http.status(own.apiKey, id));
       expect(status.occurrences.map((o) => o.status)).to.deep.equal(['skipped', 'skipped']);
-      expect(dataOf(await http.cancel(own.apiKey, id))).to.deep.equal({ message_id: id, schedule: scheduleOf('completed', 0), refunded_amount: 0 });
+      expect(dataOf(await http.cancel(own.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: scheduleOf('completed', 0),
+        refunded_amount: 0,
+      });
       expectEnvelope(await http.pause(own.apiKey, id), 409, '1120');
       expectEnvelope(await http.resume(own.apiKey, id), 409, '1120');
       expect((await http.balanceOf(own.apiKey)).balance).to.equal(1);

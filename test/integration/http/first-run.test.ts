@@ -52,7 +52,12 @@ function start(cwd: string, env: Record<string, string>): Started {
 }
 
 /** Resolves with `probe()`'s value once it is not undefined; polls every POLL_MS; fails if the child exits first. */
-async function until<T>(what: string, started: Started, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
+async function until<T>(
+  what: string,
+  started: Started,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   const state: { exit: { code: number | null; signal: NodeJS.Signals | null } | null } = { exit: null };
   void started.exited.then((e) => (state.exit = e));
@@ -60,7 +65,8 @@ async function until<T>(what: string, started: Started, timeoutMs: number, probe
     const value = await probe();
     if (value !== undefined) return value;
     if (state.exit) throw new Error(`${what}: the process exited (${JSON.stringify(state.exit)}); stderr: ${started.stderr()}`);
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; stdout: ${started.stdout.join('\n')}; stderr: ${started.stderr()}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${timeoutMs} ms; stdout: ${started.stdout.join('\n')}; stderr: ${started.stderr()}`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
@@ -162,7 +168,11 @@ describe('first run of `npm start` in an empty directory', function () {
     const status = await call(`${base}${API_ROOT}/status/${messageId}`, { key: apiKey });
     expect(status.status, status.text).to.equal(200);
     expect((status.body as { data: { message_id: string } }).data.message_id).to.equal(messageId);
-    const sent = await call(`${base}${API_ROOT}/send`, { method: 'POST', key: apiKey, json: { to: ['+243812345678'], message: 'Hello again' } });
+    const sent = await call(`${base}${API_ROOT}/send`, {
+      method: 'POST',
+      key: apiKey,
+      json: { to: ['+243812345678'], message: 'Hello again' },
+    });
     expect(sent.status, sent.text).to.equal(201);
 
     second.child.kill('SIGTERM');

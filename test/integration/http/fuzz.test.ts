@@ -47,7 +47,12 @@ interface RawResponse {
 type Outcome = { readonly sent: true; readonly response: RawResponse } | { readonly sent: false; readonly reason: string };
 
 /** node:http's own refusals, raised before anything is written to the socket. */
-const CLIENT_REFUSALS = new Set(['ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN', 'ERR_UNESCAPED_CHARACTERS', 'ERR_HTTP_INVALID_HEADER_VALUE']);
+const CLIENT_REFUSALS = new Set([
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_UNESCAPED_CHARACTERS',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+]);
 
 function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
@@ -60,10 +65,19 @@ function rawRequest(port: number, request: RawRequest): Promise<Outcome> {
     try {
       // explicit framing: node:http sends a GET or DELETE body unframed otherwise
       const framing =
-        request.body === undefined ? {}
-        : request.chunked ? { 'transfer-encoding': 'chunked' }
-        : { 'content-length': String(Buffer.byteLength(request.body)) };
-      client = http.request({ host: '127.0.0.1', port, method: request.method, path: request.path, headers: { ...request.headers, ...framing }, agent: false });
+        request.body === undefined
+          ? {}
+          : request.chunked
+            ? { 'transfer-encoding': 'chunked' }
+            : { 'content-length': String(Buffer.byteLength(request.body)) };
+      client = http.request({
+        host: '127.0.0.1',
+        port,
+        method: request.method,
+        path: request.path,
+        headers: { ...request.headers, ...framing },
+        agent: false,
+      });
     } catch (error) {
       const code = errorCode(error);
       if (code !== undefined && CLIENT_REFUSALS.has(code)) {
@@ -85,7 +99,10 @@ function rawRequest(port: number, request: RawRequest): Promise<Outcome> {
       });
       res.on('end', () => {
         clearTimeout(timer);
-        resolve({ sent: true, response: { status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') } });
+        resolve({
+          sent: true,
+          response: { status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') },
+        });
       });
     });
     client.on('error', (error) => {
@@ -163,18 +180,24 @@ function checkInvariants(request: RawRequest, response: RawResponse, ledger: Led
 
   if (Object.keys(body).length === 1 && 'detail' in body) {
     expect(response.status, `{detail} only on 401/403/404: ${where}`).to.be.oneOf([401, 403, 404]);
-    if (response.status === 404) expect(request.path, `{detail} 404 only for a message id: ${where}`).to.match(/\/(status|cancel|pause|resume)\/[^/?#]/);
+    if (response.status === 404)
+      expect(request.path, `{detail} 404 only for a message id: ${where}`).to.match(/\/(status|cancel|pause|resume)\/[^/?#]/);
     expect(body.detail, where).to.be.a('string').and.not.equal('');
     return body;
   }
   expect(body.success, `envelope success: ${where}`).to.equal(false);
   expect(body.status_code, `envelope status_code: ${where}`).to.equal(response.status);
-  expect(body.error_code, `envelope error_code: ${where}`).to.be.a('string').and.match(/^1[0-5]\d\d$/);
+  expect(body.error_code, `envelope error_code: ${where}`)
+    .to.be.a('string')
+    .and.match(/^1[0-5]\d\d$/);
   expect(Number(body.error_code), `error_code range: ${where}`).to.be.within(1001, 1599);
   expect(body.message, `envelope message: ${where}`).to.be.a('string').and.not.equal('');
   expect(body.request_id, `request_id equals the header: ${where}`).to.equal(requestId);
   const allowed = new Set(['success', 'status_code', 'error_code', 'message', 'request_id', 'details', 'retry_after']);
-  expect(Object.keys(body).filter((k) => !allowed.has(k)), `envelope fields: ${where}`).to.deep.equal([]);
+  expect(
+    Object.keys(body).filter((k) => !allowed.has(k)),
+    `envelope fields: ${where}`,
+  ).to.deep.equal([]);
   if (body.error_code === '1110') {
     expect(body.details, `1110 has details: ${where}`).to.be.an('array').that.is.not.empty;
     for (const detail of body.details as unknown[]) {
@@ -198,15 +221,72 @@ class RawJson {
 function toJsonText(value: unknown): string {
   if (value instanceof RawJson) return value.text;
   if (Array.isArray(value)) return `[${value.map(toJsonText).join(',')}]`;
-  if (isRecord(value)) return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${toJsonText(v)}`).join(',')}}`;
+  if (isRecord(value))
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${toJsonText(v)}`)
+      .join(',')}}`;
   return JSON.stringify(value);
 }
 
 const SPECIAL_CHARACTERS = [
-  '\u0000', '\u0001', '\u001f', '\u007f', '\u0080', '\u00a0', '\u00ad', '\ud800', '\udbff', '\udc00', '\udfff',
-  '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u202a', '\u202e', '\u2066', '\u2028', '\u2029', '\ufeff',
-  '\ufffd', '\uffff', 'é', 'e\u0301', 'ß', 'ﬀ', 'İ', 'ﷺ', 'العربية', 'עברית', '中文', '😀', '👨‍👩‍👧‍👦', '🇨🇩', '\ud83d\ude00',
-  '€', '[', ']', '{', '}', '^', '~', '|', '\\', '"', "'", '%', '%00', '..', '/', '+', '-', ' ', '\t', '\n', '\r',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\u0080',
+  '\u00a0',
+  '\u00ad',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '\u200b',
+  '\u200c',
+  '\u200d',
+  '\u200e',
+  '\u200f',
+  '\u202a',
+  '\u202e',
+  '\u2066',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\ufffd',
+  '\uffff',
+  'é',
+  'e\u0301',
+  'ß',
+  'ﬀ',
+  'İ',
+  'ﷺ',
+  'العربية',
+  'עברית',
+  '中文',
+  '😀',
+  '👨‍👩‍👧‍👦',
+  '🇨🇩',
+  '\ud83d\ude00',
+  '€',
+  '[',
+  ']',
+  '{',
+  '}',
+  '^',
+  '~',
+  '|',
+  '\\',
+  '"',
+  "'",
+  '%',
+  '%00',
+  '..',
+  '/',
+  '+',
+  '-',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
 ];
 
 const nastyUnit = fc.oneof(
@@ -219,26 +299,67 @@ const nastyString = fc.string({ unit: nastyUnit, maxLength: 40 });
 
 /** Lone surrogates and NUL written in the JSON text itself, as escapes. */
 const rawEscapedString = fc
-  .array(fc.constantFrom('\\ud800', '\\udfff', '\\udbff\\udbff', '\\u0000', '\\ud83d\\ude00', '\\u202e', '\\u200b', 'abc', '+243812345678', '\\"', '\\\\'), {
-    minLength: 1,
-    maxLength: 6,
-  })
+  .array(
+    fc.constantFrom(
+      '\\ud800',
+      '\\udfff',
+      '\\udbff\\udbff',
+      '\\u0000',
+      '\\ud83d\\ude00',
+      '\\u202e',
+      '\\u200b',
+      'abc',
+      '+243812345678',
+      '\\"',
+      '\\\\',
+    ),
+    {
+      minLength: 1,
+      maxLength: 6,
+    },
+  )
   .map((parts) => new RawJson(`"${parts.join('')}"`));
 
 const rawNumber = fc
   .constantFrom(
-    '1e308', '-1e308', '1e309', '1e400', '-1e400', '-0', '0e0', '-0.0', '5e-324', '1e-400', '2.5e-5', '1E+2',
-    '123456789012345678901234567890', '9007199254740993', '1.0000000000000000001', '10000000', '10000000.000001',
-    '10000001', '0.00001', '1e7', '-1', '0.1', '3.14159265358979323846',
+    '1e308',
+    '-1e308',
+    '1e309',
+    '1e400',
+    '-1e400',
+    '-0',
+    '0e0',
+    '-0.0',
+    '5e-324',
+    '1e-400',
+    '2.5e-5',
+    '1E+2',
+    '123456789012345678901234567890',
+    '9007199254740993',
+    '1.0000000000000000001',
+    '10000000',
+    '10000000.000001',
+    '10000001',
+    '0.00001',
+    '1e7',
+    '-1',
+    '0.1',
+    '3.14159265358979323846',
   )
   .map((text) => new RawJson(text));
 
 const deepNesting = fc
   .tuple(fc.constantFrom('array', 'object'), fc.oneof(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1_000, max: 60_000 })))
-  .map(([kind, depth]) => new RawJson(kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
+  .map(
+    ([kind, depth]) =>
+      new RawJson(kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
+  );
 
 const longString = fc
-  .tuple(fc.constantFrom('a', 'é', '😀', '\\u0000', '€'), fc.oneof(fc.integer({ min: 1_590, max: 1_610 }), fc.integer({ min: 10_000, max: 140_000 })))
+  .tuple(
+    fc.constantFrom('a', 'é', '😀', '\\u0000', '€'),
+    fc.oneof(fc.integer({ min: 1_590, max: 1_610 }), fc.integer({ min: 10_000, max: 140_000 })),
+  )
   .map(([unit, count]) => new RawJson(`"${unit.repeat(count)}"`));
 
 /** Values of every JSON type, and the shapes JSON.stringify cannot write. */
@@ -258,13 +379,33 @@ const garbage: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 const phone = fc.oneof(
-  fc.constantFrom('+243812345678', '+243991234567', '+33612345678', '0812345678', '+243 81-234-5678', '+243812345', '+1', '12345678', '+999999999999'),
+  fc.constantFrom(
+    '+243812345678',
+    '+243991234567',
+    '+33612345678',
+    '0812345678',
+    '+243 81-234-5678',
+    '+243812345',
+    '+1',
+    '12345678',
+    '+999999999999',
+  ),
   fc.stringMatching(/^\+?[0-9 -]{0,20}$/),
   nastyString,
 );
 
 const messageText = fc.oneof(
-  fc.constantFrom('Hello', '', ' ', 'a'.repeat(1600), 'a'.repeat(1601), 'é'.repeat(1600), '€'.repeat(800), '😀'.repeat(800), '😀'.repeat(801)),
+  fc.constantFrom(
+    'Hello',
+    '',
+    ' ',
+    'a'.repeat(1600),
+    'a'.repeat(1601),
+    'é'.repeat(1600),
+    '€'.repeat(800),
+    '😀'.repeat(800),
+    '😀'.repeat(801),
+  ),
   nastyString,
 );
 
@@ -305,9 +446,14 @@ const DELETE = Symbol('delete');
  * Bodies built on a valid one with 0 to 2 fields replaced (or removed), so that some succeed (and charge) and the
  * others fail on one field at a time; and bodies whose every field is independently plausible or garbage.
  */
-function shapedBodies(valid: readonly Record<string, unknown>[], fields: Readonly<Record<string, fc.Arbitrary<unknown>>>): fc.Arbitrary<unknown> {
+function shapedBodies(
+  valid: readonly Record<string, unknown>[],
+  fields: Readonly<Record<string, fc.Arbitrary<unknown>>>,
+): fc.Arbitrary<unknown> {
   const replacement = fc.oneof(
-    ...Object.entries(fields).map(([name, value]) => fc.tuple(fc.constant(name), fc.oneof({ weight: 5, arbitrary: value }, { weight: 1, arbitrary: fc.constant(DELETE) }))),
+    ...Object.entries(fields).map(([name, value]) =>
+      fc.tuple(fc.constant(name), fc.oneof({ weight: 5, arbitrary: value }, { weight: 1, arbitrary: fc.constant(DELETE) })),
+    ),
   );
   const mutated = fc.tuple(fc.constantFrom(...valid), fc.array(replacement, { maxLength: 2 })).map(([base, changes]) => {
     const body: Record<string, unknown> = { ...base };
@@ -327,14 +473,32 @@ const SEND_FIELDS = {
   sending_type: fc.oneof(fc.constantFrom('immediate', 'scheduled', 'recurring', 'IMMEDIATE', ''), garbage),
   scheduled_dates: scheduledDates,
   recurring_schedule: recurringSchedule,
-  callback_url: fc.oneof(fc.constantFrom('https://example.com/cb', 'http://localhost/cb', 'https://user:pw@example.com', 'ftp://x', 'https:example.com', null), nastyString, garbage),
+  callback_url: fc.oneof(
+    fc.constantFrom('https://example.com/cb', 'http://localhost/cb', 'https://user:pw@example.com', 'ftp://x', 'https:example.com', null),
+    nastyString,
+    garbage,
+  ),
   extra: garbage,
 };
 
 const VALID_SENDS: readonly Record<string, unknown>[] = [
   { to: ['+243812345678'], message: 'Hello' },
-  { to: ['+243812345678', '+243991234567', '+33612345678'], message: 'Hello 😀', sender_id: 'Shop', sending_type: 'immediate', callback_url: 'https://example.com/cb' },
-  { to: ['0812345678'], message: 'Rendez-vous', sending_type: 'scheduled', scheduled_dates: [{ date: isoDay(30), time: '10:00' }, { date: isoDay(31), time: '23:59' }] },
+  {
+    to: ['+243812345678', '+243991234567', '+33612345678'],
+    message: 'Hello 😀',
+    sender_id: 'Shop',
+    sending_type: 'immediate',
+    callback_url: 'https://example.com/cb',
+  },
+  {
+    to: ['0812345678'],
+    message: 'Rendez-vous',
+    sending_type: 'scheduled',
+    scheduled_dates: [
+      { date: isoDay(30), time: '10:00' },
+      { date: isoDay(31), time: '23:59' },
+    ],
+  },
   {
     to: ['+243812345678'],
     message: 'Weekly',
@@ -345,7 +509,13 @@ const VALID_SENDS: readonly Record<string, unknown>[] = [
 
 const sendShaped = shapedBodies(VALID_SENDS, SEND_FIELDS);
 
-const amountLike = fc.oneof(fc.double(), fc.integer({ min: -10, max: 10_000_001 }), fc.constantFrom(0, 1, 10_000_000, 0.005), rawNumber, garbage);
+const amountLike = fc.oneof(
+  fc.double(),
+  fc.integer({ min: -10, max: 10_000_001 }),
+  fc.constantFrom(0, 1, 10_000_000, 0.005),
+  rawNumber,
+  garbage,
+);
 const calculateShaped = shapedBodies(
   [
     { mode: 'amount_to_sms', amount: 12.5 },
@@ -360,7 +530,9 @@ const calculateShaped = shapedBodies(
 );
 
 function abbreviate(text: string): string {
-  return text.length <= 400 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 200))}…(${text.length} chars)…${JSON.stringify(text.slice(-100))}`;
+  return text.length <= 400
+    ? JSON.stringify(text)
+    : `${JSON.stringify(text.slice(0, 200))}…(${text.length} chars)…${JSON.stringify(text.slice(-100))}`;
 }
 
 /** A generated body; counterexamples print it abbreviated (deep nesting and long strings run to 250 KB). */
@@ -373,15 +545,33 @@ class BodyText {
 
 /** A request body as text: any JSON, any string, a near-valid object, or raw JSON fragments at the top. */
 function bodyText(shaped: fc.Arbitrary<unknown>): fc.Arbitrary<BodyText> {
-  return fc.oneof(
-    { weight: 4, arbitrary: shaped.map(toJsonText) },
-    { weight: 2, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
-    { weight: 1, arbitrary: fc.json() },
-    { weight: 2, arbitrary: fc.string({ unit: nastyUnit, maxLength: 200 }) },
-    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
-    { weight: 1, arbitrary: garbage.map(toJsonText) },
-    { weight: 1, arbitrary: fc.constantFrom('', '{', '{}', '[]', 'null', '"x"', '1e400', '{"to":}', '{"to":["+243812345678"],"message":"Hello",}', '\ufeff{}', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}') },
-  ).map((text) => new BodyText(text));
+  return fc
+    .oneof(
+      { weight: 4, arbitrary: shaped.map(toJsonText) },
+      { weight: 2, arbitrary: fc.jsonValue().map((v) => JSON.stringify(v)) },
+      { weight: 1, arbitrary: fc.json() },
+      { weight: 2, arbitrary: fc.string({ unit: nastyUnit, maxLength: 200 }) },
+      { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
+      { weight: 1, arbitrary: garbage.map(toJsonText) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          '',
+          '{',
+          '{}',
+          '[]',
+          'null',
+          '"x"',
+          '1e400',
+          '{"to":}',
+          '{"to":["+243812345678"],"message":"Hello",}',
+          '\ufeff{}',
+          '{"__proto__":{"x":1}}',
+          '{"constructor":{"prototype":{"x":1}}}',
+        ),
+      },
+    )
+    .map((text) => new BodyText(text));
 }
 
 /** Idempotency keys from a small pool, so replays and reuse with another body both happen. */
@@ -390,7 +580,10 @@ const idempotencyKey = fc.option(fc.constantFrom('fuzz-1', 'fuzz-2', 'fuzz-3'), 
 const VALID_SEND = JSON.stringify({ to: ['+243812345678'], message: 'Hello' });
 const VALID_CALCULATE = JSON.stringify({ mode: 'sms_to_amount', sms_count: 10 });
 
-const base62 = fc.string({ unit: fc.constantFrom(...Array.from('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz')), maxLength: 40 });
+const base62 = fc.string({
+  unit: fc.constantFrom(...Array.from('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz')),
+  maxLength: 40,
+});
 // what node:http will send in a header value: tab, visible ASCII, space and Latin-1 (obs-text); the rest is refused
 const headerUnit = fc.oneof(
   fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
@@ -407,7 +600,9 @@ const anyHeaderValue = fc.oneof(
 
 /** UTF-8 bytes outside visible ASCII as %XX (lone surrogates become EF BF BD, as on any client). */
 function percentEncode(text: string): string {
-  return [...Buffer.from(text, 'utf8')].map((b) => (b > 0x20 && b < 0x7f ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(text, 'utf8')]
+    .map((b) => (b > 0x20 && b < 0x7f ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`))
+    .join('');
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -447,7 +642,11 @@ describe('merchant API under fuzzing', function () {
     return { response: outcome.response, body: checkInvariants(request, outcome.response, ledger) };
   }
 
-  const jsonHeaders = (extra: Record<string, string> = {}) => ({ 'app-key': merchant.apiKey, 'content-type': 'application/json', ...extra });
+  const jsonHeaders = (extra: Record<string, string> = {}) => ({
+    'app-key': merchant.apiKey,
+    'content-type': 'application/json',
+    ...extra,
+  });
 
   it('when POST /send gets any body, then it answers below 500 in a contract shape, and a non-object body is 400/1110', async () => {
     await fc.assert(
@@ -507,15 +706,35 @@ describe('merchant API under fuzzing', function () {
       { weight: 1, arbitrary: fc.constantFrom('', ' ', '\t', 'sk_test_', 'sk_live_', 'Bearer x', 'null') },
       { weight: 2, arbitrary: fc.tuple(fc.constantFrom('sk_test_', 'sk_live_', 'SK_TEST_', 'sk_test', ''), base62).map(([p, s]) => p + s) },
       { weight: 2, arbitrary: anyHeaderValue },
-      { weight: 1, arbitrary: fc.tuple(fc.constantFrom(' ', '\t', '', 'x'), fc.constantFrom(' ', '\t', '', '\u00ff')).map(([a, b]) => `${a}VALID${b}`) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.constantFrom(' ', '\t', '', 'x'), fc.constantFrom(' ', '\t', '', '\u00ff')).map(([a, b]) => `${a}VALID${b}`),
+      },
       { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 8_000 }).map((n) => 'k'.repeat(n)) },
     );
     const contentType = fc.oneof(
       fc.constantFrom(
-        'application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'application/json; charset=utf-16',
-        'application/json; charset=latin1', 'application/json; charset=foo', 'application/json; charset="utf-8"', 'application/vnd.api+json',
-        'APPLICATION/JSON', 'application/json;;;', 'application/json; charset=utf-8; charset=utf-16', 'application/json ; charset = utf-8',
-        'text/plain', 'text/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '*/*', 'application/*', ';', '/', '',
+        'application/json',
+        'application/json; charset=utf-8',
+        'application/json; charset=UTF-8',
+        'application/json; charset=utf-16',
+        'application/json; charset=latin1',
+        'application/json; charset=foo',
+        'application/json; charset="utf-8"',
+        'application/vnd.api+json',
+        'APPLICATION/JSON',
+        'application/json;;;',
+        'application/json; charset=utf-8; charset=utf-16',
+        'application/json ; charset = utf-8',
+        'text/plain',
+        'text/json',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        '*/*',
+        'application/*',
+        ';',
+        '/',
+        '',
       ),
       anyHeaderValue,
     );
@@ -546,18 +765,29 @@ describe('merchant API under fuzzing', function () {
           if (requestId !== null) headers['x-request-id'] = requestId;
           if (accept !== null) headers.accept = accept;
           const body =
-            bodyKind === 'endpoint' ? endpoint.body
-            : bodyKind === 'gzipped' ? gzipSync(endpoint.body ?? '{}')
-            : bodyKind === 'garbage' ? Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe, 0x00, 0x7b])
-            : bodyKind === 'empty-json' ? '{}'
-            : undefined;
-          const request: RawRequest = { method: endpoint.method, path: `${API_ROOT}${endpoint.path}`, headers, chunked, ...(body !== undefined ? { body } : {}) };
+            bodyKind === 'endpoint'
+              ? endpoint.body
+              : bodyKind === 'gzipped'
+                ? gzipSync(endpoint.body ?? '{}')
+                : bodyKind === 'garbage'
+                  ? Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe, 0x00, 0x7b])
+                  : bodyKind === 'empty-json'
+                    ? '{}'
+                    : undefined;
+          const request: RawRequest = {
+            method: endpoint.method,
+            path: `${API_ROOT}${endpoint.path}`,
+            headers,
+            chunked,
+            ...(body !== undefined ? { body } : {}),
+          };
           const result = await exchange(request);
           if (result === null) return;
           const { response } = result;
           // X-Request-Id: a well-formed incoming id is echoed (the server trims surrounding white space), else a UUID
           const incoming = requestId?.replace(/^[ \t]+|[ \t]+$/g, '');
-          if (incoming !== undefined && REQUEST_ID_PATTERN.test(incoming)) expect(response.headers['x-request-id'], show(request)).to.equal(incoming);
+          if (incoming !== undefined && REQUEST_ID_PATTERN.test(incoming))
+            expect(response.headers['x-request-id'], show(request)).to.equal(incoming);
           else expect(response.headers['x-request-id'], show(request)).to.match(UUID);
           if (endpoint.path === '/health') expect(response.status, show(request)).to.equal(200);
           else if (key === null || key.trim() === '') expect(response.status, show(request)).to.equal(401);
@@ -570,45 +800,115 @@ describe('merchant API under fuzzing', function () {
   it('when any method goes to any path, inside the API root or not, then it answers below 500 in a contract shape', async () => {
     const methods = http.METHODS.filter((m) => m !== 'CONNECT');
     const segment = fc.oneof(
-      { weight: 4, arbitrary: fc.constantFrom('send', 'status', 'balance', 'calculate', 'health', 'cancel', 'pause', 'resume', 'msg_0123456789abcdef', 'api', 'v1', 'v2', 'messaging', 'sms-api', 'docs', 'openapi.json', 'metrics') },
-      { weight: 3, arbitrary: fc.constantFrom('..', '.', '', '%2e%2e', '%2E%2E', '.%2e', '%2F', '%2f', '%5C', '\\', '%00', '%', '%zz', '%E0%A4%A', '%C0%AE', '%uFFFF', '%25', '%252e', ';', ';a=b', '~', '*', '%20', '+', '%F0%9F%98%80', '%ED%A0%80', '%FF', '%C3%28', '__proto__', 'constructor') },
+      {
+        weight: 4,
+        arbitrary: fc.constantFrom(
+          'send',
+          'status',
+          'balance',
+          'calculate',
+          'health',
+          'cancel',
+          'pause',
+          'resume',
+          'msg_0123456789abcdef',
+          'api',
+          'v1',
+          'v2',
+          'messaging',
+          'sms-api',
+          'docs',
+          'openapi.json',
+          'metrics',
+        ),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.constantFrom(
+          '..',
+          '.',
+          '',
+          '%2e%2e',
+          '%2E%2E',
+          '.%2e',
+          '%2F',
+          '%2f',
+          '%5C',
+          '\\',
+          '%00',
+          '%',
+          '%zz',
+          '%E0%A4%A',
+          '%C0%AE',
+          '%uFFFF',
+          '%25',
+          '%252e',
+          ';',
+          ';a=b',
+          '~',
+          '*',
+          '%20',
+          '+',
+          '%F0%9F%98%80',
+          '%ED%A0%80',
+          '%FF',
+          '%C3%28',
+          '__proto__',
+          'constructor',
+        ),
+      },
       { weight: 2, arbitrary: fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 20 }) },
       { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 10 }).map(percentEncode) },
       { weight: 1, arbitrary: fc.integer({ min: 100, max: 6_000 }).map((n) => 'a'.repeat(n)) },
     );
     // a request target is ASCII (Node's parser refuses other bytes), so any other text comes percent-encoded;
     // origin-form or absolute-form targets: anything else (`?`, `a/b`) is refused by Node's HTTP parser before the app
-    const prefix = fc.constantFrom(`${API_ROOT}/`, `${API_ROOT}/`, `${API_ROOT}/`, '/', '//', '/api/v1/messaging/', '/API/V1/messaging/sms-api/', `${API_ROOT}//`, '/docs/', `http://127.0.0.1${API_ROOT}/`);
+    const prefix = fc.constantFrom(
+      `${API_ROOT}/`,
+      `${API_ROOT}/`,
+      `${API_ROOT}/`,
+      '/',
+      '//',
+      '/api/v1/messaging/',
+      '/API/V1/messaging/sms-api/',
+      `${API_ROOT}//`,
+      '/docs/',
+      `http://127.0.0.1${API_ROOT}/`,
+    );
     const query = fc.oneof(
       fc.constant(''),
       fc.constantFrom('?', '?a=1&a=2', '?__proto__[x]=1', '?app-key=x', '?%zz', '#frag', '?#', `?${'q'.repeat(4_000)}`),
       fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 }).map((q) => `?${q}`),
     );
-    const anyPath = fc.tuple(prefix, fc.array(segment, { maxLength: 5 }), query).map(([start, segments, search]) => `${start}${segments.join('/')}${search}`);
+    const anyPath = fc
+      .tuple(prefix, fc.array(segment, { maxLength: 5 }), query)
+      .map(([start, segments, search]) => `${start}${segments.join('/')}${search}`);
     // a real route with an odd id: `/status/%zz`, `/cancel/..%2F`, `/pause/%00`
     const routedPath = fc
-      .tuple(fc.constantFrom('status', 'cancel', 'pause', 'resume', 'send', 'health'), fc.array(segment, { minLength: 1, maxLength: 2 }), query)
+      .tuple(
+        fc.constantFrom('status', 'cancel', 'pause', 'resume', 'send', 'health'),
+        fc.array(segment, { minLength: 1, maxLength: 2 }),
+        query,
+      )
       .map(([route, segments, search]) => `${API_ROOT}/${route}/${segments.join('')}${search}`);
-    const pairedMethod = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('GET', 'POST', 'DELETE', 'HEAD') }, { weight: 1, arbitrary: fc.constantFrom(...methods) });
+    const pairedMethod = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom('GET', 'POST', 'DELETE', 'HEAD') },
+      { weight: 1, arbitrary: fc.constantFrom(...methods) },
+    );
     await fc.assert(
-      fc.asyncProperty(
-        pairedMethod,
-        fc.oneof(anyPath, routedPath),
-        fc.boolean(),
-        async (method, path, withKey) => {
-          const request: RawRequest = { method, path, headers: withKey ? { 'app-key': merchant.apiKey } : {} };
-          const result = await exchange(request);
-          if (result === null) return;
-          const { response, body } = result;
-          const pathname = path.split(/[?#]/)[0]!;
-          if (response.status === 405) {
-            expect(response.headers.allow!.split(', '), show(request)).to.include.members(allowedMethods(pathname).filter(Boolean));
-          }
-          if (method !== 'HEAD' && response.status === 404 && isRecord(body) && 'error_code' in body) {
-            expect(body.error_code, show(request)).to.equal('1404');
-          }
-        },
-      ),
+      fc.asyncProperty(pairedMethod, fc.oneof(anyPath, routedPath), fc.boolean(), async (method, path, withKey) => {
+        const request: RawRequest = { method, path, headers: withKey ? { 'app-key': merchant.apiKey } : {} };
+        const result = await exchange(request);
+        if (result === null) return;
+        const { response, body } = result;
+        const pathname = path.split(/[?#]/)[0]!;
+        if (response.status === 405) {
+          expect(response.headers.allow!.split(', '), show(request)).to.include.members(allowedMethods(pathname).filter(Boolean));
+        }
+        if (method !== 'HEAD' && response.status === 404 && isRecord(body) && 'error_code' in body) {
+          expect(body.error_code, show(request)).to.equal('1404');
+        }
+      }),
       { numRuns: RUNS.paths },
     );
   });
@@ -617,26 +917,58 @@ describe('merchant API under fuzzing', function () {
     const deep = (depth: number) => `{"to":["+243812345678"],"message":"Hello","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 
     it('when a body nests 100 000 levels deep and comes with an Idempotency-Key, then it is 400/1110 on body (was a stack overflow)', async () => {
-      const result = await exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders({ 'idempotency-key': 'deep-1' }), body: deep(100_000) });
+      const result = await exchange({
+        method: 'POST',
+        path: `${API_ROOT}/send`,
+        headers: jsonHeaders({ 'idempotency-key': 'deep-1' }),
+        body: deep(100_000),
+      });
       expect(result!.response.status).to.equal(400);
-      expect(result!.body).to.deep.include({ error_code: '1110', details: [{ field: 'body', message: 'must not nest deeper than 32 levels', type: 'body.depth' }] });
+      expect(result!.body).to.deep.include({
+        error_code: '1110',
+        details: [{ field: 'body', message: 'must not nest deeper than 32 levels', type: 'body.depth' }],
+      });
     });
 
     it('when a body nests 32 levels, then it is judged on its fields; 33 levels is 400/1110 on body', async () => {
-      const at = await exchange({ method: 'POST', path: `${API_ROOT}/calculate`, headers: jsonHeaders(), body: `{"mode":"sms_to_amount","sms_count":1,"x":${'['.repeat(31)}${']'.repeat(31)}}` });
+      const at = await exchange({
+        method: 'POST',
+        path: `${API_ROOT}/calculate`,
+        headers: jsonHeaders(),
+        body: `{"mode":"sms_to_amount","sms_count":1,"x":${'['.repeat(31)}${']'.repeat(31)}}`,
+      });
       expect((at!.body as { details: { field: string }[] }).details.map((d) => d.field)).to.deep.equal(['x']);
-      const over = await exchange({ method: 'POST', path: `${API_ROOT}/calculate`, headers: jsonHeaders(), body: `{"mode":"sms_to_amount","sms_count":1,"x":${'['.repeat(32)}${']'.repeat(32)}}` });
-      expect((over!.body as { details: { field: string; type: string }[] }).details).to.deep.equal([{ field: 'body', message: 'must not nest deeper than 32 levels', type: 'body.depth' }]);
+      const over = await exchange({
+        method: 'POST',
+        path: `${API_ROOT}/calculate`,
+        headers: jsonHeaders(),
+        body: `{"mode":"sms_to_amount","sms_count":1,"x":${'['.repeat(32)}${']'.repeat(32)}}`,
+      });
+      expect((over!.body as { details: { field: string; type: string }[] }).details).to.deep.equal([
+        { field: 'body', message: 'must not nest deeper than 32 levels', type: 'body.depth' },
+      ]);
     });
 
     it('when Content-Encoding says gzip but the body is plain JSON, then it is 400/1110 on body (was a zlib error, 500)', async () => {
-      const result = await exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders({ 'content-encoding': 'gzip' }), body: VALID_SEND });
+      const result = await exchange({
+        method: 'POST',
+        path: `${API_ROOT}/send`,
+        headers: jsonHeaders({ 'content-encoding': 'gzip' }),
+        body: VALID_SEND,
+      });
       expect(result!.response.status).to.equal(400);
-      expect(result!.body).to.deep.include({ error_code: '1110', details: [{ field: 'body', message: 'could not be decoded with its Content-Encoding', type: 'body.encoding' }] });
+      expect(result!.body).to.deep.include({
+        error_code: '1110',
+        details: [{ field: 'body', message: 'could not be decoded with its Content-Encoding', type: 'body.encoding' }],
+      });
     });
 
     it('when POST /send has no body but an Idempotency-Key, then it is 400/1110 as without the key (was 500: the body hash of undefined)', async () => {
-      const withKey = await exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: { 'app-key': merchant.apiKey, 'idempotency-key': 'no-body' } });
+      const withKey = await exchange({
+        method: 'POST',
+        path: `${API_ROOT}/send`,
+        headers: { 'app-key': merchant.apiKey, 'idempotency-key': 'no-body' },
+      });
       const withoutKey = await exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: { 'app-key': merchant.apiKey } });
       expect(withKey!.response.status).to.equal(400);
       expect((withKey!.body as { details: unknown }).details).to.deep.equal((withoutKey!.body as { details: unknown }).details);
@@ -646,7 +978,9 @@ describe('merchant API under fuzzing', function () {
       const nul = JSON.stringify({ to: ['+243812345678'], message: 'a\u0000b' });
       const [withNul, ...beside] = await Promise.all([
         exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders(), body: nul }),
-        ...Array.from({ length: 8 }, () => exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders(), body: VALID_SEND })),
+        ...Array.from({ length: 8 }, () =>
+          exchange({ method: 'POST', path: `${API_ROOT}/send`, headers: jsonHeaders(), body: VALID_SEND }),
+        ),
       ]);
       expect(withNul!.response.status, JSON.stringify(withNul!.body)).to.be.within(200, 499);
       expect(beside.map((result) => result!.response.status)).to.deep.equal(Array.from({ length: 8 }, () => 201));
@@ -660,12 +994,21 @@ describe('merchant API under fuzzing', function () {
     });
 
     it('when the request target is one Express reads no path from (`//!@#frag`), then it is 404/1404 with a request id, the caller’s when it sent one (was Express’s HTML "Cannot GET null")', async () => {
-      for (const [method, path] of [['GET', '//!@#frag'], ['POST', '//u:p@#x'], ['DELETE', '//x@?q=1']] as const) {
+      for (const [method, path] of [
+        ['GET', '//!@#frag'],
+        ['POST', '//u:p@#x'],
+        ['DELETE', '//x@?q=1'],
+      ] as const) {
         const result = await exchange({ method, path, headers: {} });
         expect(result!.response.status, path).to.equal(404);
         expect(result!.response.headers['content-type'], path).to.match(/^application\/json/);
         expect(result!.response.headers['x-request-id'], path).to.match(UUID);
-        expect(result!.body, path).to.deep.include({ success: false, status_code: 404, error_code: '1404', request_id: result!.response.headers['x-request-id'] });
+        expect(result!.body, path).to.deep.include({
+          success: false,
+          status_code: 404,
+          error_code: '1404',
+          request_id: result!.response.headers['x-request-id'],
+        });
       }
       const traced = await exchange({ method: 'GET', path: '//!@#frag', headers: { 'x-request-id': 'trace-42' } });
       expect(traced!.response.headers['x-request-id']).to.equal('trace-42');
@@ -683,13 +1026,18 @@ describe('merchant API under fuzzing', function () {
 
   it('after the fuzzing, then charges match the 201 answers exactly, and the node still serves health and a valid send', async () => {
     const records = await fixture.node.gateway.persistence.journal.read(`wallet:${merchant.merchantId}`, 0);
-    const charged = records.flatMap((r) => r.events as WalletEvent[]).filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
+    const charged = records
+      .flatMap((r) => r.events as WalletEvent[])
+      .filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
     expect(charged.length, `charged events vs 201 answers (statuses ${JSON.stringify(ledger.statuses)})`).to.equal(ledger.created);
     expect(charged.reduce((sum, e) => sum + e.prepaid + e.postpaid, 0)).to.equal(ledger.createdCost);
     // the fuzzing really reached the server, in every family of answers, and some sends did charge
     const summary = JSON.stringify(ledger);
     expect(ledger.sent, summary).to.be.above(4_500);
-    expect(Object.values(ledger.skipped).reduce((a, b) => a + b, 0), summary).to.be.below(ledger.sent / 10);
+    expect(
+      Object.values(ledger.skipped).reduce((a, b) => a + b, 0),
+      summary,
+    ).to.be.below(ledger.sent / 10);
     expect(ledger.created, summary).to.be.above(10);
     expect(Object.keys(ledger.statuses), summary).to.include.members(['200', '201', '400', '401', '404', '405', '409', '413', '415']);
 

@@ -29,7 +29,9 @@ function rawExchange(port: number, request: Buffer | string): Promise<string> {
 function parseAnswer(answer: string): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
   const [head = '', body = ''] = answer.split('\r\n\r\n', 2);
   const [statusLine = '', ...headerLines] = head.split('\r\n');
-  const headers = Object.fromEntries(headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) as Record<string, unknown> };
 }
 
@@ -41,14 +43,23 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
   let port: number;
 
   const lines = (): LogLine[] => raw.map((line) => JSON.parse(line) as LogLine);
-  const requestLine = (requestId: string): LogLine | undefined => lines().find((line) => line.msg === 'request' && line.request_id === requestId);
+  const requestLine = (requestId: string): LogLine | undefined =>
+    lines().find((line) => line.msg === 'request' && line.request_id === requestId);
   const messageIds = async (): Promise<string[]> => {
-    const rows = await fixture.node.gateway.persistence.sql!.query<{ message_id: string }>('SELECT message_id FROM message_owners WHERE merchant_id = $1 ORDER BY message_id', [shop.merchantId]);
+    const rows = await fixture.node.gateway.persistence.sql!.query<{ message_id: string }>(
+      'SELECT message_id FROM message_owners WHERE merchant_id = $1 ORDER BY message_id',
+      [shop.merchantId],
+    );
     return rows.map((row) => row.message_id);
   };
   const balance = async (): Promise<BalanceData> => dataOf<BalanceData>(await call(`${fixture.api}/balance`, { key: shop.apiKey }));
   const sendRaw = (body: Uint8Array | string, headers: Record<string, string> = {}) =>
-    call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, headers: { 'content-type': 'application/json', ...headers }, raw: body });
+    call(`${fixture.api}/send`, {
+      method: 'POST',
+      key: shop.apiKey,
+      headers: { 'content-type': 'application/json', ...headers },
+      raw: body,
+    });
 
   before(async () => {
     const logger = createLogger({ level: 'info', destination: { write: (line) => raw.push(line) } });
@@ -76,7 +87,14 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
       expect(answer.headers['x-request-id']).to.equal(requestId);
       const logged = lines().filter((line) => line.request_id === requestId);
       expect(logged).to.have.length(1);
-      expect(logged[0]).to.deep.include({ level: 30, msg: 'request refused by the HTTP parser', parser_code: 'HPE_HEADER_OVERFLOW', status: 431, error_code: '1110', remote_address: '127.0.0.1' });
+      expect(logged[0]).to.deep.include({
+        level: 30,
+        msg: 'request refused by the HTTP parser',
+        parser_code: 'HPE_HEADER_OVERFLOW',
+        status: 431,
+        error_code: '1110',
+        remote_address: '127.0.0.1',
+      });
       const text = raw.join('\n');
       expect(text).not.to.include(marker);
       expect(text).not.to.include(shop.apiKey);
@@ -96,9 +114,19 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
     it('when the JSON is malformed, then it is 400/1110 on body and its request line has method, path, status, error code and duration, and nothing of the body', async () => {
       const result = await sendRaw('{"to": ["+243812345678"], "message": "body-marker-never-logged",');
 
-      expect(expectFieldError(result, 'body')).to.deep.equal([{ field: 'body', message: 'must be a well-formed JSON object or array', type: 'body.json' }]);
+      expect(expectFieldError(result, 'body')).to.deep.equal([
+        { field: 'body', message: 'must be a well-formed JSON object or array', type: 'body.json' },
+      ]);
       const line = requestLine(requestIdOf(result));
-      expect(line).to.deep.include({ level: 30, method: 'POST', path: `${new URL(fixture.api).pathname}/send`, route: 'send', status: 400, error_code: '1110', merchant_id: shop.merchantId });
+      expect(line).to.deep.include({
+        level: 30,
+        method: 'POST',
+        path: `${new URL(fixture.api).pathname}/send`,
+        route: 'send',
+        status: 400,
+        error_code: '1110',
+        merchant_id: shop.merchantId,
+      });
       expect(line?.duration_ms).to.be.a('number');
       expect(raw.join('\n')).not.to.include('body-marker-never-logged');
     });
@@ -111,7 +139,9 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
     });
 
     it('when the charset is not UTF-8, then it is 415/1110 on body and its request line says so', async () => {
-      const result = await sendRaw(Buffer.from(JSON.stringify({ to: [NUMBERS.vodacom], message: 'hi' }), 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' });
+      const result = await sendRaw(Buffer.from(JSON.stringify({ to: [NUMBERS.vodacom], message: 'hi' }), 'utf16le'), {
+        'content-type': 'application/json; charset=utf-16le',
+      });
 
       expect(expectFieldError(result, 'body', 415)).to.deep.equal([{ field: 'body', message: 'must be UTF-8 JSON', type: 'body.charset' }]);
       expect(requestLine(requestIdOf(result))).to.deep.include({ status: 415, error_code: '1110' });
@@ -167,7 +197,10 @@ describe('HTTP API: refusals before a route (parser, body) are logged like any r
 
       const { message_id } = dataOf<SendData>(result, 201);
       expect(await messageIds()).to.deep.equal([...before, message_id].sort());
-      const rows = await fixture.node.gateway.persistence.sql!.query<{ events: unknown }>('SELECT events FROM journal WHERE key = $1 ORDER BY seq', [`message:${message_id}`]);
+      const rows = await fixture.node.gateway.persistence.sql!.query<{ events: unknown }>(
+        'SELECT events FROM journal WHERE key = $1 ORDER BY seq',
+        [`message:${message_id}`],
+      );
       const journaled = JSON.stringify(rows.map((row) => row.events));
       expect(journaled).to.include(text);
       expect(journaled).not.to.include('\ufffd');

@@ -38,7 +38,10 @@ describe('unknown-key floods (HTTP, PostgreSQL)', function () {
     if (!sql) throw new Error('PostgreSQL without SQL');
     transport = createDatabaseBus({ db: sql });
     // windows far longer than the test: nothing here depends on how fast it runs
-    const config = testConfig({ database: { url }, auth: { negativeCacheMs: 600_000, failuresPerAddress: FAILURES_PER_ADDRESS, failureWindowMs: 600_000 } });
+    const config = testConfig({
+      database: { url },
+      auth: { negativeCacheMs: 600_000, failuresPerAddress: FAILURES_PER_ADDRESS, failureWindowMs: 600_000 },
+    });
     node = await createGatewayNode({ config, persistence, transport, logger: silentLogger });
     const port = await node.start();
     api = client(() => `http://127.0.0.1:${String(port)}${API_ROOT}`);
@@ -89,6 +92,9 @@ describe('unknown-key floods (HTTP, PostgreSQL)', function () {
     });
     expect(await apiKeys.authenticate(next, 'balance', '10.9.9.9')).to.deep.equal({ outcome: 'unauthorized' });
     await apiKeys.issueKey(merchant.merchantId);
-    expect(await apiKeys.authenticate(next, 'balance', '10.9.9.9')).to.include({ outcome: 'authenticated', keyId: 'key_created_after_miss' });
+    expect(await apiKeys.authenticate(next, 'balance', '10.9.9.9')).to.include({
+      outcome: 'authenticated',
+      keyId: 'key_created_after_miss',
+    });
   });
 });

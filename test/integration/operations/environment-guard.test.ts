@@ -59,10 +59,12 @@ describe('a database initialised for one environment refuses the other', functio
 
       // Act: production on the same database
       main = node('production');
-      const started = main.waitForLog((line) => line.msg === 'listening', 90_000).then(
-        () => 'listening' as const,
-        () => 'silent' as const,
-      );
+      const started = main
+        .waitForLog((line) => line.msg === 'listening', 90_000)
+        .then(
+          () => 'listening' as const,
+          () => 'silent' as const,
+        );
       const outcome = await Promise.race([main.exited, started]);
       expect(outcome, 'the production node started on the sandbox database').to.not.equal('listening');
       const exit = await main.exited;

@@ -73,11 +73,17 @@ describe('graceful shutdown of src/main.ts', function () {
     it('finishes the requests in flight, refuses new ones, releases its leases and exits 0; a fresh node finds every acknowledged send and relays its dispatches', async () => {
       // Arrange: the node as operators run it
       main = startMain(
-        serverNodeEnvironment({ databaseUrl, natsUrl: nats.url, nodeId: NODE_ID }, { SHUTDOWN_GRACE_MS: String(GRACE_MS), RATE_LIMIT_SEND: '10000' }),
+        serverNodeEnvironment(
+          { databaseUrl, natsUrl: nats.url, nodeId: NODE_ID },
+          { SHUTDOWN_GRACE_MS: String(GRACE_MS), RATE_LIMIT_SEND: '10000' },
+        ),
       );
       const listening = await main.waitForLog((line) => line.msg === 'listening', 60_000);
       const api = `http://127.0.0.1:${String(listening.port)}${API_ROOT}`;
-      const { rows: held } = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM shard_leases WHERE owner = $1 AND expires_at > now()', [NODE_ID]);
+      const { rows: held } = await db.query<{ n: number }>(
+        'SELECT count(*)::integer AS n FROM shard_leases WHERE owner = $1 AND expires_at > now()',
+        [NODE_ID],
+      );
       expect(held[0]?.n, 'leases held while running').to.be.greaterThan(0);
 
       // Act: many slow-ish sends at once; SIGTERM as soon as the first one is answered (the others are in flight)
@@ -87,13 +93,15 @@ describe('graceful shutdown of src/main.ts', function () {
         signalled = resolve;
       });
       const sends = Array.from({ length: SENDS }, (_, i) =>
-        httpCall(`${api}/send`, { method: 'POST', headers: { 'app-key': merchant.apiKey }, json: { to: recipientsOf(i), message: `shutdown test ${i}` } }).then(
-          (outcome) => {
-            answered++;
-            signalled();
-            return outcome;
-          },
-        ),
+        httpCall(`${api}/send`, {
+          method: 'POST',
+          headers: { 'app-key': merchant.apiKey },
+          json: { to: recipientsOf(i), message: `shutdown test ${i}` },
+        }).then((outcome) => {
+          answered++;
+          signalled();
+          return outcome;
+        }),
       );
       await firstAnswer;
       const answeredBeforeSignal = answered;
@@ -111,12 +119,17 @@ describe('graceful shutdown of src/main.ts', function () {
       expect(late.status, 'a request after SIGTERM is not accepted').to.equal(null);
       // every answer is complete, and requests still in flight at the signal were answered, not cut
       for (const outcome of outcomes) expectComplete(outcome);
-      const created = outcomes.filter((o) => o.status === 201).map((o) => (JSON.parse(o.body) as { data: { message_id: string } }).data.message_id);
+      const created = outcomes
+        .filter((o) => o.status === 201)
+        .map((o) => (JSON.parse(o.body) as { data: { message_id: string } }).data.message_id);
       expect(answeredBeforeSignal).to.be.below(SENDS);
       expect(created.length, JSON.stringify(outcomes.map((o) => o.status ?? o.error))).to.be.greaterThan(answeredBeforeSignal);
       expect(outcomes.filter((o) => o.at > signalAt && o.status === 201).length, 'sends answered after the signal').to.be.greaterThan(0);
       // its shards were handed over: no lease of this node is still live
-      const { rows: leases } = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM shard_leases WHERE owner = $1 AND expires_at > now()', [NODE_ID]);
+      const { rows: leases } = await db.query<{ n: number }>(
+        'SELECT count(*)::integer AS n FROM shard_leases WHERE owner = $1 AND expires_at > now()',
+        [NODE_ID],
+      );
       expect(leases[0]?.n).to.equal(0);
 
       // Assert: a fresh node (in this process) finds every acknowledged send and relays what they left
@@ -131,13 +144,17 @@ describe('graceful shutdown of src/main.ts', function () {
         // nothing a send wrote is left unrelayed: its creation (message.create) and its dispatch (carrier.dispatch)
         await eventually(
           async () => {
-            const { rows } = await db.query<{ n: number }>("SELECT count(*)::integer AS n FROM outbox WHERE topic IN ('message.create', 'carrier.dispatch')");
+            const { rows } = await db.query<{ n: number }>(
+              "SELECT count(*)::integer AS n FROM outbox WHERE topic IN ('message.create', 'carrier.dispatch')",
+            );
             return rows[0]?.n === 0;
           },
           30_000,
           'outbox drained of creations and dispatches',
         );
-        const { rows: messages } = await db.query<{ n: number }>("SELECT count(DISTINCT key)::integer AS n FROM journal WHERE key LIKE 'message:%'");
+        const { rows: messages } = await db.query<{ n: number }>(
+          "SELECT count(DISTINCT key)::integer AS n FROM journal WHERE key LIKE 'message:%'",
+        );
         const messageCount = messages[0]?.n ?? 0;
         expect(messageCount).to.be.at.least(created.length);
         // one dispatch job per recipient of every message created, on the broker

@@ -19,7 +19,8 @@ const SENDS_PER_MERCHANT = 3;
 const RECIPIENTS = 20;
 
 /** Numbers the simulator delivers (endings 00-88), different for every send. */
-const recipientsOf = (send: number): string[] => Array.from({ length: RECIPIENTS }, (_, i) => `+243812${String(send).padStart(3, '0')}${String(i).padStart(2, '0')}`);
+const recipientsOf = (send: number): string[] =>
+  Array.from({ length: RECIPIENTS }, (_, i) => `+243812${String(send).padStart(3, '0')}${String(i).padStart(2, '0')}`);
 
 const messages = (node: MainProcess, msg: string): Record<string, unknown>[] => node.logs.filter((line) => line.msg === msg);
 const summaries = (node: MainProcess, prefix: string): Record<string, unknown>[] =>
@@ -71,13 +72,18 @@ describe('a signal to the whole process group of `npm start` (server mode, two n
     serverNodeEnvironment({ databaseUrl, natsUrl: nats.url, nodeId }, { CLUSTER_SHARDS: String(SHARDS), CLUSTER_LEASE_TTL_MS: '3000' });
 
   const ownership = async (): Promise<Map<string, number>> => {
-    const { rows } = await db.query<{ owner: string; n: number }>('SELECT owner, count(*)::integer AS n FROM shard_leases WHERE expires_at > now() GROUP BY owner');
+    const { rows } = await db.query<{ owner: string; n: number }>(
+      'SELECT owner, count(*)::integer AS n FROM shard_leases WHERE expires_at > now() GROUP BY owner',
+    );
     return new Map(rows.map((row) => [row.owner, row.n]));
   };
 
   it('when the group gets SIGINT twice and SIGTERM at once with messages in flight, then the node stops once, gracefully, hands its shards over, and every acknowledged message reaches its final status', async () => {
     // Arrange: the simulator connector, the node to stop (`npm start`, leading its own process group), a second node
-    const simulator = startMain({ NATS_URL: nats.url, LOG_LEVEL: 'warn' }, { argv: ['--import', 'tsx', path.join(ROOT, 'src/carriers/simulator/simulator-main.ts')], cwd: ROOT });
+    const simulator = startMain(
+      { NATS_URL: nats.url, LOG_LEVEL: 'warn' },
+      { argv: ['--import', 'tsx', path.join(ROOT, 'src/carriers/simulator/simulator-main.ts')], cwd: ROOT },
+    );
     started.push(simulator);
     const first = startMain(environment('group-node-1'), { file: 'npm', argv: ['start'], cwd: ROOT, detached: true });
     started.push(first);
@@ -99,14 +105,21 @@ describe('a signal to the whole process group of `npm start` (server mode, two n
     const api = `http://127.0.0.1:${String(listening.port)}${API_ROOT}`;
     const sends = merchants.flatMap((merchant, m) =>
       Array.from({ length: SENDS_PER_MERCHANT }, (_, i) =>
-        httpCall(`${api}/send`, { method: 'POST', headers: { 'app-key': merchant.apiKey }, json: { to: recipientsOf(m * SENDS_PER_MERCHANT + i), message: `group ${m}.${i}` } }),
+        httpCall(`${api}/send`, {
+          method: 'POST',
+          headers: { 'app-key': merchant.apiKey },
+          json: { to: recipientsOf(m * SENDS_PER_MERCHANT + i), message: `group ${m}.${i}` },
+        }),
       ),
     );
     // message id → its merchant's key (the sends are in merchant order)
     const acknowledged = new Map(
       (await Promise.all(sends)).map((outcome, n) => {
         expect(outcome.status, outcome.body).to.equal(201);
-        return [(JSON.parse(outcome.body) as { data: { message_id: string } }).data.message_id, merchants[Math.floor(n / SENDS_PER_MERCHANT)]!.apiKey] as const;
+        return [
+          (JSON.parse(outcome.body) as { data: { message_id: string } }).data.message_id,
+          merchants[Math.floor(n / SENDS_PER_MERCHANT)]!.apiKey,
+        ] as const;
       }),
     );
 
@@ -120,12 +133,17 @@ describe('a signal to the whole process group of `npm start` (server mode, two n
     const npmExit = await first.exited;
 
     // Assert: one graceful stop, its shards handed over and taken by the other node
-    expect(npmExit.code === 0 || npmExit.signal === 'SIGINT' || npmExit.signal === 'SIGTERM', `npm: ${JSON.stringify(npmExit)}`).to.equal(true);
+    expect(npmExit.code === 0 || npmExit.signal === 'SIGINT' || npmExit.signal === 'SIGTERM', `npm: ${JSON.stringify(npmExit)}`).to.equal(
+      true,
+    );
     const log = first.lines.join('\n');
     expect(messages(first, 'shutting down'), log).to.have.length(1);
     expect(messages(first, 'shutting down')[0]).to.include({ reason: 'SIGINT' });
     const copies = messages(first, 'signal while stopping: a copy of the first, same stop');
-    expect(copies.map((line) => line.signal), 'the signals after the first, each taken as part of the same stop').to.include('SIGTERM');
+    expect(
+      copies.map((line) => line.signal),
+      'the signals after the first, each taken as part of the same stop',
+    ).to.include('SIGTERM');
     expect(log).not.to.include('exiting now');
     expect(messages(first, 'stopped'), log).to.have.length(1);
     expect(messages(first, 'stopped')[0]).to.include({ exit_code: 0 });
@@ -133,7 +151,9 @@ describe('a signal to the whole process group of `npm start` (server mode, two n
     const handedOver = summaries(first, 'shards handed over: ');
     expect(handedOver.at(-1), 'its whole share in one line on stopping').to.include({ handed_over: FIRST_NODE_SHARDS, owned: 0 });
     await eventually(async () => (await ownership()).get('group-node-2') === SHARDS, 30_000, 'the other node holds every shard', 200);
-    expect(total(summaries(second, 'shards acquired: '), 'acquired') - total(summaries(second, 'shards handed over: '), 'handed_over')).to.equal(SHARDS);
+    expect(
+      total(summaries(second, 'shards acquired: '), 'acquired') - total(summaries(second, 'shards handed over: '), 'handed_over'),
+    ).to.equal(SHARDS);
 
     // nothing acknowledged is lost: every recipient of every message reaches its final status, read on the other node
     const secondApi = `http://127.0.0.1:${String((await second.waitForLog((line) => line.msg === 'listening')).port)}${API_ROOT}`;

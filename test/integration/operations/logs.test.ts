@@ -42,7 +42,11 @@ describe('logs: request ids, merchants, incidents, and never a secret', function
     expect(secret).to.match(/^whsec_/);
 
     // Act: a send with the key, its webhooks (Basic and signed), a 401, a key verification that fails, an incident
-    const sent = await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: ['+243812345612'], message: 'logged' } });
+    const sent = await call(`${fixture.api}/send`, {
+      method: 'POST',
+      key: shop.apiKey,
+      json: { to: ['+243812345612'], message: 'logged' },
+    });
     requestIds.push(sent.headers.get('x-request-id') ?? '');
     const messageId = dataOf<SendData>(sent, 201).message_id;
     await receiver.waitFor((requests) => requests.length >= 4, 20_000, 'queued, processing, sent, delivered');
@@ -58,7 +62,10 @@ describe('logs: request ids, merchants, incidents, and never a secret', function
     freshKey = (await gateway.useCases.apiKeys.issueKey(shop.merchantId)).apiKey;
     const hash = hashApiKey(freshKey);
     sinon.stub(gateway.persistence.directory, 'keyByHash').rejects(
-      Object.assign(new Error(`lookup failed for key hash ${hash}`), { detail: `Key (hash)=(${hash}) is locked`, cause: new Error(`connection lost at ${hash}`) }),
+      Object.assign(new Error(`lookup failed for key hash ${hash}`), {
+        detail: `Key (hash)=(${hash}) is locked`,
+        cause: new Error(`connection lost at ${hash}`),
+      }),
     );
     const failed = await call(`${fixture.api}/balance`, { key: freshKey });
     sinon.restore();

@@ -82,16 +82,27 @@ describe('metrics on the operator port', function () {
         await call(`${fixture.api}/send`, {
           method: 'POST',
           key: shop.apiKey,
-          json: { to: [DELIVERED], message: 'metrics', sending_type: 'scheduled', scheduled_dates: [kinshasaLocal(due), kinshasaLocal(due + DAY)] },
+          json: {
+            to: [DELIVERED],
+            message: 'metrics',
+            sending_type: 'scheduled',
+            scheduled_dates: [kinshasaLocal(due), kinshasaLocal(due + DAY)],
+          },
         }),
         201,
       );
       clock.shift(0);
       // then an immediate send of 2, its status, a 401, another merchant's send whose endpoint answers 410
-      const sent = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [DELIVERED, DUPLICATES], message: 'metrics' } }), 201);
+      const sent = dataOf<SendData>(
+        await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [DELIVERED, DUPLICATES], message: 'metrics' } }),
+        201,
+      );
       expect((await call(`${fixture.api}/status/${sent.message_id}`, { key: shop.apiKey })).status).to.equal(200);
       expect((await call(`${fixture.api}/balance`, { key: 'sk_test_00000000000000000000000000000000' })).status).to.equal(401);
-      dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: other.apiKey, json: { to: [DELIVERED], message: 'metrics' } }), 201);
+      dataOf<SendData>(
+        await call(`${fixture.api}/send`, { method: 'POST', key: other.apiKey, json: { to: [DELIVERED], message: 'metrics' } }),
+        201,
+      );
 
       await eventually(
         async () => {
@@ -116,7 +127,11 @@ describe('metrics on the operator port', function () {
         'every recipient final',
       );
       await acknowledging.waitFor((requests) => requests.length >= 11, 20_000, '11 events of the shop');
-      await eventually(async () => (await gateway.persistence.deadLetters.list({ merchantId: other.merchantId, limit: 10 })).length === 4, 20_000, '4 dead letters');
+      await eventually(
+        async () => (await gateway.persistence.deadLetters.list({ merchantId: other.merchantId, limit: 10 })).length === 4,
+        20_000,
+        '4 dead letters',
+      );
       // a few more polls may still be answered after the last event: let the webhook worker and receipts go quiet
       await new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -149,7 +164,8 @@ describe('metrics on the operator port', function () {
       expect(valueOf(exposition, M('messages_created_total'), { sending_type: 'scheduled' })).to.equal(1);
       // 4 recipients went out (2 + 1 immediate, 1 scheduled occurrence), each processing → sent → delivered once,
       // however often its receipts were repeated
-      for (const status of ['processing', 'sent', 'delivered']) expect(valueOf(exposition, M('recipient_transitions_total'), { status }), status).to.equal(4);
+      for (const status of ['processing', 'sent', 'delivered'])
+        expect(valueOf(exposition, M('recipient_transitions_total'), { status }), status).to.equal(4);
       expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'failed' })).to.equal(undefined);
     });
 
@@ -240,15 +256,32 @@ describe('metrics on the operator port', function () {
       });
       const gateway = fixture.node.gateway;
       const shop = await seedMerchant(gateway, { name: 'Polling shop', prepaid: '10', pricing: false });
-      await gateway.useCases.merchants.setPricing(shop.merchantId, [{ countryCallingCode: '243', networkPrefix: '81', price: mustParseMoney('0.0235'), carrier: 'vodacom-cd' }]);
-      const pendingOf = async (id: string) => (await call(`${fixture.api}/status/${id}`, { key: shop.apiKey })).body as { data: { pending: number; failed: number } };
+      await gateway.useCases.merchants.setPricing(shop.merchantId, [
+        { countryCallingCode: '243', networkPrefix: '81', price: mustParseMoney('0.0235'), carrier: 'vodacom-cd' },
+      ]);
+      const pendingOf = async (id: string) =>
+        (await call(`${fixture.api}/status/${id}`, { key: shop.apiKey })).body as { data: { pending: number; failed: number } };
 
       // Act: three recipients the simulator finishes; once they are final, one it never finishes (its own message,
       // so only its receipt deadline is left to expire)
-      const finished = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [DELIVERED, OUT_OF_ORDER, REJECTED], message: 'no hooks' } }), 201);
+      const finished = dataOf<SendData>(
+        await call(`${fixture.api}/send`, {
+          method: 'POST',
+          key: shop.apiKey,
+          json: { to: [DELIVERED, OUT_OF_ORDER, REJECTED], message: 'no hooks' },
+        }),
+        201,
+      );
       await eventually(async () => (await pendingOf(finished.message_id)).data.pending === 0, 20_000, 'the three recipients final');
-      const unfinished = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [NO_FINAL_RECEIPT], message: 'no hooks' } }), 201);
-      await eventually(async () => (await pendingOf(unfinished.message_id)).data.failed === 1, 30_000, 'the unfinished recipient failed by the receipt timeout');
+      const unfinished = dataOf<SendData>(
+        await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: [NO_FINAL_RECEIPT], message: 'no hooks' } }),
+        201,
+      );
+      await eventually(
+        async () => (await pendingOf(unfinished.message_id)).data.failed === 1,
+        30_000,
+        'the unfinished recipient failed by the receipt timeout',
+      );
 
       const response = await fetch(`http://127.0.0.1:${String(fixture.node.operator?.port)}/metrics`);
       exposition = parseExposition(await response.text());
@@ -265,7 +298,9 @@ describe('metrics on the operator port', function () {
       expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'sent' })).to.equal(3);
       expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'delivered' })).to.equal(2);
       expect(valueOf(exposition, M('recipient_transitions_total'), { status: 'failed' })).to.equal(2);
-      expect(valueOf(exposition, M('webhook_attempts_total'), { verdict: 'acknowledged' }), 'nothing went to a webhook').to.equal(undefined);
+      expect(valueOf(exposition, M('webhook_attempts_total'), { verdict: 'acknowledged' }), 'nothing went to a webhook').to.equal(
+        undefined,
+      );
     });
 
     it('counts the recipient failed by the receipt timeout', () => {

@@ -67,7 +67,8 @@ async function promtool(...args: string[]): Promise<string> {
     return stdout + stderr;
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
-    if (failure.code === 'ENOENT') throw new Error('promtool is not installed: apt-get install prometheus (.ci/run does it when missing)', { cause: error });
+    if (failure.code === 'ENOENT')
+      throw new Error('promtool is not installed: apt-get install prometheus (.ci/run does it when missing)', { cause: error });
     throw new Error(`promtool ${args.join(' ')} failed:\n${failure.stdout ?? ''}${failure.stderr ?? ''}`, { cause: error });
   }
 }
@@ -139,7 +140,8 @@ function missingIn(exposition: Exposition, expr: string): string[] {
     if (samples.length === 0) problems.push(`${name}: no sample on /metrics`);
     for (const sample of samples) for (const label of Object.keys(sample.labels)) labelsServed.add(label);
   }
-  for (const label of labelNames(expr)) if (!labelsServed.has(label)) problems.push(`label ${label}: on none of ${names.join(', ') || '(no metric)'}`);
+  for (const label of labelNames(expr))
+    if (!labelsServed.has(label)) problems.push(`label ${label}: on none of ${names.join(', ') || '(no metric)'}`);
   return problems;
 }
 
@@ -156,7 +158,10 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
 
     it('promtool accepts the example configuration, which scrapes the job the rules select and loads the rules', async () => {
       expect(await promtool('check', 'config', PROMETHEUS_CONFIG)).to.include('SUCCESS');
-      const config = parseYaml(readText(PROMETHEUS_CONFIG)) as { rule_files: string[]; scrape_configs: { job_name: string; metrics_path?: string }[] };
+      const config = parseYaml(readText(PROMETHEUS_CONFIG)) as {
+        rule_files: string[];
+        scrape_configs: { job_name: string; metrics_path?: string }[];
+      };
       expect(config.rule_files).to.deep.equal([path.basename(ALERTS)]);
       expect(config.scrape_configs.map((scrape) => [scrape.job_name, scrape.metrics_path])).to.deep.equal([[JOB, '/metrics']]);
       const nodeDown = alertRules().find((rule) => rule.alert === 'SmsGatewayNodeDown');
@@ -187,13 +192,19 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
     it('the dashboard is JSON with a Prometheus datasource variable, and every panel has a target on it', () => {
       const board = dashboard();
       expect(board.uid).to.equal('sms-gateway');
-      expect(board.templating.list.find((variable) => variable.name === 'datasource')).to.include({ type: 'datasource', query: 'prometheus' });
+      expect(board.templating.list.find((variable) => variable.name === 'datasource')).to.include({
+        type: 'datasource',
+        query: 'prometheus',
+      });
       const panels = dashboardPanels();
       expect(panels.length).to.be.at.least(8);
       for (const panel of panels) {
         expect(panel.targets, panel.title).to.be.an('array').that.is.not.empty;
         expect(panel.datasource?.uid, panel.title).to.equal('${datasource}');
-        for (const target of panel.targets ?? []) expect(target.expr, `${panel.title} ${String(target.refId)}`).to.be.a('string').and.not.equal('');
+        for (const target of panel.targets ?? [])
+          expect(target.expr, `${panel.title} ${String(target.refId)}`)
+            .to.be.a('string')
+            .and.not.equal('');
       }
       expect(panels.map((panel) => panel.title)).to.include.members([
         'Sends',
@@ -209,8 +220,14 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
     });
 
     it('the Grafana provisioning files load the dashboard from files and a Prometheus datasource', () => {
-      const provider = parseYaml(readText('deploy/grafana/provisioning/dashboards/sms-gateway.yml')) as { apiVersion: number; providers: { type: string; options: { path: string } }[] };
-      const datasources = parseYaml(readText('deploy/grafana/provisioning/datasources/prometheus.yml')) as { apiVersion: number; datasources: { type: string; isDefault: boolean }[] };
+      const provider = parseYaml(readText('deploy/grafana/provisioning/dashboards/sms-gateway.yml')) as {
+        apiVersion: number;
+        providers: { type: string; options: { path: string } }[];
+      };
+      const datasources = parseYaml(readText('deploy/grafana/provisioning/datasources/prometheus.yml')) as {
+        apiVersion: number;
+        datasources: { type: string; isDefault: boolean }[];
+      };
       expect(provider.apiVersion).to.equal(1);
       expect(provider.providers.map((p) => p.type)).to.deep.equal(['file']);
       expect(provider.providers[0]?.options.path).to.be.a('string').and.not.equal('');
@@ -219,7 +236,10 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
 
     it("promtool parses every panel's query (Grafana's variables replaced)", async () => {
       const rules = dashboardPanels().flatMap((panel) =>
-        (panel.targets ?? []).map((target) => ({ record: `dashboard:panel_${String(panel.id)}:${target.refId ?? 'A'}`, expr: withoutVariables(target.expr ?? '') })),
+        (panel.targets ?? []).map((target) => ({
+          record: `dashboard:panel_${String(panel.id)}:${target.refId ?? 'A'}`,
+          expr: withoutVariables(target.expr ?? ''),
+        })),
       );
       const dir = mkdtempSync(path.join(tmpdir(), 'gw-dashboard-'));
       try {
@@ -232,10 +252,13 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
     });
 
     it('the PromQL reader finds names, labels and histogram families', () => {
-      const expr = 'histogram_quantile(0.99, sum by (le, route) (rate(sms_gateway_http_request_duration_seconds_bucket{job=~"$job", status="sms_gateway_x"}[5m])))';
+      const expr =
+        'histogram_quantile(0.99, sum by (le, route) (rate(sms_gateway_http_request_duration_seconds_bucket{job=~"$job", status="sms_gateway_x"}[5m])))';
       expect(metricNames(expr)).to.deep.equal(['sms_gateway_http_request_duration_seconds_bucket']);
       expect(labelNames(expr)).to.have.members(['job', 'status', 'le', 'route']);
-      const exposition = parseExposition('# TYPE sms_gateway_h histogram\nsms_gateway_h_bucket{le="+Inf"} 1\n# TYPE sms_gateway_c_total counter\nsms_gateway_c_total 2\n');
+      const exposition = parseExposition(
+        '# TYPE sms_gateway_h histogram\nsms_gateway_h_bucket{le="+Inf"} 1\n# TYPE sms_gateway_c_total counter\nsms_gateway_c_total 2\n',
+      );
       expect(familyOf(exposition, 'sms_gateway_h_bucket')).to.equal('sms_gateway_h');
       expect(familyOf(exposition, 'sms_gateway_c_total')).to.equal('sms_gateway_c_total');
       expect(familyOf(exposition, 'sms_gateway_c')).to.equal(null);
@@ -277,18 +300,32 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
         await call(`${fixture.api}/send`, {
           method: 'POST',
           key: shop.apiKey,
-          json: { to: ['+243812345612'], message: 'later', sending_type: 'scheduled', scheduled_dates: [{ date: tomorrow, time: '12:00' }] },
+          json: {
+            to: ['+243812345612'],
+            message: 'later',
+            sending_type: 'scheduled',
+            scheduled_dates: [{ date: tomorrow, time: '12:00' }],
+          },
         }),
         201,
       );
       expect((await call(`${fixture.api}/cancel/${scheduled.message_id}`, { method: 'DELETE', key: shop.apiKey })).status).to.equal(200);
-      const sent = dataOf<SendData>(await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: ['+243812345612'], message: 'monitored' } }), 201);
+      const sent = dataOf<SendData>(
+        await call(`${fixture.api}/send`, { method: 'POST', key: shop.apiKey, json: { to: ['+243812345612'], message: 'monitored' } }),
+        201,
+      );
       await eventually(
-        async () => ((await call(`${fixture.api}/status/${sent.message_id}`, { key: shop.apiKey })).body as { data: { delivered: number } }).data.delivered === 1,
+        async () =>
+          ((await call(`${fixture.api}/status/${sent.message_id}`, { key: shop.apiKey })).body as { data: { delivered: number } }).data
+            .delivered === 1,
         30_000,
         'the recipient delivered',
       );
-      await eventually(async () => (await gateway.persistence.deadLetters.list({ merchantId: shop.merchantId, limit: 10 })).length >= 1, 30_000, 'a dead letter');
+      await eventually(
+        async () => (await gateway.persistence.deadLetters.list({ merchantId: shop.merchantId, limit: 10 })).length >= 1,
+        30_000,
+        'a dead letter',
+      );
 
       const response = await fetch(`http://127.0.0.1:${String(fixture.node.operator?.port)}/metrics`);
       expect(response.status).to.equal(200);
@@ -308,13 +345,19 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
 
       expect(problems).to.deep.equal([]);
       // the event loop lag is prom-client's default metric under the gateway's prefix
-      expect(rules.flatMap((rule) => metricNames(rule.expr))).to.include.members(['sms_gateway_nodejs_eventloop_lag_p99_seconds', 'sms_gateway_cluster_shards', 'sms_gateway_receipt_timeouts_total']);
+      expect(rules.flatMap((rule) => metricNames(rule.expr))).to.include.members([
+        'sms_gateway_nodejs_eventloop_lag_p99_seconds',
+        'sms_gateway_cluster_shards',
+        'sms_gateway_receipt_timeouts_total',
+      ]);
     });
 
     it("every metric and label of the dashboard panels' queries is on /metrics", () => {
       const panels = dashboardPanels();
       const problems = panels.flatMap((panel) =>
-        (panel.targets ?? []).flatMap((target) => missingIn(exposition, withoutVariables(target.expr ?? '')).map((problem) => `${panel.title} ${String(target.refId)}: ${problem}`)),
+        (panel.targets ?? []).flatMap((target) =>
+          missingIn(exposition, withoutVariables(target.expr ?? '')).map((problem) => `${panel.title} ${String(target.refId)}: ${problem}`),
+        ),
       );
 
       expect(problems).to.deep.equal([]);

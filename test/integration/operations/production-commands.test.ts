@@ -59,7 +59,9 @@ interface ComposeService {
 }
 
 function composeServices(): Record<string, ComposeService> {
-  const compose = parseYaml(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+  const compose = parseYaml(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, ComposeService>;
+  };
   return compose.services;
 }
 
@@ -146,7 +148,7 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     expect(() => readFileSync(path.join(appDir, 'src/main.ts')), 'no TypeScript sources').to.throw();
   });
 
-  it('when the image runs as its header documents (`docker run -p 3000:3000 sms-gateway`), then it is the embedded sandbox with its data in the image\'s data directory', async () => {
+  it("when the image runs as its header documents (`docker run -p 3000:3000 sms-gateway`), then it is the embedded sandbox with its data in the image's data directory", async () => {
     const header = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
     expect(header).to.match(/^#\s+docker run -p 3000:3000 sms-gateway\s+\(embedded sandbox, data in \/app\/data\)$/m);
     // the image's own environment (ENV lines of the runtime stage) and nothing else; only the ports are free ones
@@ -157,18 +159,26 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
         imageEnv[name!] = value.join('=');
       }
     }
-    const argv = execForm(runtime!.lines.find((line) => line.startsWith('CMD'))!, 'CMD');
+    const argv = execForm(
+      runtime!.lines.find((line) => line.startsWith('CMD'))!,
+      'CMD',
+    );
     const port = await freePort();
-    const main = startMain({ ...imageEnv, PORT: String(port), METRICS_PORT: String(await freePort()) }, { argv: argv.slice(1), cwd: appDir });
+    const main = startMain(
+      { ...imageEnv, PORT: String(port), METRICS_PORT: String(await freePort()) },
+      { argv: argv.slice(1), cwd: appDir },
+    );
     started.push(main);
     try {
       const listening = await main.waitForLog((line) => line.msg === 'listening', 90_000);
       expect(listening.mode).to.equal('embedded');
       const keyLine = main.lines.find((line) => line.startsWith('Sandbox API key: '));
       expect(keyLine, 'the sandbox prints the demo merchant key').to.not.equal(undefined);
-      const balance = await httpCall(`http://127.0.0.1:${port}${API}/balance`, { headers: { 'app-key': keyLine!.slice('Sandbox API key: '.length) } });
+      const balance = await httpCall(`http://127.0.0.1:${port}${API}/balance`, {
+        headers: { 'app-key': keyLine!.slice('Sandbox API key: '.length) },
+      });
       expect(balance.status, balance.body).to.equal(200);
-      expect(readdirSync(path.join(appDir, 'data')), 'the database lives in the image\'s data directory').to.not.deep.equal([]);
+      expect(readdirSync(path.join(appDir, 'data')), "the database lives in the image's data directory").to.not.deep.equal([]);
     } finally {
       await main.kill();
       rmSync(path.join(appDir, 'data'), { recursive: true, force: true });
@@ -186,7 +196,10 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
       const env = environmentOf(service!, { databaseUrl, natsUrl });
       expect(env).to.include({ NODE_ENV: 'production', GATEWAY_MODE: 'server' });
       const port = await freePort();
-      const main = startMain({ ...env, PORT: String(port), METRICS_PORT: String(await freePort()), HOST: '127.0.0.1', DATA_DIR: path.join(appDir, 'data') }, { argv: argv.slice(1), cwd: appDir });
+      const main = startMain(
+        { ...env, PORT: String(port), METRICS_PORT: String(await freePort()), HOST: '127.0.0.1', DATA_DIR: path.join(appDir, 'data') },
+        { argv: argv.slice(1), cwd: appDir },
+      );
       started.push(main);
       nodes.push({ name, process: main, port });
     }
@@ -223,13 +236,20 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     const simulator = startMain(environmentOf(service, { databaseUrl, natsUrl }), { argv: service.command!.slice(1), cwd: appDir });
     started.push(simulator);
     const [first, second] = nodes;
-    const sent = await httpCall(`http://127.0.0.1:${first!.port}${API}/send`, { method: 'POST', headers: { 'app-key': apiKey }, json: { to: ['+243812345600'], message: 'From the image' } });
+    const sent = await httpCall(`http://127.0.0.1:${first!.port}${API}/send`, {
+      method: 'POST',
+      headers: { 'app-key': apiKey },
+      json: { to: ['+243812345600'], message: 'From the image' },
+    });
     expect(sent.status, sent.body).to.equal(201);
     const messageId = (JSON.parse(sent.body) as { data: { message_id: string } }).data.message_id;
     await eventually(
       async () => {
         const status = await httpCall(`http://127.0.0.1:${second!.port}${API}/status/${messageId}`, { headers: { 'app-key': apiKey } });
-        return status.status === 200 && (JSON.parse(status.body) as { data: { recipients: { status: string }[] } }).data.recipients[0]?.status === 'delivered' ? true : null;
+        return status.status === 200 &&
+          (JSON.parse(status.body) as { data: { recipients: { status: string }[] } }).data.recipients[0]?.status === 'delivered'
+          ? true
+          : null;
       },
       30_000,
       'the message delivered',
@@ -262,7 +282,9 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     // over is what it holds
     for (const node of nodes) {
       const total = (prefix: string, field: string): number =>
-        node.process.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith(prefix)).reduce((sum, line) => sum + Number(line[field]), 0);
+        node.process.logs
+          .filter((line) => typeof line.msg === 'string' && line.msg.startsWith(prefix))
+          .reduce((sum, line) => sum + Number(line[field]), 0);
       expect(total('shards acquired: ', 'acquired') - total('shards handed over: ', 'handed_over'), node.name).to.equal(32);
     }
   });
@@ -272,7 +294,9 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     const exits = await Promise.all(nodes.map((node) => node.process.exited));
     for (const exit of exits) expect(exit.code).to.equal(0);
     // the last to stop handed over everything it held; together they logged every shard they ended with
-    const handedOver = nodes.flatMap((node) => node.process.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('shards handed over: ')));
+    const handedOver = nodes.flatMap((node) =>
+      node.process.logs.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('shards handed over: ')),
+    );
     expect(handedOver.reduce((sum, line) => sum + Number(line.handed_over), 0)).to.be.at.least(64);
   });
 });

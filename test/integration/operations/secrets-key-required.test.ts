@@ -17,7 +17,11 @@ describe('SECRETS_KEY required in server mode', function () {
 
   it('when the CLI runs in server mode without SECRETS_KEY, then it exits 1 naming SECRETS_KEY', async () => {
     const err: string[] = [];
-    const code = await runCli(['merchants', 'list'], { env: { GATEWAY_MODE: 'server', ...unreachable }, out: () => undefined, err: (text) => err.push(text) });
+    const code = await runCli(['merchants', 'list'], {
+      env: { GATEWAY_MODE: 'server', ...unreachable },
+      out: () => undefined,
+      err: (text) => err.push(text),
+    });
     expect(code).to.equal(1);
     expect(err.join('')).to.include('SECRETS_KEY');
   });

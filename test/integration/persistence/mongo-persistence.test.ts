@@ -13,7 +13,11 @@ const url = process.env.TEST_MONGO_URL;
 if (url) {
   const suites = [
     { title: 'persistence contract: MongoDB', prefix: 'contract' },
-    { title: 'persistence contract: MongoDB without group commit', prefix: 'single', journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 } },
+    {
+      title: 'persistence contract: MongoDB without group commit',
+      prefix: 'single',
+      journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 },
+    },
   ] as const;
 
   for (const suite of suites) {

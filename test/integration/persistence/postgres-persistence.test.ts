@@ -20,6 +20,11 @@ describe('persistence contract: PostgreSQL without group commit', function () {
     url = await (await testPostgres()).createDatabase('contract_single');
   });
   persistenceContract(() =>
-    openPostgresPersistence({ url, poolSize: 5, schema: `single_${++schemaCounter}`, journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 } }),
+    openPostgresPersistence({
+      url,
+      poolSize: 5,
+      schema: `single_${++schemaCounter}`,
+      journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 },
+    }),
   );
 });

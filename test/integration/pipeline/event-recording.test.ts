@@ -36,9 +36,13 @@ describe('webhook events are recorded when they can go somewhere', function () {
       return result.value.receipt.message_id;
     }
 
-    const recorded = async (messageId: string): Promise<string[]> => (await outboxEvents(gateway, messageId)).map((event) => event.event_type);
+    const recorded = async (messageId: string): Promise<string[]> =>
+      (await outboxEvents(gateway, messageId)).map((event) => event.event_type);
 
-    const deliver = (messageId: string) => gateway.router.message(shop.merchantId, messageId).ask({ type: 'apply_receipt', receipt: { occurrence: 0, recipient: 0, status: 'delivered', at: Date.now() } });
+    const deliver = (messageId: string) =>
+      gateway.router
+        .message(shop.merchantId, messageId)
+        .ask({ type: 'apply_receipt', receipt: { occurrence: 0, recipient: 0, status: 'delivered', at: Date.now() } });
 
     it('when the key has no webhook and the message no callback_url, then nothing is written for its events, and the message is delivered all the same', async () => {
       const id = await sendWith({});
@@ -79,17 +83,28 @@ describe('webhook events are recorded when they can go somewhere', function () {
     });
     const publish = (r: Receipt): Promise<void> => pipeline.transport.publish('sms.receipts.simulator', r, { id: r.receipt_id });
     const eventsOf = (messageId: string): string[] =>
-      hooks.requests.map((request) => request.body as WebhookEnvelope).filter((event) => event.message_id === messageId).map((event) => event.event_type);
+      hooks.requests
+        .map((request) => request.body as WebhookEnvelope)
+        .filter((event) => event.message_id === messageId)
+        .map((event) => event.event_type);
 
     it('when the webhook is set while a message is under way, then the events after it are delivered and those before it never were', async () => {
       const id = (await send(pipeline.client, shop.apiKey, [numberEnding('00')])).message_id;
       await publish(receipt(id, 'accepted'));
-      await eventually(async () => (await statusOf(pipeline.client, shop.apiKey, id)).recipients[0]?.carrier_status === 'accepted', 10_000, 'sent');
+      await eventually(
+        async () => (await statusOf(pipeline.client, shop.apiKey, id)).recipients[0]?.carrier_status === 'accepted',
+        10_000,
+        'sent',
+      );
 
       const gateway = pipeline.api.node.gateway;
       expect(await gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: hooks.url, username: null, password: null })).to.equal(true);
       await publish(receipt(id, 'delivered'));
-      await hooks.waitFor((requests) => requests.some((r) => (r.body as WebhookEnvelope).event_type === 'sms.delivered'), 10_000, 'sms.delivered');
+      await hooks.waitFor(
+        (requests) => requests.some((r) => (r.body as WebhookEnvelope).event_type === 'sms.delivered'),
+        10_000,
+        'sms.delivered',
+      );
 
       // a later message from the same key: every event from its queued on
       const next = (await send(pipeline.client, shop.apiKey, [numberEnding('01')])).message_id;

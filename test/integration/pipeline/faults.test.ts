@@ -35,7 +35,12 @@ async function sendMix(pipeline: Pipeline, merchant: WebhookMerchant, n: number)
 }
 
 /** Every recipient of every message at its final status, per GET /status. */
-async function allSettled(pipeline: Pipeline, merchant: WebhookMerchant, messages: readonly SentMessage[], timeoutMs: number): Promise<void> {
+async function allSettled(
+  pipeline: Pipeline,
+  merchant: WebhookMerchant,
+  messages: readonly SentMessage[],
+  timeoutMs: number,
+): Promise<void> {
   await eventually(
     async () => {
       for (const m of messages) {
@@ -49,7 +54,16 @@ async function allSettled(pipeline: Pipeline, merchant: WebhookMerchant, message
   );
   for (const m of messages) {
     const status = await statusOf(pipeline.client, merchant.apiKey, m.messageId);
-    expect(status.recipients.map((r) => r.status)).to.deep.equal(['delivered', 'failed', 'failed', 'failed', 'delivered', 'delivered', 'delivered', 'delivered']);
+    expect(status.recipients.map((r) => r.status)).to.deep.equal([
+      'delivered',
+      'failed',
+      'failed',
+      'failed',
+      'delivered',
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
     expect({ delivered: status.delivered, failed: status.failed, pending: status.pending, status: status.status }).to.deep.equal({
       delivered: 5,
       failed: 3,
@@ -74,7 +88,13 @@ async function allEventsArrived(receiver: WebhookReceiver, messages: readonly Se
 
 async function outboxDrained(pipeline: Pipeline): Promise<void> {
   await eventually(
-    async () => (await pipeline.api.node.gateway.persistence.outbox.pending({ limit: 10, topics: [DISPATCH_TOPIC, WEBHOOK_TOPIC, MESSAGE_CREATE_TOPIC] })).length === 0,
+    async () =>
+      (
+        await pipeline.api.node.gateway.persistence.outbox.pending({
+          limit: 10,
+          topics: [DISPATCH_TOPIC, WEBHOOK_TOPIC, MESSAGE_CREATE_TOPIC],
+        })
+      ).length === 0,
     15_000,
     'an empty outbox (dispatches, webhook events, sends)',
   );
@@ -147,7 +167,10 @@ describe('pipeline faults: the gateway node stopped in the middle of a flow and 
     // together are exactly one per recipient of every message
     const first = [...(stopped.node.simulator?.dispatchesSeen().keys() ?? [])];
     const second = [...(pipeline.api.node.simulator?.dispatchesSeen().keys() ?? [])];
-    expect(first.filter((id) => second.includes(id)), 'dispatch ids sent by both nodes').to.deep.equal([]);
+    expect(
+      first.filter((id) => second.includes(id)),
+      'dispatch ids sent by both nodes',
+    ).to.deep.equal([]);
     const expected = messages.flatMap((m) => m.numbers.map((_, i) => `${m.messageId}:0:${i}`)).sort();
     expect([...first, ...second].sort()).to.deep.equal(expected);
     for (const id of [...first, ...second]) {

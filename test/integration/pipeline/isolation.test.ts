@@ -1,6 +1,24 @@
 import { expect } from 'chai';
-import { always, eventIdOf, eventually, HANG, respond, startWebhookReceiver, type ReceivedRequest, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
-import { merchantWithWebhook, numberEnding, send, startPipeline, statusOf, type Pipeline, type WebhookMerchant } from './pipeline-fixture.js';
+import {
+  always,
+  eventIdOf,
+  eventually,
+  HANG,
+  respond,
+  startWebhookReceiver,
+  type ReceivedRequest,
+  type WebhookEnvelope,
+  type WebhookReceiver,
+} from '../../helpers/webhook-receiver.js';
+import {
+  merchantWithWebhook,
+  numberEnding,
+  send,
+  startPipeline,
+  statusOf,
+  type Pipeline,
+  type WebhookMerchant,
+} from './pipeline-fixture.js';
 
 /** Nearest-rank percentile of sorted values. */
 function percentile(sorted: readonly number[], p: number): number {
@@ -53,7 +71,11 @@ describe('pipeline: one dead merchant endpoint never delays another merchant (we
       messages.add((await send(pipeline.client, b.apiKey, recipients(B_RECIPIENTS, `+24381250${round}${m}`))).message_id);
     }
     const expected = B_MESSAGES * eventsPerMessage(B_RECIPIENTS);
-    await liveEndpoint.waitFor((requests) => requests.length - before >= expected, B_DEADLINE_MS, `all ${expected} of B's events (round ${round})`);
+    await liveEndpoint.waitFor(
+      (requests) => requests.length - before >= expected,
+      B_DEADLINE_MS,
+      `all ${expected} of B's events (round ${round})`,
+    );
     const requests = liveEndpoint.requests.slice(before);
     expect(requests).to.have.length(expected);
     const events = requests.map((r) => r.body as WebhookEnvelope);
@@ -83,7 +105,9 @@ describe('pipeline: one dead merchant endpoint never delays another merchant (we
 
     const aMessages: string[] = [];
     for (let m = 0; m < A_MESSAGES; m++) {
-      aMessages.push((await send(pipeline.client, a.apiKey, recipients(A_RECIPIENTS, `+24381240${String(m).padStart(2, '0')}`))).message_id);
+      aMessages.push(
+        (await send(pipeline.client, a.apiKey, recipients(A_RECIPIENTS, `+24381240${String(m).padStart(2, '0')}`))).message_id,
+      );
     }
     const aEvents = A_MESSAGES * eventsPerMessage(A_RECIPIENTS);
     // every event of A exists (all its recipients delivered) and A is being retried (an event had a second attempt)

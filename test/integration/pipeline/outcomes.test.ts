@@ -41,7 +41,9 @@ const OUTCOMES: readonly {
   { ending: '89', carrierStatus: 'delivered', errorCode: null, retryable: null },
 ];
 
-const CATALOGUE_TEXT = new Map<string, string>(Object.values(ERROR_CATALOGUE).map((entry) => [entry.code as string, entry.message as string]));
+const CATALOGUE_TEXT = new Map<string, string>(
+  Object.values(ERROR_CATALOGUE).map((entry) => [entry.code as string, entry.message as string]),
+);
 
 describe('pipeline: every simulator outcome end to end (HTTP → NATS → simulator → receipts → webhooks)', function () {
   this.timeout(60_000);
@@ -65,7 +67,8 @@ describe('pipeline: every simulator outcome end to end (HTTP → NATS → simula
     merchant = await merchantWithWebhook(pipeline.api.node.gateway, hooks.url, 'Outcomes');
     // the big one, with a callback_url of its own; and one whose callback_url is the key's webhook_url
     messageId = (await send(pipeline.client, merchant.apiKey, numbers, { callback_url: callbacks.url })).message_id;
-    sameUrlMessageId = (await send(pipeline.client, merchant.apiKey, [numberEnding('00', '+2438123457')], { callback_url: hooks.url })).message_id;
+    sameUrlMessageId = (await send(pipeline.client, merchant.apiKey, [numberEnding('00', '+2438123457')], { callback_url: hooks.url }))
+      .message_id;
 
     finalStatus = await eventually(
       async () => {
@@ -75,9 +78,14 @@ describe('pipeline: every simulator outcome end to end (HTTP → NATS → simula
       20_000,
       'every recipient settled',
     );
-    const distinct = (receiver: WebhookReceiver, id: string, n: number) => () => new Set(eventsOf(receiver, id).map((e) => e.event_id)).size >= n;
+    const distinct = (receiver: WebhookReceiver, id: string, n: number) => () =>
+      new Set(eventsOf(receiver, id).map((e) => e.event_id)).size >= n;
     await hooks.waitFor(distinct(hooks, messageId, expectedCount), 20_000, `${expectedCount} events of the message on the webhook_url`);
-    await callbacks.waitFor(distinct(callbacks, messageId, expectedCount), 20_000, `${expectedCount} events of the message on the callback_url`);
+    await callbacks.waitFor(
+      distinct(callbacks, messageId, expectedCount),
+      20_000,
+      `${expectedCount} events of the message on the callback_url`,
+    );
     await hooks.waitFor(distinct(hooks, sameUrlMessageId, 4), 20_000, '4 events of the same-URL message');
   });
 
@@ -90,7 +98,11 @@ describe('pipeline: every simulator outcome end to end (HTTP → NATS → simula
   it('when the message has settled, then GET /status gives each recipient the status, carrier_status and error_code of its outcome', () => {
     expect(finalStatus.total_recipients).to.equal(OUTCOMES.length);
     // 00, 98, 99, 89 delivered; 90–96 failed; 97 still sent (no final receipt within the 24 h window)
-    expect({ delivered: finalStatus.delivered, failed: finalStatus.failed, pending: finalStatus.pending }).to.deep.equal({ delivered: 4, failed: 7, pending: 1 });
+    expect({ delivered: finalStatus.delivered, failed: finalStatus.failed, pending: finalStatus.pending }).to.deep.equal({
+      delivered: 4,
+      failed: 7,
+      pending: 1,
+    });
     expect(finalStatus.status).to.equal('sent');
     const seen = finalStatus.recipients.map((r) => ({
       index: r.recipient_index,

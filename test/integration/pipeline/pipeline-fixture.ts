@@ -227,13 +227,17 @@ export function isSettled(recipient: RecipientStatusView): boolean {
 /** `<message_id>/<recipient_index>/<event_type>` (`<message_id>/-/sms.queued` for the message's own event). */
 export function eventKey(event: WebhookEnvelope): string {
   const recipient = event.data.recipient_index;
-  const index = event.event_type === 'sms.queued' ? '-' : typeof recipient === 'number' ? String(recipient) : `invalid:${JSON.stringify(recipient)}`;
+  const index =
+    event.event_type === 'sms.queued' ? '-' : typeof recipient === 'number' ? String(recipient) : `invalid:${JSON.stringify(recipient)}`;
   return `${event.message_id}/${index}/${event.event_type}`;
 }
 
 /** The keys of every event an immediate send to these numbers must emit (by the simulator's outcome table). */
 export function expectedEventKeys(messageId: string, numbers: readonly string[]): string[] {
-  return [`${messageId}/-/sms.queued`, ...numbers.flatMap((n, i) => expectedEventTypes(n.slice(-2)).map((type) => `${messageId}/${i}/${type}`))];
+  return [
+    `${messageId}/-/sms.queued`,
+    ...numbers.flatMap((n, i) => expectedEventTypes(n.slice(-2)).map((type) => `${messageId}/${i}/${type}`)),
+  ];
 }
 
 /**

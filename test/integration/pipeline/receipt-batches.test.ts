@@ -2,7 +2,18 @@ import { expect } from 'chai';
 import type { Receipt, ReceiptBatch } from '../../../src/carriers/carrier-protocol.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
-import { merchantWithWebhook, numberEnding, recipientEventTypes, send, startPipeline, statusOf, uniqueEvents, type MessageStatus, type Pipeline, type WebhookMerchant } from './pipeline-fixture.js';
+import {
+  merchantWithWebhook,
+  numberEnding,
+  recipientEventTypes,
+  send,
+  startPipeline,
+  statusOf,
+  uniqueEvents,
+  type MessageStatus,
+  type Pipeline,
+  type WebhookMerchant,
+} from './pipeline-fixture.js';
 
 /**
  * A connector's receipts as the gateway takes them over a real nats-server (docs/carrier-protocol.md section 5):
@@ -38,7 +49,9 @@ describe('pipeline: receipt batches from a connector', function () {
     return eventually(
       async () => {
         const status = await statusOf(pipeline.client, merchant.apiKey, messageId);
-        return status.recipients.every((r) => r.status === 'delivered' || r.status === 'failed' || (r.status === 'sent' && r.carrier_status === 'accepted'))
+        return status.recipients.every(
+          (r) => r.status === 'delivered' || r.status === 'failed' || (r.status === 'sent' && r.carrier_status === 'accepted'),
+        )
           ? status
           : null;
       },
@@ -99,7 +112,12 @@ describe('pipeline: receipt batches from a connector', function () {
     const repeated: ReceiptBatch = {
       version: 1,
       batch_id: 'batch-2',
-      receipts: [receipt(first, 0, 'processing', 0), receipt(first, 1, 'rejected', 0), receipt(second, 0, 'delivered', 0), receipt(first, 0, 'delivered', 2)],
+      receipts: [
+        receipt(first, 0, 'processing', 0),
+        receipt(first, 1, 'rejected', 0),
+        receipt(second, 0, 'delivered', 0),
+        receipt(first, 0, 'delivered', 2),
+      ],
     };
     await publish(repeated, 'batch-2');
     await hooks.waitFor(() => recipientEventTypes(hooks.events(), first, 0).includes('sms.delivered'), 20_000, 'the new receipt’s event');

@@ -111,7 +111,11 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
       const { receiver, messageId } = get(`fail-${n}`);
       await receiver.waitFor(everyEventDelivered(n + 1), 20_000, `${n + 1} deliveries of each event`);
       // the longest flow (always failing: every delay, 3.55 s) has ended: nothing else is coming for this one either
-      await eventually(async () => (await deadLetters('always-500')).length === EVENTS_PER_MESSAGE, 20_000, 'the always-failing flow dropped');
+      await eventually(
+        async () => (await deadLetters('always-500')).length === EVENTS_PER_MESSAGE,
+        20_000,
+        'the always-failing flow dropped',
+      );
       const groups = byEvent(receiver.requests);
       expect(groups.size).to.equal(EVENTS_PER_MESSAGE);
       for (const [eventId, deliveries] of groups) {
@@ -122,7 +126,9 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
         const gaps = gapsOf(deliveries);
         gaps.forEach((gap, i) => {
           // never before its delay (the server times it); how much later depends on the machine's load
-          expect(gap, `gap ${i + 1} of ${eventId}`).to.be.at.least(RETRY_DELAYS_MS[i]!).and.below(RETRY_DELAYS_MS[i]! + GAP_SLACK_MS);
+          expect(gap, `gap ${i + 1} of ${eventId}`)
+            .to.be.at.least(RETRY_DELAYS_MS[i]!)
+            .and.below(RETRY_DELAYS_MS[i]! + GAP_SLACK_MS);
         });
       }
       expect(await deadLetters(`fail-${n}`)).to.deep.equal([]);
@@ -148,7 +154,16 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
     }
     expect(new Set(letters.map((l) => l.eventId))).to.deep.equal(new Set(groups.keys()));
     for (const letter of letters) {
-      expect(letter).to.include({ reason: 'retries_exhausted', attempts: 5, lastStatus: 500, lastError: null, merchantId: merchant.merchantId, keyId: merchant.keyId, url: receiver.url, auth: 'key' });
+      expect(letter).to.include({
+        reason: 'retries_exhausted',
+        attempts: 5,
+        lastStatus: 500,
+        lastError: null,
+        merchantId: merchant.merchantId,
+        keyId: merchant.keyId,
+        url: receiver.url,
+        auth: 'key',
+      });
       expect(letter.event).to.deep.equal(groups.get(letter.eventId)![0]!.body);
     }
 
@@ -156,7 +171,9 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
     const gateway = pipeline.api.node.gateway;
     const listed = await listDeadLetters(gateway, { merchantId: merchant.merchantId });
     if (!listed.ok) throw new Error(listed.message);
-    expect((listed.json as { id: string; reason: string; attempts: number }[]).map((l) => [l.id, l.reason, l.attempts])).to.have.deep.members(letters.map((l) => [l.id, 'retries_exhausted', 5]));
+    expect(
+      (listed.json as { id: string; reason: string; attempts: number }[]).map((l) => [l.id, l.reason, l.attempts]),
+    ).to.have.deep.members(letters.map((l) => [l.id, 'retries_exhausted', 5]));
     for (const letter of letters) expect(listed.text).to.contain(letter.id);
     receiver.setBehaviour(always(respond(200)));
     const replayed = letters[0]!;
@@ -165,7 +182,12 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
     await receiver.waitFor(() => receiver.deliveriesOf(replayed.eventId).length === 6, 10_000, 'the replayed delivery');
     const sixth = receiver.deliveriesOf(replayed.eventId)[5]!;
     expect(sixth.body).to.deep.equal(replayed.event);
-    expect((await deadLetters('always-500')).map((l) => l.id).sort()).to.deep.equal(letters.slice(1).map((l) => l.id).sort());
+    expect((await deadLetters('always-500')).map((l) => l.id).sort()).to.deep.equal(
+      letters
+        .slice(1)
+        .map((l) => l.id)
+        .sort(),
+    );
     // a replayed letter is gone: replaying it again does nothing
     const again = await replayWithCli(gateway, replayed.id);
     expect(again.ok ? 'replayed' : again.message).to.equal(`no dropped webhook event ${replayed.id}`);
@@ -240,9 +262,13 @@ describe('pipeline: webhook delivery retries, dead letters and request format (o
       expect(timestamp).to.match(/^\d+$/);
       // Unix seconds of the attempt
       expect(Math.abs(Number(timestamp) - request.at / 1000)).to.be.below(5);
-      const expected = `sha256=${createHmac('sha256', secret).update(`${String(timestamp)}.${request.rawBody}`).digest('hex')}`;
+      const expected = `sha256=${createHmac('sha256', secret)
+        .update(`${String(timestamp)}.${request.rawBody}`)
+        .digest('hex')}`;
       expect(request.headers['x-signature']).to.equal(expected);
-      const tampered = `sha256=${createHmac('sha256', secret).update(`${String(timestamp)}.${request.rawBody} `).digest('hex')}`;
+      const tampered = `sha256=${createHmac('sha256', secret)
+        .update(`${String(timestamp)}.${request.rawBody} `)
+        .digest('hex')}`;
       expect(request.headers['x-signature']).to.not.equal(tampered);
     }
     const unsigned = get('unsigned').receiver;

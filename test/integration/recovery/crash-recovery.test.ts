@@ -68,13 +68,21 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     operator.hosts.wallets.passivate();
     const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge' });
     await node.waitFor((m) => m.event === 'ready');
-    node.send({ op: 'send', merchantId: shop.merchantId, keyId: shop.keyId, body: { to: ['+243812345678', '+243812345679'], message: 'survive' }, ref: 's1' });
+    node.send({
+      op: 'send',
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { to: ['+243812345678', '+243812345679'], message: 'survive' },
+      ref: 's1',
+    });
     await node.waitFor((m) => m.event === 'charged_then_crashing');
     await node.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // the charge is journaled, the message is not (yet)
-    const walletEvents = (await operator.persistence.journal.read(`wallet:${shop.merchantId}`, 0)).flatMap((r) => r.events as WalletEvent[]);
+    const walletEvents = (await operator.persistence.journal.read(`wallet:${shop.merchantId}`, 0)).flatMap(
+      (r) => r.events as WalletEvent[],
+    );
     const charged = walletEvents.filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
     expect(charged).to.have.length(1);
     const messageId = charged[0]!.chargeId;

@@ -102,7 +102,12 @@ describe('dependency outages: a node survives its database and its broker going 
   async function waitRecovered(): Promise<void> {
     await eventually(async () => (await healthOf(node)).status === 200, 60_000, `${node.id} healthy again`, 200);
     for (const merchant of merchants) {
-      await eventually(async () => (await call(`${node.api}/balance`, { key: merchant.apiKey })).status === 200, 60_000, `balance of ${merchant.merchantId}`, 200);
+      await eventually(
+        async () => (await call(`${node.api}/balance`, { key: merchant.apiKey })).status === 200,
+        60_000,
+        `balance of ${merchant.merchantId}`,
+        200,
+      );
     }
   }
 
@@ -180,7 +185,13 @@ describe('dependency outages: a node survives its database and its broker going 
     const until = Date.now() + OUTAGE_MS;
     let probes = 0;
     while (Date.now() < until) {
-      expectUnavailable(await call(`${node.api}/send`, { method: 'POST', key: merchant!.apiKey, json: { to: ['+243810000100'], message: 'during the outage' } }));
+      expectUnavailable(
+        await call(`${node.api}/send`, {
+          method: 'POST',
+          key: merchant!.apiKey,
+          json: { to: ['+243810000100'], message: 'during the outage' },
+        }),
+      );
       expectUnavailable(await call(`${node.api}/balance`, { key: merchant!.apiKey }));
       probes++;
       await sleep(1_000);

@@ -85,7 +85,14 @@ describe('Agenda on PostgreSQL runs the occurrences (real time)', function () {
       const second = first + MINUTE;
       const id = await sendScheduled(fixture, shop.apiKey, [first, second]);
 
-      expect(await jobOf(gateway, id)).to.deep.include({ merchantId: shop.merchantId, messageId: id, nextRunAt: iso(first), lastRunAt: null, lockedAt: null, failReason: null });
+      expect(await jobOf(gateway, id)).to.deep.include({
+        merchantId: shop.merchantId,
+        messageId: id,
+        nextRunAt: iso(first),
+        lastRunAt: null,
+        lockedAt: null,
+        failReason: null,
+      });
       expect(jsonOf<JobJson[]>(await listSchedules(gateway, { merchantId: shop.merchantId }))).to.deep.equal([
         {
           message_id: id,
@@ -102,7 +109,11 @@ describe('Agenda on PostgreSQL runs the occurrences (real time)', function () {
 
       const firstAt = await eventually('the first occurrence', PATIENCE_MS, () => dispatchedAt(gateway, id, 0));
       expect(firstAt).to.be.at.least(first);
-      expect((await statusOf(http, shop.apiKey, id)).schedule).to.deep.include({ state: 'active', occurrences_dispatched: 1, next_occurrence_at: iso(second) });
+      expect((await statusOf(http, shop.apiKey, id)).schedule).to.deep.include({
+        state: 'active',
+        occurrences_dispatched: 1,
+        next_occurrence_at: iso(second),
+      });
       // Agenda saves what the actor answered: the job comes back at the second date
       const job = await eventually('the job rescheduled', PATIENCE_MS, async () => {
         const current = await jobOf(gateway, id);
@@ -132,7 +143,11 @@ describe('Agenda on PostgreSQL runs the occurrences (real time)', function () {
       expect(done.failReason).to.equal(null);
       expect(await dispatchCounts(gateway, id)).to.deep.equal({ 0: 1, 1: 1 });
       expect((await statusOf(http, shop.apiKey, id)).schedule).to.deep.include({ state: 'completed', occurrences_dispatched: 2 });
-      expect(jsonOf<JobJson[]>(await listSchedules(gateway, { merchantId: shop.merchantId }))[0]).to.deep.include({ message_id: id, next_run_at: null, locked_at: null });
+      expect(jsonOf<JobJson[]>(await listSchedules(gateway, { merchantId: shop.merchantId }))[0]).to.deep.include({
+        message_id: id,
+        next_run_at: null,
+        locked_at: null,
+      });
     });
   });
 
@@ -149,7 +164,9 @@ describe('Agenda on PostgreSQL runs the occurrences (real time)', function () {
       // both take their fair share of the shards before the test starts
       await eventually('the shards shared out', 10_000, () => {
         const owned = nodes.map((node) => node.api.node.gateway.shardManager?.ownedShards().length ?? 0);
-        return Promise.resolve(owned.every((n) => n > 0) && owned.reduce((a, b) => a + b, 0) === testConfig().cluster.shards ? true : undefined);
+        return Promise.resolve(
+          owned.every((n) => n > 0) && owned.reduce((a, b) => a + b, 0) === testConfig().cluster.shards ? true : undefined,
+        );
       });
     });
     after(async () => {

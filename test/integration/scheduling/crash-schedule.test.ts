@@ -63,7 +63,10 @@ describe('scheduled occurrences across node crashes (SIGKILL, PostgreSQL, child 
   /** `carrier.dispatch` entries of a message not yet handed to the transport. */
   async function dispatchesInOutbox(id: string): Promise<number[]> {
     const entries = await operator.persistence.outbox.pending({ limit: 10_000, topics: [DISPATCH_TOPIC] });
-    return entries.map((e) => e.payload as DispatchOutboxPayload).filter((p) => p.messageId === id).map((p) => p.occurrence);
+    return entries
+      .map((e) => e.payload as DispatchOutboxPayload)
+      .filter((p) => p.messageId === id)
+      .map((p) => p.occurrence);
   }
 
   it('when the node dies before an occurrence and comes back after it, then the late occurrence goes once; when it dies right after a dispatch, then the restarted node does not send it again', async () => {
@@ -72,10 +75,20 @@ describe('scheduled occurrences across node crashes (SIGKILL, PostgreSQL, child 
     const next = at + MINUTE;
     await syncClock(first.child, 'clock-1');
     const http = client(() => first.api);
-    const body = { to: [NUMBERS.vodacom], message: 'crash', sending_type: 'scheduled', scheduled_dates: [kinshasaLocal(at), kinshasaLocal(next)] };
-    const ids = [dataOf<SendData>(await http.send(shop.apiKey, body), 201).message_id, dataOf<SendData>(await http.send(shop.apiKey, body), 201).message_id];
+    const body = {
+      to: [NUMBERS.vodacom],
+      message: 'crash',
+      sending_type: 'scheduled',
+      scheduled_dates: [kinshasaLocal(at), kinshasaLocal(next)],
+    };
+    const ids = [
+      dataOf<SendData>(await http.send(shop.apiKey, body), 201).message_id,
+      dataOf<SendData>(await http.send(shop.apiKey, body), 201).message_id,
+    ];
     for (const id of ids) {
-      await eventually(`the job of ${id}`, 5_000, async () => ((await operator.scheduler?.jobs({ messageId: id }))?.[0]?.nextRunAt === iso(at) ? true : undefined));
+      await eventually(`the job of ${id}`, 5_000, async () =>
+        (await operator.scheduler?.jobs({ messageId: id }))?.[0]?.nextRunAt === iso(at) ? true : undefined,
+      );
     }
 
     // 1. killed just before the first occurrence, which falls due while no node runs
@@ -103,7 +116,10 @@ describe('scheduled occurrences across node crashes (SIGKILL, PostgreSQL, child 
     await startNode('node-3');
     for (const id of ids) await eventually(`occurrence 1 of ${id}`, 25_000, () => dispatchedAt(id, 1));
     // the restarted node relays what the dead one had not handed over yet, and dispatches nothing twice
-    for (const id of ids) await eventually(`the dispatches of ${id} relayed`, 15_000, async () => ((await dispatchesInOutbox(id)).length === 0 ? true : undefined));
+    for (const id of ids)
+      await eventually(`the dispatches of ${id} relayed`, 15_000, async () =>
+        (await dispatchesInOutbox(id)).length === 0 ? true : undefined,
+      );
     await sleep(1_500);
     for (const id of ids) expect(await dispatchCounts(operator, id), id).to.deep.equal({ 0: 1, 1: 1 });
     for (const id of ids) {

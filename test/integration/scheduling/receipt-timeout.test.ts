@@ -48,7 +48,9 @@ describe('the 24-hour receipt timeout (1503)', function () {
       gateway = await gatewayOnPostgres(url, { clock });
       shop = await seedMerchant(gateway, { prepaid: '100' });
       // events are recorded only when they can go somewhere: the key has a webhook (never called here)
-      expect(await gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: 'https://shop.example/hooks', username: null, password: null })).to.equal(true);
+      expect(
+        await gateway.useCases.apiKeys.setWebhook(shop.keyId, { url: 'https://shop.example/hooks', username: null, password: null }),
+      ).to.equal(true);
     });
     beforeEach(() => {
       clock.set(T0);
@@ -64,7 +66,9 @@ describe('the 24-hour receipt timeout (1503)', function () {
     }
 
     async function receipt(id: string, occurrence: number, recipient: number, status: CarrierStatus, at: number) {
-      const reply = await gateway.router.message(shop.merchantId, id).ask({ type: 'apply_receipt', receipt: { occurrence, recipient, status, at } });
+      const reply = await gateway.router
+        .message(shop.merchantId, id)
+        .ask({ type: 'apply_receipt', receipt: { occurrence, recipient, status, at } });
       if (!reply.ok) throw new Error(reply.code);
       return reply;
     }
@@ -116,7 +120,8 @@ describe('the 24-hour receipt timeout (1503)', function () {
         ['failed', null, '1503'],
         ['failed', 'undelivered', '1502'],
       ]);
-      for (const index of [0, 2, 3]) expect(after[index], `recipient ${index}`).to.deep.include({ error_message: TIMEOUT_MESSAGE, failed_at: failedAt });
+      for (const index of [0, 2, 3])
+        expect(after[index], `recipient ${index}`).to.deep.include({ error_message: TIMEOUT_MESSAGE, failed_at: failedAt });
       expect(after[1]).to.deep.include({ delivered_at: iso(T0 + step), failed_at: null });
       const status = await gateway.useCases.getStatus(shop.merchantId, id);
       expect(status.found && status.view).to.deep.include({ status: 'delivered', delivered: 1, failed: 4, pending: 0 });
@@ -165,7 +170,10 @@ describe('the 24-hour receipt timeout (1503)', function () {
 
       clock.advance(5 * 60 * SECOND);
       expect(await receipt(id, 0, 0, 'delivered', clock.now())).to.deep.equal({ ok: true, changed: false, events: [] });
-      expect(await gateway.router.message(shop.merchantId, id).ask({ type: 'receipt_timeout', occurrence: 0 })).to.deep.equal({ ok: true, failed: 0 });
+      expect(await gateway.router.message(shop.merchantId, id).ask({ type: 'receipt_timeout', occurrence: 0 })).to.deep.equal({
+        ok: true,
+        failed: 0,
+      });
       await gateway.relay.drain();
 
       expect(await recipients(id)).to.deep.equal(timedOut);
@@ -212,8 +220,12 @@ describe('the 24-hour receipt timeout (1503)', function () {
       await gateway.relay.drain();
       expect((await view()).occurrences.map((o) => o.status)).to.deep.equal(['failed', 'failed']);
 
-      const failed = failedEvents(await outboxEvents(gateway, id)).sort((a, b) => Number(a.data.occurrence_index) - Number(b.data.occurrence_index));
-      expect(failed.map((e) => [e.data.occurrence_index, e.data.scheduled_at, e.data.failed_at, e.data.error_code, e.data.retryable])).to.deep.equal([
+      const failed = failedEvents(await outboxEvents(gateway, id)).sort(
+        (a, b) => Number(a.data.occurrence_index) - Number(b.data.occurrence_index),
+      );
+      expect(
+        failed.map((e) => [e.data.occurrence_index, e.data.scheduled_at, e.data.failed_at, e.data.error_code, e.data.retryable]),
+      ).to.deep.equal([
         [0, iso(first), iso(first + RECEIPT_TIMEOUT_MS), '1503', true],
         [1, iso(second), iso(second + RECEIPT_TIMEOUT_MS), '1503', true],
       ]);
@@ -247,14 +259,20 @@ describe('the 24-hour receipt timeout (1503)', function () {
     it('when the carrier never sends the final receipt, then after 24 h of gateway time the recipient fails with 1503 and sms.failed is delivered; the delivered one is untouched', async () => {
       const shop = await seedMerchant(fixture.node.gateway, { prepaid: '10' });
       const callback = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-      const sent = dataOf<SendData>(await http.send(shop.apiKey, { to: ['+243812345697', '+243812345678'], message: 'e2e', callback_url: callback }), 201);
+      const sent = dataOf<SendData>(
+        await http.send(shop.apiKey, { to: ['+243812345697', '+243812345678'], message: 'e2e', callback_url: callback }),
+        201,
+      );
       const id = sent.message_id;
-      const eventsOf = (type: string, phone: string) => received.filter((e) => e.message_id === id && e.event_type === type && phoneOf(e) === phone);
+      const eventsOf = (type: string, phone: string) =>
+        received.filter((e) => e.message_id === id && e.event_type === type && phoneOf(e) === phone);
 
       await eventually('the simulator receipts and their webhooks', 15_000, async () => {
         const status = await statusOf(http, shop.apiKey, id);
         const settled = status.recipients[0]?.carrier_status === 'accepted' && status.recipients[1]?.status === 'delivered';
-        return settled && eventsOf('sms.sent', '+243812345697').length === 1 && eventsOf('sms.delivered', '+243812345678').length === 1 ? true : undefined;
+        return settled && eventsOf('sms.sent', '+243812345697').length === 1 && eventsOf('sms.delivered', '+243812345678').length === 1
+          ? true
+          : undefined;
       });
       const dispatchedAt = clock.now();
       expect(await deadlinesOf(fixture.node.gateway, id), 'the deadline waits for the silent recipient').to.deep.equal([`timeout:${id}:0`]);
@@ -267,7 +285,12 @@ describe('the 24-hour receipt timeout (1503)', function () {
       await fixture.node.gateway.relay.drain();
       const status = await statusOf(http, shop.apiKey, id);
       expect(status).to.deep.include({ status: 'delivered', delivered: 1, failed: 1, pending: 0 });
-      expect(status.recipients[0]).to.deep.include({ status: 'failed', carrier_status: 'accepted', error_code: '1503', error_message: TIMEOUT_MESSAGE });
+      expect(status.recipients[0]).to.deep.include({
+        status: 'failed',
+        carrier_status: 'accepted',
+        error_code: '1503',
+        error_message: TIMEOUT_MESSAGE,
+      });
       expect(status.recipients[1]).to.deep.include({ status: 'delivered', error_code: null, failed_at: null });
 
       const failed = await eventually('sms.failed at the callback', 10_000, async () => {
@@ -275,18 +298,27 @@ describe('the 24-hour receipt timeout (1503)', function () {
         return Promise.resolve(events.length > 0 ? events : undefined);
       });
       expect(failed).to.have.length(1);
-      expect(failed[0]!.data).to.deep.include({ error_code: '1503', retryable: true, failed_at: iso(dispatchedAt + RECEIPT_TIMEOUT_MS), recipient_index: 0 });
+      expect(failed[0]!.data).to.deep.include({
+        error_code: '1503',
+        retryable: true,
+        failed_at: iso(dispatchedAt + RECEIPT_TIMEOUT_MS),
+        recipient_index: 0,
+      });
       // HTTP delivery order is not guaranteed: the set of events is
-      expect(received.filter((e) => e.message_id === id && phoneOf(e) === '+243812345678').map((e) => e.event_type).sort()).to.deep.equal([
-        'sms.delivered',
-        'sms.processing',
-        'sms.sent',
-      ]);
+      expect(
+        received
+          .filter((e) => e.message_id === id && phoneOf(e) === '+243812345678')
+          .map((e) => e.event_type)
+          .sort(),
+      ).to.deep.equal(['sms.delivered', 'sms.processing', 'sms.sent']);
     });
 
     it('when the carrier delivers every recipient, then no deadline is left in the outbox for the message', async () => {
       const shop = await seedMerchant(fixture.node.gateway, { prepaid: '10' });
-      const id = dataOf<SendData>(await http.send(shop.apiKey, { to: ['+243812345678', '+243812345679'], message: 'delivered' }), 201).message_id;
+      const id = dataOf<SendData>(
+        await http.send(shop.apiKey, { to: ['+243812345678', '+243812345679'], message: 'delivered' }),
+        201,
+      ).message_id;
       await eventually('both delivered', 15_000, async () => {
         const status = await statusOf(http, shop.apiKey, id);
         return status.recipients.every((r) => r.status === 'delivered') ? true : undefined;

@@ -96,8 +96,17 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
 
   /** Daily at 09:00 Kinshasa (08:00 UTC) from 1 February, `days` occurrences. */
   async function recurring(money: MoneyBook, days: number): Promise<string> {
-    const rule = { start_date: '2026-02-01', end_date: `2026-02-${String(days).padStart(2, '0')}`, frequency: 'daily', interval: 1, times: ['09:00'] };
-    const sent = dataOf<SendData>(await http.send(money.merchant.apiKey, { to: TO, message: MESSAGE, sending_type: 'recurring', recurring_schedule: rule }), 201);
+    const rule = {
+      start_date: '2026-02-01',
+      end_date: `2026-02-${String(days).padStart(2, '0')}`,
+      frequency: 'daily',
+      interval: 1,
+      times: ['09:00'],
+    };
+    const sent = dataOf<SendData>(
+      await http.send(money.merchant.apiKey, { to: TO, message: MESSAGE, sending_type: 'recurring', recurring_schedule: rule }),
+      201,
+    );
     expect(sent).to.include({ total_messages: 8 * days, total_cost: Number((PER_OCCURRENCE * days).toFixed(2)) });
     return money.track(sent).message_id;
   }
@@ -105,7 +114,14 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
   const play = (money: MoneyBook, id: string) => playJob(gateway(), money.merchant.merchantId, id);
 
   function schedule(state: ScheduleData['state'], dispatched: number, remaining: number, next: string | null, total: number): ScheduleData {
-    return { type: 'recurring', state, next_occurrence_at: next, occurrences_total: total, occurrences_dispatched: dispatched, occurrences_remaining: remaining };
+    return {
+      type: 'recurring',
+      state,
+      next_occurrence_at: next,
+      occurrences_total: total,
+      occurrences_dispatched: dispatched,
+      occurrences_remaining: remaining,
+    };
   }
 
   /**
@@ -135,10 +151,17 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
 
       clock.set(feb(1, 12));
       const cancelled = await http.cancel(money.merchant.apiKey, id);
-      expect(cancelled.body).to.deep.equal({ status_code: 200, data: { message_id: id, schedule: schedule('cancelled', 1, 0, null, 4), refunded_amount: 0.66 } });
+      expect(cancelled.body).to.deep.equal({
+        status_code: 200,
+        data: { message_id: id, schedule: schedule('cancelled', 1, 0, null, 4), refunded_amount: 0.66 },
+      });
       expect(await money.check('cancelled')).to.deep.equal({ balance: units(15 - 0.22), reserved: 0, spent: units(0.22) });
 
-      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('cancelled', 1, 0, null, 4), refunded_amount: 0 });
+      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('cancelled', 1, 0, null, 4),
+        refunded_amount: 0,
+      });
       expectEnvelope(await http.pause(money.merchant.apiKey, id), 409, '1120');
       expectEnvelope(await http.resume(money.merchant.apiKey, id), 409, '1120');
 
@@ -154,13 +177,19 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
     it('when a paused schedule is cancelled, then every occurrence not dispatched is refunded, including one whose time passed while paused', async () => {
       const money = await book();
       const id = await recurring(money, 3);
-      expect(dataOf<ActionData>(await http.pause(money.merchant.apiKey, id)).schedule).to.deep.equal(schedule('paused', 0, 3, febIso(1), 3));
+      expect(dataOf<ActionData>(await http.pause(money.merchant.apiKey, id)).schedule).to.deep.equal(
+        schedule('paused', 0, 3, febIso(1), 3),
+      );
       clock.set(feb(1));
       expect(await play(money, id)).to.deep.equal({ dispatched: [], next: febIso(2) });
       await money.check('paused over the first occurrence');
 
       clock.set(feb(1, 10));
-      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('cancelled', 0, 0, null, 3), refunded_amount: 0.66 });
+      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('cancelled', 0, 0, null, 3),
+        refunded_amount: 0.66,
+      });
       expect(await money.check('cancelled')).to.deep.equal({ balance: units(15), reserved: 0, spent: 0 });
       expect(await dispatchCounts(gateway(), id)).to.deep.equal({});
     });
@@ -216,10 +245,18 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
       expect(await play(money, id)).to.deep.equal({ dispatched: [], next: febIso(3) });
       clock.set(feb(3));
       expect(await play(money, id)).to.deep.equal({ dispatched: [], next: febIso(4) });
-      expect(await money.check('paused over two occurrences')).to.deep.equal({ balance: units(5.5 - 1.1), reserved: units(0.88), spent: units(0.22) });
+      expect(await money.check('paused over two occurrences')).to.deep.equal({
+        balance: units(5.5 - 1.1),
+        reserved: units(0.88),
+        spent: units(0.22),
+      });
 
       clock.set(feb(3, 12));
-      expect(dataOf<ActionData>(await http.resume(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('active', 1, 2, febIso(4), 5), refunded_amount: 0.44 });
+      expect(dataOf<ActionData>(await http.resume(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('active', 1, 2, febIso(4), 5),
+        refunded_amount: 0.44,
+      });
       expect(await occurrenceStatuses(money, id)).to.deep.equal(['dispatched', 'skipped', 'skipped', 'scheduled', 'scheduled']);
       expect(await money.check('resumed')).to.deep.equal({ balance: units(5.5 - 0.66), reserved: units(0.44), spent: units(0.22) });
       expect(await http.balanceOf(money.merchant.apiKey)).to.deep.include({ sms_wallet_balance: 0, postpaid_wallet_balance: 4.84 });
@@ -261,7 +298,11 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
 
       expectEnvelope(await http.resume(money.merchant.apiKey, id), 409, '1120');
       expectEnvelope(await http.pause(money.merchant.apiKey, id), 409, '1120');
-      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('completed', 1, 0, null, 3), refunded_amount: 0 });
+      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('completed', 1, 0, null, 3),
+        refunded_amount: 0,
+      });
       // a repeated run of the job, and of the relay, refunds nothing twice
       expect(await play(money, id)).to.deep.equal({ dispatched: [], next: null });
       await relayOutbox();
@@ -274,7 +315,11 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
       await http.pause(money.merchant.apiKey, id);
 
       clock.set(feb(3, 9));
-      expect(dataOf<ActionData>(await http.resume(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('completed', 0, 0, null, 3), refunded_amount: 0.66 });
+      expect(dataOf<ActionData>(await http.resume(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('completed', 0, 0, null, 3),
+        refunded_amount: 0.66,
+      });
       expect(await money.check('resumed too late')).to.deep.equal({ balance: units(15), reserved: 0, spent: 0 });
       // the same refund also sits in the outbox (crash safety): carrying it out again refunds nothing more
       expect(await play(money, id)).to.deep.equal({ dispatched: [], next: null });
@@ -318,7 +363,11 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
     it('when the send is immediate, then cancel, pause and resume are 409/1120 and the money does not move', async () => {
       const money = await book();
       const sent = money.track(dataOf<SendData>(await http.send(money.merchant.apiKey, { to: TO, message: MESSAGE }), 201));
-      for (const result of [await http.cancel(money.merchant.apiKey, sent.message_id), await http.pause(money.merchant.apiKey, sent.message_id), await http.resume(money.merchant.apiKey, sent.message_id)]) {
+      for (const result of [
+        await http.cancel(money.merchant.apiKey, sent.message_id),
+        await http.pause(money.merchant.apiKey, sent.message_id),
+        await http.resume(money.merchant.apiKey, sent.message_id),
+      ]) {
         expectEnvelope(result, 409, '1120');
       }
       expect(await money.check('immediate')).to.deep.equal({ balance: units(15 - 0.22), reserved: 0, spent: units(0.22) });
@@ -331,7 +380,11 @@ describe('cancel, pause and resume of scheduled and recurring sends (exact money
       expect(await play(money, id)).to.deep.equal({ dispatched: [0, 1], next: null });
       expectEnvelope(await http.pause(money.merchant.apiKey, id), 409, '1120');
       expectEnvelope(await http.resume(money.merchant.apiKey, id), 409, '1120');
-      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({ message_id: id, schedule: schedule('completed', 2, 0, null, 2), refunded_amount: 0 });
+      expect(dataOf<ActionData>(await http.cancel(money.merchant.apiKey, id))).to.deep.equal({
+        message_id: id,
+        schedule: schedule('completed', 2, 0, null, 2),
+        refunded_amount: 0,
+      });
       await relayOutbox();
       expect(await money.check('completed')).to.deep.equal({ balance: units(15 - 0.44), reserved: 0, spent: units(0.44) });
     });

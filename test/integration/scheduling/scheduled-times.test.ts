@@ -55,7 +55,10 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
   async function expectDueExactlyAt(zone: Zone, messageId: string, index: number, instant: string, next: string | null): Promise<void> {
     const { merchantId } = merchants[zone];
     clock.set(ms(instant) - 1);
-    expect(await playJob(gateway(), merchantId, messageId), `1 ms before occurrence ${index}`).to.deep.equal({ dispatched: [], next: instant });
+    expect(await playJob(gateway(), merchantId, messageId), `1 ms before occurrence ${index}`).to.deep.equal({
+      dispatched: [],
+      next: instant,
+    });
     expect((await dispatchCounts(gateway(), messageId))[index], `occurrence ${index} before its instant`).to.equal(undefined);
     clock.set(ms(instant));
     expect(await playJob(gateway(), merchantId, messageId), `at occurrence ${index}`).to.deep.equal({ dispatched: [index], next });
@@ -64,29 +67,100 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
 
   describe('scheduled_dates', () => {
     const CASES: { zone: Zone; date: string; time: string; utc: string; why: string }[] = [
-      { zone: KINSHASA, date: '2026-03-29', time: '02:30', utc: '2026-03-29T01:30:00.000Z', why: 'Kinshasa keeps UTC+1 on the night Paris springs forward' },
-      { zone: KINSHASA, date: '2026-10-25', time: '02:30', utc: '2026-10-25T01:30:00.000Z', why: 'Kinshasa keeps UTC+1 on the night Paris falls back' },
-      { zone: PARIS, date: '2026-03-29', time: '01:59', utc: '2026-03-29T00:59:00.000Z', why: 'the last winter minute (CET, UTC+1) before the gap' },
-      { zone: PARIS, date: '2026-03-29', time: '03:00', utc: '2026-03-29T01:00:00.000Z', why: 'the first summer minute (CEST, UTC+2) after the gap' },
-      { zone: PARIS, date: '2026-10-25', time: '02:30', utc: '2026-10-25T00:30:00.000Z', why: 'the fall-back hour happens twice: the first (CEST) is taken' },
-      { zone: PARIS, date: '2026-10-25', time: '03:00', utc: '2026-10-25T02:00:00.000Z', why: 'back on CET (UTC+1) after the fall-back hour' },
-      { zone: NEW_YORK, date: '2026-03-08', time: '01:59', utc: '2026-03-08T06:59:00.000Z', why: 'the last EST (UTC−5) minute before the gap' },
-      { zone: NEW_YORK, date: '2026-03-08', time: '03:00', utc: '2026-03-08T07:00:00.000Z', why: 'the first EDT (UTC−4) minute after the gap' },
-      { zone: NEW_YORK, date: '2026-11-01', time: '01:30', utc: '2026-11-01T05:30:00.000Z', why: 'the fall-back hour happens twice: the first (EDT) is taken' },
-      { zone: NEW_YORK, date: '2026-11-01', time: '02:00', utc: '2026-11-01T07:00:00.000Z', why: 'back on EST (UTC−5) after the fall-back hour' },
+      {
+        zone: KINSHASA,
+        date: '2026-03-29',
+        time: '02:30',
+        utc: '2026-03-29T01:30:00.000Z',
+        why: 'Kinshasa keeps UTC+1 on the night Paris springs forward',
+      },
+      {
+        zone: KINSHASA,
+        date: '2026-10-25',
+        time: '02:30',
+        utc: '2026-10-25T01:30:00.000Z',
+        why: 'Kinshasa keeps UTC+1 on the night Paris falls back',
+      },
+      {
+        zone: PARIS,
+        date: '2026-03-29',
+        time: '01:59',
+        utc: '2026-03-29T00:59:00.000Z',
+        why: 'the last winter minute (CET, UTC+1) before the gap',
+      },
+      {
+        zone: PARIS,
+        date: '2026-03-29',
+        time: '03:00',
+        utc: '2026-03-29T01:00:00.000Z',
+        why: 'the first summer minute (CEST, UTC+2) after the gap',
+      },
+      {
+        zone: PARIS,
+        date: '2026-10-25',
+        time: '02:30',
+        utc: '2026-10-25T00:30:00.000Z',
+        why: 'the fall-back hour happens twice: the first (CEST) is taken',
+      },
+      {
+        zone: PARIS,
+        date: '2026-10-25',
+        time: '03:00',
+        utc: '2026-10-25T02:00:00.000Z',
+        why: 'back on CET (UTC+1) after the fall-back hour',
+      },
+      {
+        zone: NEW_YORK,
+        date: '2026-03-08',
+        time: '01:59',
+        utc: '2026-03-08T06:59:00.000Z',
+        why: 'the last EST (UTC−5) minute before the gap',
+      },
+      {
+        zone: NEW_YORK,
+        date: '2026-03-08',
+        time: '03:00',
+        utc: '2026-03-08T07:00:00.000Z',
+        why: 'the first EDT (UTC−4) minute after the gap',
+      },
+      {
+        zone: NEW_YORK,
+        date: '2026-11-01',
+        time: '01:30',
+        utc: '2026-11-01T05:30:00.000Z',
+        why: 'the fall-back hour happens twice: the first (EDT) is taken',
+      },
+      {
+        zone: NEW_YORK,
+        date: '2026-11-01',
+        time: '02:00',
+        utc: '2026-11-01T07:00:00.000Z',
+        why: 'back on EST (UTC−5) after the fall-back hour',
+      },
     ];
     for (const { zone, date, time, utc, why } of CASES) {
       it(`when ${date} ${time} is scheduled in ${zone}, then the Agenda job runs at ${utc} and the occurrence leaves exactly then (${why})`, async () => {
         const sent = await scheduled(zone, [{ date, time }]);
         const id = sent.message_id;
 
-        expect(sent).to.deep.equal({ message_id: id, total_recipients: 1, total_messages: 1, total_cost: 0.02, currency: 'USD', status: 'pending' });
+        expect(sent).to.deep.equal({
+          message_id: id,
+          total_recipients: 1,
+          total_messages: 1,
+          total_cost: 0.02,
+          currency: 'USD',
+          status: 'pending',
+        });
         expect((await jobOf(gateway(), id)).nextRunAt).to.equal(utc);
         const before = await statusOf(http, merchants[zone].apiKey, id);
         expect(before.occurrences.map((o) => o.scheduled_at)).to.deep.equal([utc]);
         expect(before.schedule).to.deep.include({ state: 'active', next_occurrence_at: utc, occurrences_total: 1 });
         await expectDueExactlyAt(zone, id, 0, utc, null);
-        expect((await statusOf(http, merchants[zone].apiKey, id)).schedule).to.deep.include({ state: 'completed', occurrences_dispatched: 1, next_occurrence_at: null });
+        expect((await statusOf(http, merchants[zone].apiKey, id)).schedule).to.deep.include({
+          state: 'completed',
+          occurrences_dispatched: 1,
+          next_occurrence_at: null,
+        });
       });
     }
 
@@ -105,7 +179,10 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
           to: [NUMBERS.vodacom],
           message: 'gap',
           sending_type: 'scheduled',
-          scheduled_dates: [{ date: '2026-03-01', time: '12:00' }, { date, time }],
+          scheduled_dates: [
+            { date: '2026-03-01', time: '12:00' },
+            { date, time },
+          ],
         });
         const details = expectFieldError(result, 'scheduled_dates[1].time');
         expect(details.map((d) => d.field)).to.deep.equal(['scheduled_dates[1].time']);
@@ -132,11 +209,25 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
       );
       const id = sent.message_id;
       const instants = ['2026-03-28T11:00:00.000Z', '2026-03-29T10:00:00.000Z', '2026-10-25T00:30:00.000Z'];
-      expect(sent).to.deep.equal({ message_id: id, total_recipients: 2, total_messages: 6, total_cost: 0.15, currency: 'USD', status: 'pending' });
+      expect(sent).to.deep.equal({
+        message_id: id,
+        total_recipients: 2,
+        total_messages: 6,
+        total_cost: 0.15,
+        currency: 'USD',
+        status: 'pending',
+      });
       expect((await jobOf(gateway(), id)).nextRunAt).to.equal(instants[0]);
 
       const waiting = await statusOf(http, apiKey, id);
-      expect(waiting).to.deep.include({ status: 'scheduled', total_recipients: 2, delivered: 0, failed: 0, pending: 2, sending_type: 'scheduled' });
+      expect(waiting).to.deep.include({
+        status: 'scheduled',
+        total_recipients: 2,
+        delivered: 0,
+        failed: 0,
+        pending: 2,
+        sending_type: 'scheduled',
+      });
       expect(waiting.schedule).to.deep.equal({
         type: 'scheduled',
         state: 'active',
@@ -146,7 +237,16 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
         occurrences_remaining: 3,
       });
       expect(waiting.occurrences).to.deep.equal(
-        instants.map((at, index) => ({ occurrence_index: index, scheduled_at: at, status: 'scheduled', delivered: 0, failed: 0, pending: 2, cancelled: 0, skipped: 0 })),
+        instants.map((at, index) => ({
+          occurrence_index: index,
+          scheduled_at: at,
+          status: 'scheduled',
+          delivered: 0,
+          failed: 0,
+          pending: 2,
+          cancelled: 0,
+          skipped: 0,
+        })),
       );
       expect(waiting.recipients.map((r) => [r.status, r.carrier_status, r.sent_at])).to.deep.equal([
         ['pending', null, null],
@@ -160,7 +260,12 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
       await expectDueExactlyAt(PARIS, id, 0, instants[0]!, instants[1]!);
       const first = await statusOf(http, apiKey, id);
       expect(first).to.deep.include({ status: 'pending', delivered: 0, failed: 0, pending: 2 });
-      expect(first.schedule).to.deep.include({ state: 'active', next_occurrence_at: instants[1], occurrences_dispatched: 1, occurrences_remaining: 2 });
+      expect(first.schedule).to.deep.include({
+        state: 'active',
+        next_occurrence_at: instants[1],
+        occurrences_dispatched: 1,
+        occurrences_remaining: 2,
+      });
 
       // the carrier answers occurrence 0: one delivered, one undelivered
       const message = gateway().router.message(merchantId, id);
@@ -269,7 +374,10 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
         zone: KINSHASA,
         rule: { start_date: '2026-01-31', end_date: '2026-12-31', frequency: 'monthly', interval: 1, times: ['10:00', '18:00'] },
         to: [NUMBERS.vodacom, NUMBERS.orangeFr],
-        instants: at(['2026-01-31', '2026-03-31', '2026-05-31', '2026-07-31', '2026-08-31', '2026-10-31', '2026-12-31'], ['09:00', '17:00']),
+        instants: at(
+          ['2026-01-31', '2026-03-31', '2026-05-31', '2026-07-31', '2026-08-31', '2026-10-31', '2026-12-31'],
+          ['09:00', '17:00'],
+        ),
         count: 14,
         perOccurrence: 0.07,
       },
@@ -334,7 +442,8 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
         expect(status.occurrences.map((o) => o.occurrence_index)).to.deep.equal(Array.from({ length: c.count }, (_, i) => i));
         expect([...scheduledAt].sort(), 'in increasing order').to.deep.equal(scheduledAt);
         if (c.instants) expect(scheduledAt).to.deep.equal(c.instants);
-        for (const [index, instant] of Object.entries(c.spots ?? {})) expect(scheduledAt[Number(index)], `occurrence ${index}`).to.equal(instant);
+        for (const [index, instant] of Object.entries(c.spots ?? {}))
+          expect(scheduledAt[Number(index)], `occurrence ${index}`).to.equal(instant);
         expect(status).to.deep.include({ status: 'scheduled', sending_type: 'recurring' });
         expect((await jobOf(gateway(), id)).nextRunAt).to.equal(scheduledAt[0]);
         await expectDueExactlyAt(c.zone, id, 0, scheduledAt[0]!, scheduledAt[1] ?? null);
@@ -342,7 +451,10 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
     }
 
     it('when an open-ended daily schedule goes on in Kinshasa, then consecutive occurrences are exactly one day apart', async () => {
-      const sent = await send(KINSHASA, { sending_type: 'recurring', recurring_schedule: { start_date: '2026-01-05', end_date: null, frequency: 'daily', interval: 1, times: ['23:59'] } });
+      const sent = await send(KINSHASA, {
+        sending_type: 'recurring',
+        recurring_schedule: { start_date: '2026-01-05', end_date: null, frequency: 'daily', interval: 1, times: ['23:59'] },
+      });
       const instants = (await statusOf(http, merchants[KINSHASA].apiKey, sent.message_id)).occurrences.map((o) => ms(o.scheduled_at));
       expect(instants).to.have.length(365);
       expect(iso(instants[0]!)).to.equal('2026-01-05T22:59:00.000Z');
@@ -360,7 +472,10 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
       clock.set(ms(instants[7]!) + DAY);
       expect(await playJob(gateway(), merchants[PARIS].merchantId, id)).to.deep.equal({ dispatched: [], next: null });
       expect(await dispatchCounts(gateway(), id)).to.deep.equal(Object.fromEntries(instants.map((_, i) => [i, 1])));
-      expect((await statusOf(http, merchants[PARIS].apiKey, id)).schedule).to.deep.include({ state: 'completed', occurrences_dispatched: 8 });
+      expect((await statusOf(http, merchants[PARIS].apiKey, id)).schedule).to.deep.include({
+        state: 'completed',
+        occurrences_dispatched: 8,
+      });
     });
 
     it('when the job runs late (the node was down over two occurrences), then both late occurrences leave at once, once', async () => {
@@ -368,8 +483,14 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
       const sent = await send(KINSHASA, { sending_type: 'recurring', recurring_schedule: rule });
       const id = sent.message_id;
       clock.set(Date.UTC(2026, 1, 2, 8, 0, 1));
-      expect(await playJob(gateway(), merchants[KINSHASA].merchantId, id)).to.deep.equal({ dispatched: [0, 1], next: '2026-02-03T08:00:00.000Z' });
-      expect(await playJob(gateway(), merchants[KINSHASA].merchantId, id)).to.deep.equal({ dispatched: [], next: '2026-02-03T08:00:00.000Z' });
+      expect(await playJob(gateway(), merchants[KINSHASA].merchantId, id)).to.deep.equal({
+        dispatched: [0, 1],
+        next: '2026-02-03T08:00:00.000Z',
+      });
+      expect(await playJob(gateway(), merchants[KINSHASA].merchantId, id)).to.deep.equal({
+        dispatched: [],
+        next: '2026-02-03T08:00:00.000Z',
+      });
       expect(await dispatchCounts(gateway(), id)).to.deep.equal({ 0: 1, 1: 1 });
     });
 
@@ -378,13 +499,27 @@ describe('scheduled and recurring sends: occurrence instants in the merchant tim
       const rule = (end: string) => ({ start_date: '2026-02-01', end_date: end, frequency: 'daily', interval: 1, times: ['09:00'] });
       const { apiKey } = merchants[KINSHASA];
       // 1 February + 49 days = 22 March (50 occurrences); 23 March is the 51st
-      const accepted = dataOf<SendData>(await http.send(apiKey, { to, message: 'cap', sending_type: 'recurring', recurring_schedule: rule('2026-03-22') }), 201);
+      const accepted = dataOf<SendData>(
+        await http.send(apiKey, { to, message: 'cap', sending_type: 'recurring', recurring_schedule: rule('2026-03-22') }),
+        201,
+      );
       expect(accepted).to.include({ total_recipients: 100, total_messages: 5000, total_cost: 100 });
-      expectFieldError(await http.send(apiKey, { to, message: 'cap', sending_type: 'recurring', recurring_schedule: rule('2026-03-23') }), 'recurring_schedule');
+      expectFieldError(
+        await http.send(apiKey, { to, message: 'cap', sending_type: 'recurring', recurring_schedule: rule('2026-03-23') }),
+        'recurring_schedule',
+      );
       // open-ended: 14 recipients × 365 days = 5110
       const open = { start_date: '2026-01-01', end_date: null, frequency: 'daily', interval: 1, times: ['09:00'] };
-      expectFieldError(await http.send(apiKey, { to: to.slice(0, 14), message: 'cap', sending_type: 'recurring', recurring_schedule: open }), 'recurring_schedule');
-      expect(dataOf<SendData>(await http.send(apiKey, { to: to.slice(0, 13), message: 'cap', sending_type: 'recurring', recurring_schedule: open }), 201).total_messages).to.equal(13 * 365);
+      expectFieldError(
+        await http.send(apiKey, { to: to.slice(0, 14), message: 'cap', sending_type: 'recurring', recurring_schedule: open }),
+        'recurring_schedule',
+      );
+      expect(
+        dataOf<SendData>(
+          await http.send(apiKey, { to: to.slice(0, 13), message: 'cap', sending_type: 'recurring', recurring_schedule: open }),
+          201,
+        ).total_messages,
+      ).to.equal(13 * 365);
     });
   });
 });

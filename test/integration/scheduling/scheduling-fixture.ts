@@ -102,7 +102,11 @@ export async function dispatchCounts(gateway: Pick<Gateway, 'persistence'>, mess
 }
 
 /** What the occurrence job does when Agenda runs it: the actor's answer (dispatched indexes, when to come back). */
-export async function playJob(gateway: Gateway, merchantId: string, messageId: string): Promise<{ dispatched: readonly number[]; next: string | null }> {
+export async function playJob(
+  gateway: Gateway,
+  merchantId: string,
+  messageId: string,
+): Promise<{ dispatched: readonly number[]; next: string | null }> {
   const reply = await gateway.router.message(merchantId, messageId).ask({ type: 'dispatch_due' });
   if (!reply.ok) throw new Error(`dispatch_due: ${reply.code}`);
   return { dispatched: reply.dispatched, next: reply.next === null ? null : iso(reply.next) };

@@ -72,7 +72,16 @@ describe('database bus', function () {
     const clock = createManualClock(Date.now());
     bus = createDatabaseBus({ db, clock, purgeIntervalMs: 20, dedupeWindowMs: 120_000 });
     const r = recorder();
-    consumers.push(await bus.consume({ stream: 'webhooks', filter: 'webhook.jobs.>', durable: 'webhooks', concurrency: 2, ackWaitMs: 5_000, handler: r.handler }));
+    consumers.push(
+      await bus.consume({
+        stream: 'webhooks',
+        filter: 'webhook.jobs.>',
+        durable: 'webhooks',
+        concurrency: 2,
+        ackWaitMs: 5_000,
+        handler: r.handler,
+      }),
+    );
     await bus.publish('webhook.jobs.m1', { attempt: 1 }, { id: 'evt-1' });
     await waitUntil(() => r.received.length === 1, 'the first publish is delivered');
     const settled = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM bus_deliveries WHERE done_at IS NOT NULL');
@@ -94,7 +103,16 @@ describe('database bus', function () {
     const clock = createManualClock(Date.now());
     bus = createDatabaseBus({ db, clock, purgeIntervalMs: 20, dedupeWindowMs: 1_000, maxAgeMs: 100_000 });
     // a durable that exists but is not running (its process is down)
-    consumers.push(await bus.consume({ stream: 'dispatch', filter: 'sms.dispatch.>', durable: 'offline', concurrency: 1, ackWaitMs: 1_000, handler: () => Promise.resolve(ACK) }));
+    consumers.push(
+      await bus.consume({
+        stream: 'dispatch',
+        filter: 'sms.dispatch.>',
+        durable: 'offline',
+        concurrency: 1,
+        ackWaitMs: 1_000,
+        handler: () => Promise.resolve(ACK),
+      }),
+    );
     await consumers.pop()!.stop();
     await bus.publish('sms.dispatch.simulator', {}, { id: 'pending-1' });
     clock.advance(50_000);

@@ -78,7 +78,11 @@ describe('NATS connection: writes gathered per turn of the event loop (private n
           for await (const message of subscription) return message.string();
           return '';
         })(),
-        new Promise<string>((resolve) => setTimeout(() => { resolve(''); }, 500)),
+        new Promise<string>((resolve) =>
+          setTimeout(() => {
+            resolve('');
+          }, 500),
+        ),
       ]);
       subscription.unsubscribe();
       echoed = next;

@@ -43,8 +43,17 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
 
   async function startNode(secrets: DeepPartial<Config['secrets']>): Promise<ApiFixture> {
     const transport = await connectNatsTransport({ servers: nats.url, name: 'secrets-test' });
-    const config: DeepPartial<Config> = { secrets: { previousKeys: [], ...secrets }, actors: { snapshotEvery: 2 }, rateLimits: { send: 1_000 } };
-    const api = await startApi(databaseUrl, { transport, inProcessSimulator: true, config, ...(process.env.DEBUG_SECRETS ? { logger: createLogger({ level: 'info' }) } : {}) });
+    const config: DeepPartial<Config> = {
+      secrets: { previousKeys: [], ...secrets },
+      actors: { snapshotEvery: 2 },
+      rateLimits: { send: 1_000 },
+    };
+    const api = await startApi(databaseUrl, {
+      transport,
+      inProcessSimulator: true,
+      config,
+      ...(process.env.DEBUG_SECRETS ? { logger: createLogger({ level: 'info' }) } : {}),
+    });
     node = { api, transport };
     return api;
   }
@@ -56,7 +65,10 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     node = null;
   }
 
-  async function cli(argv: readonly string[], secrets: Readonly<Record<string, string>> = {}): Promise<{ code: number; out: string; err: string }> {
+  async function cli(
+    argv: readonly string[],
+    secrets: Readonly<Record<string, string>> = {},
+  ): Promise<{ code: number; out: string; err: string }> {
     const out: string[] = [];
     const err: string[] = [];
     const env = { NODE_ENV: 'test', GATEWAY_MODE: 'server', DATABASE_URL: databaseUrl, NATS_URL: nats.url, ...secrets };
@@ -65,16 +77,24 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
   }
 
   async function sendOne(api: ApiFixture): Promise<string> {
-    return dataOf<SendData>(await client(() => api.api).send(merchant.apiKey, { to: [NUMBERS.vodacom], message: 'secrets at rest' }), 201).message_id;
+    return dataOf<SendData>(await client(() => api.api).send(merchant.apiKey, { to: [NUMBERS.vodacom], message: 'secrets at rest' }), 201)
+      .message_id;
   }
 
-  const ofMessage = (messageId: string) => (request: ReceivedRequest) => (request.body as { message_id?: string } | undefined)?.message_id === messageId;
+  const ofMessage = (messageId: string) => (request: ReceivedRequest) =>
+    (request.body as { message_id?: string } | undefined)?.message_id === messageId;
 
   /** Waits for a delivery of the message's events and checks its Basic header and signature with the clear values. */
   async function expectSignedDelivery(messageId: string): Promise<void> {
-    const request = await receiver.waitFor((requests) => requests.find(ofMessage(messageId)), RESTART_WAIT_MS, `a delivery for ${messageId}`);
+    const request = await receiver.waitFor(
+      (requests) => requests.find(ofMessage(messageId)),
+      RESTART_WAIT_MS,
+      `a delivery for ${messageId}`,
+    );
     expect(verifyBasicAuth(request.headers.authorization, { username: USERNAME, password: PASSWORD }), 'Basic header').to.equal(true);
-    expect(verifyWebhookSignature({ body: request.rawBody, headers: request.headers, secret: signingSecret }), 'X-Signature').to.equal(true);
+    expect(verifyWebhookSignature({ body: request.rawBody, headers: request.headers, secret: signingSecret }), 'X-Signature').to.equal(
+      true,
+    );
   }
 
   /** Every row of every table of the database, as JSON text. */
@@ -82,11 +102,16 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
-      const tables = await db.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'");
+      const tables = await db.query<{ name: string }>(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
+      );
       const rows = new Map<string, string[]>();
       for (const { name } of tables.rows) {
         const result = await db.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM "${name}" t`);
-        rows.set(name, result.rows.map((r) => r.row));
+        rows.set(
+          name,
+          result.rows.map((r) => r.row),
+        );
       }
       return rows;
     } finally {
@@ -115,7 +140,17 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
   });
 
   it('when the webhook password and a signing secret are set with the CLI, then deliveries carry the right Basic header and signature', async () => {
-    const webhook = await cli(['keys', 'set-webhook', merchant.keyId, '--url', receiver.url, '--username', USERNAME, '--password', PASSWORD]);
+    const webhook = await cli([
+      'keys',
+      'set-webhook',
+      merchant.keyId,
+      '--url',
+      receiver.url,
+      '--username',
+      USERNAME,
+      '--password',
+      PASSWORD,
+    ]);
     expect(webhook.code, webhook.err).to.equal(0);
     const signing = await cli(['keys', 'signing', merchant.keyId, 'on', '--json']);
     expect(signing.code, signing.err).to.equal(0);
@@ -139,7 +174,9 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     );
     for (const letter of letters) {
       expect(letter.reason).to.equal('retries_exhausted');
-      expect(letter.lastError).to.include(SECRET_UNREADABLE).and.to.include(secretKeyId(Buffer.from(KEY_A, 'base64')));
+      expect(letter.lastError)
+        .to.include(SECRET_UNREADABLE)
+        .and.to.include(secretKeyId(Buffer.from(KEY_A, 'base64')));
     }
     expect(receiver.requests.filter(ofMessage(messageId)), 'nothing sent without its credentials').to.deep.equal([]);
     expect((await client(() => api.api).health()).status).to.equal(200);
@@ -155,7 +192,9 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     expect(JSON.parse(again.out), 'nothing left to reseal').to.deep.equal({ keys: 1, resealed: 0 });
     const withoutOldKey = await cli(['secrets', 'reseal'], { SECRETS_KEY: Buffer.alloc(32, 0x77).toString('base64') });
     expect(withoutOldKey.code, 'a key that opens nothing is named, no stack trace').to.equal(1);
-    expect(withoutOldKey.err).to.include(secretKeyId(Buffer.from(KEY_B, 'base64'))).and.to.include('SECRETS_PREVIOUS_KEYS');
+    expect(withoutOldKey.err)
+      .to.include(secretKeyId(Buffer.from(KEY_B, 'base64')))
+      .and.to.include('SECRETS_PREVIOUS_KEYS');
 
     await expectSignedDelivery(await sendOne(node!.api));
   });
@@ -167,7 +206,9 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     expect(everything).to.not.include(signingSecret);
     expect(everything).to.not.include(Buffer.from(`${USERNAME}:${PASSWORD}`).toString('base64'));
     const sealedUnder = (table: string, key: string) =>
-      (rows.get(table) ?? []).filter((row) => row.includes(merchant.keyId) && row.includes('aes-256-gcm') && row.includes(secretKeyId(Buffer.from(key, 'base64'))));
+      (rows.get(table) ?? []).filter(
+        (row) => row.includes(merchant.keyId) && row.includes('aes-256-gcm') && row.includes(secretKeyId(Buffer.from(key, 'base64'))),
+      );
     expect(sealedUnder('journal', KEY_A), 'events sealed under the first key').to.not.deep.equal([]);
     expect(sealedUnder('journal', KEY_B), 'events sealed again under the second').to.not.deep.equal([]);
     expect(sealedUnder('snapshots', KEY_B), "the key actor's snapshot").to.not.deep.equal([]);

@@ -50,7 +50,11 @@ describe('webhook address policy in production, through the real interfaces', fu
 
   after(async () => {
     await api.stop();
-    await new Promise<void>((resolve) => receiver.close(() => { resolve(); }));
+    await new Promise<void>((resolve) =>
+      receiver.close(() => {
+        resolve();
+      }),
+    );
   });
 
   it('refuses a callback_url in each non-public form with 400/1110 on callback_url, and charges nothing', async () => {
@@ -78,7 +82,11 @@ describe('webhook address policy in production, through the real interfaces', fu
 
   it('when a key webhook already points to a loopback literal, then the delivery is refused and no connection reaches the receiver', async () => {
     // set below the acceptance check, as a webhook stored before the policy existed would be
-    await api.node.gateway.useCases.apiKeys.setWebhook(merchant.keyId, { url: `https://127.0.0.1:${receiverPort}/hooks`, username: null, password: null });
+    await api.node.gateway.useCases.apiKeys.setWebhook(merchant.keyId, {
+      url: `https://127.0.0.1:${receiverPort}/hooks`,
+      username: null,
+      password: null,
+    });
     const http = client(() => api.api);
 
     const sent = await http.send(merchant.apiKey, { to: [NUMBERS.vodacom], message: 'Hello' });

@@ -33,7 +33,9 @@ describe('webhooks: one log line per failed attempt, and never a credential', fu
   let letters: readonly DeadLetter[];
 
   const failures = (merchant: SeededMerchant): LogLine[] =>
-    lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('webhook attempt failed') && line.merchant_id === merchant.merchantId);
+    lines.filter(
+      (line) => typeof line.msg === 'string' && line.msg.startsWith('webhook attempt failed') && line.merchant_id === merchant.merchantId,
+    );
 
   before(async () => {
     // Arrange: two merchants; one endpoint fails each event's first attempt, the other always fails. Both URLs carry
@@ -46,11 +48,15 @@ describe('webhooks: one log line per failed attempt, and never a credential', fu
     retried = await seedMerchant(gateway, { name: 'Flaky endpoint', prepaid: '10' });
     dropped = await seedMerchant(gateway, { name: 'Dead endpoint', prepaid: '10' });
     const withSecrets = (url: string) => url.replace('http://', `http://shop:${IN_URL_PASSWORD}@`) + `?token=${QUERY_SECRET}`;
-    expect(await gateway.useCases.apiKeys.setWebhook(retried.keyId, { url: withSecrets(flaky.url), username: 'shop', password: PASSWORD })).to.equal(true);
+    expect(
+      await gateway.useCases.apiKeys.setWebhook(retried.keyId, { url: withSecrets(flaky.url), username: 'shop', password: PASSWORD }),
+    ).to.equal(true);
 
     // Act: one send each; the second merchant's events go to its send's callback_url only
     retriedMessage = (await send(pipeline.client, retried.apiKey, [numberEnding('91')])).message_id;
-    droppedMessage = (await send(pipeline.client, dropped.apiKey, [numberEnding('91')], { callback_url: `${dead.url}?token=${CALLBACK_SECRET}` })).message_id;
+    droppedMessage = (
+      await send(pipeline.client, dropped.apiKey, [numberEnding('91')], { callback_url: `${dead.url}?token=${CALLBACK_SECRET}` })
+    ).message_id;
     await flaky.waitFor((requests) => requests.length >= 2 * EVENT_TYPES.length, 20_000, 'every event failed once, then delivered');
     letters = await eventually(
       async () => {
@@ -60,7 +66,11 @@ describe('webhooks: one log line per failed attempt, and never a credential', fu
       20_000,
       'every event of the dead endpoint dead-lettered',
     );
-    await eventually(() => Promise.resolve(raw.filter((line) => line.includes('"dead_letter"')).length >= EVENT_TYPES.length), 5_000, 'the dead letters logged');
+    await eventually(
+      () => Promise.resolve(raw.filter((line) => line.includes('"dead_letter"')).length >= EVENT_TYPES.length),
+      5_000,
+      'the dead letters logged',
+    );
     lines = raw.map((line) => JSON.parse(line) as LogLine);
   });
 
@@ -104,9 +114,18 @@ describe('webhooks: one log line per failed attempt, and never a credential', fu
       const ofEvent = found.filter((line) => line.event_type === eventType);
       expect(ofEvent.map((line) => line.attempt)).to.deep.equal([1, 2, 3]);
       for (const line of ofEvent) {
-        expect(line).to.deep.include({ merchant_id: dropped.merchantId, message_id: droppedMessage, outcome: 'http_503', target: 'callback_url', url: dead.url });
+        expect(line).to.deep.include({
+          merchant_id: dropped.merchantId,
+          message_id: droppedMessage,
+          outcome: 'http_503',
+          target: 'callback_url',
+          url: dead.url,
+        });
       }
-      expect(ofEvent.slice(0, 2).map((line) => line.msg)).to.deep.equal(['webhook attempt failed: retrying', 'webhook attempt failed: retrying']);
+      expect(ofEvent.slice(0, 2).map((line) => line.msg)).to.deep.equal([
+        'webhook attempt failed: retrying',
+        'webhook attempt failed: retrying',
+      ]);
       expect(ofEvent[2]).to.deep.include({ msg: 'webhook attempt failed: event dead-lettered', dead_letter: 'retries_exhausted' });
       expect(ofEvent[2]).not.to.have.property('next_attempt_at');
       // the line names the dead letter an operator replays
@@ -115,9 +134,17 @@ describe('webhooks: one log line per failed attempt, and never a credential', fu
     }
   });
 
-  it('never logs the Basic password (nor its header), the URLs\' userinfo or their query strings', () => {
+  it("never logs the Basic password (nor its header), the URLs' userinfo or their query strings", () => {
     const text = raw.join('\n');
-    const forbidden = [PASSWORD, Buffer.from(`shop:${PASSWORD}`).toString('base64'), IN_URL_PASSWORD, 'shop:', QUERY_SECRET, CALLBACK_SECRET, '?token'];
+    const forbidden = [
+      PASSWORD,
+      Buffer.from(`shop:${PASSWORD}`).toString('base64'),
+      IN_URL_PASSWORD,
+      'shop:',
+      QUERY_SECRET,
+      CALLBACK_SECRET,
+      '?token',
+    ];
     expect(failures(retried).length + failures(dropped).length).to.be.greaterThan(0);
     for (const value of forbidden) expect(text.includes(value), value).to.equal(false);
   });

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createWebhookSender, REFUSED_ADDRESS, signature, type WebhookCredentials, type WebhookSender } from '../../../src/webhooks/webhook-sender.js';
+import {
+  createWebhookSender,
+  REFUSED_ADDRESS,
+  signature,
+  type WebhookCredentials,
+  type WebhookSender,
+} from '../../../src/webhooks/webhook-sender.js';
 
 const NONE: WebhookCredentials = { username: null, password: null, signingSecret: null };
 const LOCAL = { publicAddressesOnly: false, allowHttpLocalhost: true };
@@ -27,7 +33,12 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
-        seen.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+        seen.push({
+          method: request.method ?? '',
+          url: request.url ?? '',
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
         answer(response);
       });
     });
@@ -47,13 +58,22 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
 
   after(async () => {
     server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+    await new Promise<void>((resolve) =>
+      server.close(() => {
+        resolve();
+      }),
+    );
   });
 
   it('when the endpoint answers, then the attempt is its status, and the exact body, path, query and headers arrived', async () => {
     const body = JSON.stringify({ event_id: 'evt_1', note: 'é ✓' });
 
-    const result = await sender.send(`${base}/hooks/sms?shop=7`, body, { username: 'shop', password: 'p4ss:word', signingSecret: null }, Date.now());
+    const result = await sender.send(
+      `${base}/hooks/sms?shop=7`,
+      body,
+      { username: 'shop', password: 'p4ss:word', signingSecret: null },
+      Date.now(),
+    );
 
     expect(result).to.deep.equal({ type: 'response', status: 200 });
     expect(seen).to.have.length(1);
@@ -131,7 +151,11 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => { resolve(); }));
+    await new Promise<void>((resolve) =>
+      closed.close(() => {
+        resolve();
+      }),
+    );
 
     const result = await sender.send(`http://127.0.0.1:${port}/hooks`, '{}', NONE, Date.now());
 
@@ -162,7 +186,11 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
   });
 
   it('when only public addresses are allowed and the host resolves to loopback, then nothing is sent and the attempt says why', async () => {
-    const strict = createWebhookSender({ timeoutMs: TIMEOUT_MS, policy: { publicAddressesOnly: true, allowHttpLocalhost: false }, userAgent: 'sms-gateway/test' });
+    const strict = createWebhookSender({
+      timeoutMs: TIMEOUT_MS,
+      policy: { publicAddressesOnly: true, allowHttpLocalhost: false },
+      userAgent: 'sms-gateway/test',
+    });
     try {
       const port = (server.address() as AddressInfo).port;
       const result = await strict.send(`http://localhost:${port}/hooks`, '{}', NONE, Date.now());
@@ -177,7 +205,11 @@ describe('webhook sender: one POST per attempt over real HTTP', () => {
   });
 
   it('when only public addresses are allowed and the URL is a non-public IP literal in any spelling, then no connection is made', async () => {
-    const strict = createWebhookSender({ timeoutMs: TIMEOUT_MS, policy: { publicAddressesOnly: true, allowHttpLocalhost: false }, userAgent: 'sms-gateway/test' });
+    const strict = createWebhookSender({
+      timeoutMs: TIMEOUT_MS,
+      policy: { publicAddressesOnly: true, allowHttpLocalhost: false },
+      userAgent: 'sms-gateway/test',
+    });
     const port = (server.address() as AddressInfo).port;
     let connections = 0;
     const count = (): void => {

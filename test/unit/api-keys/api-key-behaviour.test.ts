@@ -50,7 +50,12 @@ function createStory(start: ApiKeyState = behaviour.initialState(KEY_ID), startA
     },
     run<C extends ApiKeyCommand>(command: C): Decision<ApiKeyState, ApiKeyEvent, ApiKeyReplies[C['type']]> {
       const context: BehaviourContext = { now: clock.now(), newId, shard: 0 };
-      const decision = decide<ApiKeyState, ApiKeyCommand, ApiKeyEvent, ApiKeyReplies, ApiKeyCommand['type']>(behaviour, state, command, context) as Decision<ApiKeyState, ApiKeyEvent, ApiKeyReplies[C['type']]>;
+      const decision = decide<ApiKeyState, ApiKeyCommand, ApiKeyEvent, ApiKeyReplies, ApiKeyCommand['type']>(
+        behaviour,
+        state,
+        command,
+        context,
+      ) as Decision<ApiKeyState, ApiKeyEvent, ApiKeyReplies[C['type']]>;
       state = foldEvents(apply, decision.state ?? state, decision.events);
       journal.push(...decision.events);
       return decision;
@@ -73,7 +78,15 @@ function restart(story: Story): Story {
 
 function created(status: KeyStatus = 'allowed', expiresAt: number | null = null): Story {
   const story = createStory();
-  const decision = story.run({ type: 'create', merchantId: MERCHANT, environment: 'sandbox', hash: HASH, display: DISPLAY, status, expiresAt });
+  const decision = story.run({
+    type: 'create',
+    merchantId: MERCHANT,
+    environment: 'sandbox',
+    hash: HASH,
+    display: DISPLAY,
+    status,
+    expiresAt,
+  });
   expect(decision.reply).to.deep.equal({ ok: true, created: true });
   return story;
 }
@@ -105,11 +118,28 @@ describe('api key behaviour', () => {
     it('when a key is created, then key_created is journaled with its record', () => {
       const story = createStory();
 
-      const decision = story.run({ type: 'create', merchantId: MERCHANT, environment: 'production', hash: HASH, display: DISPLAY, status: 'allowed', expiresAt: T0 + 1000 });
+      const decision = story.run({
+        type: 'create',
+        merchantId: MERCHANT,
+        environment: 'production',
+        hash: HASH,
+        display: DISPLAY,
+        status: 'allowed',
+        expiresAt: T0 + 1000,
+      });
 
       expect(decision.reply).to.deep.equal({ ok: true, created: true });
       expect(decision.events).to.deep.equal([
-        { type: 'key_created', merchantId: MERCHANT, environment: 'production', hash: HASH, display: DISPLAY, status: 'allowed', expiresAt: T0 + 1000, at: T0 },
+        {
+          type: 'key_created',
+          merchantId: MERCHANT,
+          environment: 'production',
+          hash: HASH,
+          display: DISPLAY,
+          status: 'allowed',
+          expiresAt: T0 + 1000,
+          at: T0,
+        },
       ]);
       expect(story.state).to.deep.include({ created: true, merchantId: MERCHANT, environment: 'production', hash: HASH, createdAt: T0 });
     });
@@ -118,7 +148,15 @@ describe('api key behaviour', () => {
       const story = created();
       story.clock.advance(1000);
 
-      const again = story.run({ type: 'create', merchantId: 'other', environment: 'sandbox', hash: ROTATED_HASH, display: 'x', status: 'allowed', expiresAt: null });
+      const again = story.run({
+        type: 'create',
+        merchantId: 'other',
+        environment: 'sandbox',
+        hash: ROTATED_HASH,
+        display: 'x',
+        status: 'allowed',
+        expiresAt: null,
+      });
 
       expect(again.reply).to.deep.equal({ ok: true, created: false });
       expect(again.events).to.deep.equal([]);
@@ -339,7 +377,9 @@ describe('api key behaviour', () => {
       story.burst('balance', 19);
       story.clock.set(T0 + 59_999);
 
-      expect(authenticate(story, 'balance').events).to.deep.equal([{ type: 'key_suspended', until: T0 + 59_999 + 900_000, at: T0 + 59_999 }]);
+      expect(authenticate(story, 'balance').events).to.deep.equal([
+        { type: 'key_suspended', until: T0 + 59_999 + 900_000, at: T0 + 59_999 },
+      ]);
     });
 
     it('when the 20th rejection comes a full minute after the first 19, then they no longer count and nothing is suspended', () => {
@@ -490,7 +530,10 @@ describe('api key behaviour', () => {
 
       story.run({ type: 'set_webhook', webhook: null });
 
-      expect(story.run({ type: 'webhook_target' }).reply).to.deep.equal({ ok: true, target: { merchantId: MERCHANT, webhook: null, signingSecret: null } });
+      expect(story.run({ type: 'webhook_target' }).reply).to.deep.equal({
+        ok: true,
+        target: { merchantId: MERCHANT, webhook: null, signingSecret: null },
+      });
     });
 
     it('when webhook_target asks for a never-created key, then it is NOT_FOUND', () => {
@@ -617,9 +660,21 @@ describe('api key behaviour', () => {
           rightHash: fc.boolean(),
         }),
       },
-      { weight: 5, arbitrary: fc.record({ kind: fc.constant('wait' as const), ms: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: 1_000_000 })) }) },
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          kind: fc.constant('wait' as const),
+          ms: fc.oneof(fc.integer({ min: 0, max: 2_000 }), fc.integer({ min: 0, max: 1_000_000 })),
+        }),
+      },
       { weight: 2, arbitrary: fc.record({ kind: fc.constant('status' as const), status: fc.constantFrom(...KEY_STATUSES) }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant('expiry' as const), inMs: fc.option(fc.integer({ min: -60_000, max: 600_000 }), { nil: null }) }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('expiry' as const),
+          inMs: fc.option(fc.integer({ min: -60_000, max: 600_000 }), { nil: null }),
+        }),
+      },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('rotate' as const), back: fc.boolean() }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('webhook' as const), password: fc.option(fc.constant('pw'), { nil: null }) }) },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('secret' as const), secret: fc.option(fc.constant('whsec'), { nil: null }) }) },

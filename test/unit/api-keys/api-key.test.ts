@@ -155,19 +155,59 @@ describe('api keys', () => {
   });
 
   describe('checkKeyFormat', () => {
-    const rows: readonly { readonly name: string; readonly header: string | undefined; readonly environment: GatewayEnvironment; readonly expected: KeyFormatCheck }[] = [
+    const rows: readonly {
+      readonly name: string;
+      readonly header: string | undefined;
+      readonly environment: GatewayEnvironment;
+      readonly expected: KeyFormatCheck;
+    }[] = [
       { name: 'absent header', header: undefined, environment: 'sandbox', expected: { ok: false, reason: 'missing' } },
       { name: 'empty header', header: '', environment: 'sandbox', expected: { ok: false, reason: 'missing' } },
       { name: 'blank header', header: '   ', environment: 'production', expected: { ok: false, reason: 'missing' } },
-      { name: 'sk_test_ + 31 characters (too short)', header: `sk_test_${BODY_32.slice(0, 31)}`, environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
-      { name: 'sk_test_ + 33 characters (too long)', header: `sk_test_${BODY_32}a`, environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
+      {
+        name: 'sk_test_ + 31 characters (too short)',
+        header: `sk_test_${BODY_32.slice(0, 31)}`,
+        environment: 'sandbox',
+        expected: { ok: false, reason: 'malformed' },
+      },
+      {
+        name: 'sk_test_ + 33 characters (too long)',
+        header: `sk_test_${BODY_32}a`,
+        environment: 'sandbox',
+        expected: { ok: false, reason: 'malformed' },
+      },
       { name: 'prefix alone', header: 'sk_test_', environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
       { name: 'wrong prefix pk_test_', header: `pk_test_${BODY_32}`, environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
-      { name: 'unknown environment tag sk_prod_', header: `sk_prod_${BODY_32}`, environment: 'production', expected: { ok: false, reason: 'malformed' } },
-      { name: 'non-base62 character', header: `sk_test_${BODY_32.slice(0, 31)}-`, environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
-      { name: 'surrounding whitespace', header: ` sk_test_${BODY_32}`, environment: 'sandbox', expected: { ok: false, reason: 'malformed' } },
-      { name: 'live key in the sandbox', header: `sk_live_${BODY_32}`, environment: 'sandbox', expected: { ok: false, reason: 'wrong_environment' } },
-      { name: 'test key in production', header: `sk_test_${BODY_32}`, environment: 'production', expected: { ok: false, reason: 'wrong_environment' } },
+      {
+        name: 'unknown environment tag sk_prod_',
+        header: `sk_prod_${BODY_32}`,
+        environment: 'production',
+        expected: { ok: false, reason: 'malformed' },
+      },
+      {
+        name: 'non-base62 character',
+        header: `sk_test_${BODY_32.slice(0, 31)}-`,
+        environment: 'sandbox',
+        expected: { ok: false, reason: 'malformed' },
+      },
+      {
+        name: 'surrounding whitespace',
+        header: ` sk_test_${BODY_32}`,
+        environment: 'sandbox',
+        expected: { ok: false, reason: 'malformed' },
+      },
+      {
+        name: 'live key in the sandbox',
+        header: `sk_live_${BODY_32}`,
+        environment: 'sandbox',
+        expected: { ok: false, reason: 'wrong_environment' },
+      },
+      {
+        name: 'test key in production',
+        header: `sk_test_${BODY_32}`,
+        environment: 'production',
+        expected: { ok: false, reason: 'wrong_environment' },
+      },
       { name: 'valid test key in the sandbox', header: `sk_test_${BODY_32}`, environment: 'sandbox', expected: { ok: true } },
       { name: 'valid live key in production', header: `sk_live_${BODY_32}`, environment: 'production', expected: { ok: true } },
     ];
@@ -185,7 +225,12 @@ describe('api keys', () => {
   });
 
   describe('judgeKey', () => {
-    const record = (status: KeyStatus, overrides: Partial<KeyRecordView> = {}): KeyRecordView => ({ status, expiresAt: null, deletedAt: null, ...overrides });
+    const record = (status: KeyStatus, overrides: Partial<KeyRecordView> = {}): KeyRecordView => ({
+      status,
+      expiresAt: null,
+      deletedAt: null,
+      ...overrides,
+    });
     const forbiddenStatuses = KEY_STATUSES.filter((s): s is Exclude<KeyStatus, 'allowed'> => s !== 'allowed');
 
     it('when the key is allowed and has no expiry, then it authenticates', () => {
@@ -203,12 +248,20 @@ describe('api keys', () => {
     }
 
     it('when an allowed key expires exactly now, then it answers 403 expired', () => {
-      expect(judgeKey(record('allowed', { expiresAt: NOW }), NOW)).to.deep.equal({ outcome: 'forbidden', httpStatus: 403, status: 'expired' });
+      expect(judgeKey(record('allowed', { expiresAt: NOW }), NOW)).to.deep.equal({
+        outcome: 'forbidden',
+        httpStatus: 403,
+        status: 'expired',
+      });
       expect(effectiveStatus({ status: 'allowed', expiresAt: NOW }, NOW)).to.equal('expired');
     });
 
     it('when an allowed key expired 1 ms ago, then it answers 403 expired', () => {
-      expect(judgeKey(record('allowed', { expiresAt: NOW - 1 }), NOW)).to.deep.equal({ outcome: 'forbidden', httpStatus: 403, status: 'expired' });
+      expect(judgeKey(record('allowed', { expiresAt: NOW - 1 }), NOW)).to.deep.equal({
+        outcome: 'forbidden',
+        httpStatus: 403,
+        status: 'expired',
+      });
     });
 
     it('when an allowed key expires 1 ms from now, then it still authenticates', () => {
@@ -227,7 +280,10 @@ describe('api keys', () => {
     }
 
     it('when a soft-deleted key is also expired, then it still answers 401 rather than 403', () => {
-      expect(judgeKey(record('allowed', { deletedAt: NOW, expiresAt: NOW - 1 }), NOW)).to.deep.equal({ outcome: 'unauthorized', httpStatus: 401 });
+      expect(judgeKey(record('allowed', { deletedAt: NOW, expiresAt: NOW - 1 }), NOW)).to.deep.equal({
+        outcome: 'unauthorized',
+        httpStatus: 401,
+      });
     });
   });
 });

@@ -47,7 +47,11 @@ function burst(bucket: RateBucket, count: number, from: number): [RateBucket, nu
 
 /** State with `bucket` filled to its cap at `at` (all admissions at the same instant). */
 function filled(bucket: RateBucket, at: number, policy: RateLimitPolicy = POLICY, start: RateState = EMPTY_RATE_STATE): RateState {
-  const steps = run(start, Array.from({ length: policy.limits[bucket] }, () => [bucket, at] as [RateBucket, number]), policy);
+  const steps = run(
+    start,
+    Array.from({ length: policy.limits[bucket] }, () => [bucket, at] as [RateBucket, number]),
+    policy,
+  );
   expect(steps.every((s) => s.decision.outcome === 'admitted')).to.equal(true);
   return lastState(steps, start);
 }
@@ -189,7 +193,10 @@ describe('rate limiter', () => {
 
   describe('the admission log', () => {
     it('when two decisions branch from one state, then each sees only its own admission and the parent is unchanged', () => {
-      const parent = run(EMPTY_RATE_STATE, [['send', T0], ['send', T0 + 1]]).at(-1)!.state;
+      const parent = run(EMPTY_RATE_STATE, [
+        ['send', T0],
+        ['send', T0 + 1],
+      ]).at(-1)!.state;
       const left = decide(parent, 'send', T0 + 2, POLICY).state;
       const right = decide(parent, 'send', T0 + 3, POLICY).state;
 
@@ -216,7 +223,11 @@ describe('rate limiter', () => {
       expect(logged[0]).to.equal(last - 59_988);
       expect(logged.at(-1)).to.equal(last);
       // a burst in the same instant is cut at the cap
-      const burst = run(state, Array.from({ length: 10 }, () => ['status', last + 12] as [RateBucket, number]), policy);
+      const burst = run(
+        state,
+        Array.from({ length: 10 }, () => ['status', last + 12] as [RateBucket, number]),
+        policy,
+      );
       expect(burst.filter((s) => s.decision.outcome === 'admitted')).to.have.length(1);
     });
   });
@@ -256,7 +267,10 @@ describe('rate limiter', () => {
     }
 
     it('when a key is rejected 19 times within a window, then it is not suspended and other buckets still admit', () => {
-      const steps = run(filled('balance', T0), rejectedTimes(19).map((t) => ['balance', t] as [RateBucket, number]));
+      const steps = run(
+        filled('balance', T0),
+        rejectedTimes(19).map((t) => ['balance', t] as [RateBucket, number]),
+      );
 
       expect(steps.every((s) => s.decision.outcome === 'limited' && !s.decision.suspendedNow)).to.equal(true);
       expect(lastState(steps).suspendedUntil).to.equal(null);
@@ -266,7 +280,10 @@ describe('rate limiter', () => {
 
     it('when the 20th rejection within a window comes, then it is limited with suspendedNow and the key is suspended for exactly 15 minutes', () => {
       const times = rejectedTimes(20);
-      const steps = run(filled('balance', T0), times.map((t) => ['balance', t] as [RateBucket, number]));
+      const steps = run(
+        filled('balance', T0),
+        times.map((t) => ['balance', t] as [RateBucket, number]),
+      );
 
       const twentieth = limited(steps[19]!.decision);
       expect(steps.slice(0, 19).every((s) => s.decision.outcome === 'limited' && !s.decision.suspendedNow)).to.equal(true);
@@ -278,7 +295,10 @@ describe('rate limiter', () => {
     it('when the 20th rejection suspends the key, then the rejection log is emptied and the admissions are kept', () => {
       const times = rejectedTimes(20);
       const full = filled('balance', T0);
-      const steps = run(full, times.map((t) => ['balance', t] as [RateBucket, number]));
+      const steps = run(
+        full,
+        times.map((t) => ['balance', t] as [RateBucket, number]),
+      );
 
       expect(steps[18]!.state.rejections).to.deep.equal(times.slice(0, 19));
       expect(steps[19]!.state).to.deep.equal({ admitted: full.admitted, rejections: [], suspendedUntil: times[19]! + 900_000 });
@@ -302,7 +322,10 @@ describe('rate limiter', () => {
       // 19 rejections: the first at r0, 18 more within the next 2 s
       const r0 = T0 + 1000;
       const times = [r0, ...Array.from({ length: 18 }, (_, i) => r0 + 100 + i * 100)];
-      const base = run(filled('balance', T0), times.map((t) => ['balance', t] as [RateBucket, number]));
+      const base = run(
+        filled('balance', T0),
+        times.map((t) => ['balance', t] as [RateBucket, number]),
+      );
       const state = lastState(base);
       expect(state.rejections).to.have.length(19);
       // keep balance full at the late instants by refilling it right after T0's admissions leave
@@ -314,7 +337,10 @@ describe('rate limiter', () => {
 
     describe('while suspended', () => {
       const times = rejectedTimes(20);
-      const steps = run(filled('balance', T0), times.map((t) => ['balance', t] as [RateBucket, number]));
+      const steps = run(
+        filled('balance', T0),
+        times.map((t) => ['balance', t] as [RateBucket, number]),
+      );
       const s = times[19]!;
       const state = lastState(steps);
 
@@ -341,7 +367,10 @@ describe('rate limiter', () => {
       }
 
       it('when called many times during the suspension, then its end does not move', () => {
-        const during = run(state, RATE_BUCKETS.map((b, i) => [b, s + 100_000 * (i + 1)] as [RateBucket, number]));
+        const during = run(
+          state,
+          RATE_BUCKETS.map((b, i) => [b, s + 100_000 * (i + 1)] as [RateBucket, number]),
+        );
 
         expect(during.every((d) => d.decision.outcome === 'suspended')).to.equal(true);
         expect(lastState(during).suspendedUntil).to.equal(s + 900_000);
@@ -359,7 +388,10 @@ describe('rate limiter', () => {
       it('when the suspension has ended, then the rejection count starts afresh (19 new rejections do not suspend)', () => {
         const after = filled('balance', s + 900_000, POLICY, state);
 
-        const again = run(after, Array.from({ length: 19 }, (_, i) => ['balance', s + 900_001 + i] as [RateBucket, number]));
+        const again = run(
+          after,
+          Array.from({ length: 19 }, (_, i) => ['balance', s + 900_001 + i] as [RateBucket, number]),
+        );
 
         expect(again.every((d) => d.decision.outcome === 'limited' && !d.decision.suspendedNow)).to.equal(true);
         expect(lastState(again).suspendedUntil).to.equal(null);
@@ -370,8 +402,16 @@ describe('rate limiter', () => {
   describe('properties', () => {
     const bucketArb = fc.constantFrom(...RATE_BUCKETS);
     /** Dense enough traffic to hit the contract caps: many simultaneous requests, some gaps of seconds. */
-    const gapArb = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3_000 }), fc.integer({ min: 0, max: 70_000 }));
-    const contractTraffic = fc.array(fc.tuple(gapArb, fc.oneof(bucketArb, fc.constant<RateBucket>('balance'))), { minLength: 1, maxLength: 500 });
+    const gapArb = fc.oneof(
+      fc.constant(0),
+      fc.integer({ min: 0, max: 50 }),
+      fc.integer({ min: 0, max: 3_000 }),
+      fc.integer({ min: 0, max: 70_000 }),
+    );
+    const contractTraffic = fc.array(fc.tuple(gapArb, fc.oneof(bucketArb, fc.constant<RateBucket>('balance'))), {
+      minLength: 1,
+      maxLength: 500,
+    });
 
     const smallPolicyArb: fc.Arbitrary<RateLimitPolicy> = fc.record({
       windowMs: fc.integer({ min: 1, max: 10_000 }),
@@ -385,7 +425,10 @@ describe('rate limiter', () => {
       suspendAfterRejections: fc.integer({ min: 1, max: 40 }),
       suspensionMs: fc.integer({ min: 1, max: 20_000 }),
     });
-    const smallTraffic = fc.array(fc.tuple(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3_000 })), bucketArb), { minLength: 1, maxLength: 200 });
+    const smallTraffic = fc.array(fc.tuple(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3_000 })), bucketArb), {
+      minLength: 1,
+      maxLength: 200,
+    });
 
     function toRequests(traffic: readonly (readonly [number, RateBucket])[]): [RateBucket, number][] {
       let now = T0;
@@ -407,10 +450,16 @@ describe('rate limiter', () => {
     }
 
     /** Limiting is justified: a limited request finds its bucket's window full; an unsuspended request with room is admitted. */
-    function assertNoNeedlessRejection(requests: readonly (readonly [RateBucket, number])[], steps: readonly Step[], policy: RateLimitPolicy): void {
+    function assertNoNeedlessRejection(
+      requests: readonly (readonly [RateBucket, number])[],
+      steps: readonly Step[],
+      policy: RateLimitPolicy,
+    ): void {
       requests.forEach(([bucket, now], i) => {
         const before = i === 0 ? EMPTY_RATE_STATE : steps[i - 1]!.state;
-        const inWindow = requests.filter(([b, t], j) => j < i && b === bucket && t > now - policy.windowMs && steps[j]!.decision.outcome === 'admitted').length;
+        const inWindow = requests.filter(
+          ([b, t], j) => j < i && b === bucket && t > now - policy.windowMs && steps[j]!.decision.outcome === 'admitted',
+        ).length;
         const isSuspended = before.suspendedUntil !== null && now < before.suspendedUntil;
         const expected = isSuspended ? 'suspended' : inWindow < policy.limits[bucket] ? 'admitted' : 'limited';
         expect(steps[i]!.decision.outcome, `request ${i}`).to.equal(expected);
@@ -421,14 +470,21 @@ describe('rate limiter', () => {
      * A limited (not newly suspending) request retried after exactly Retry-After, with no other traffic, is admitted;
      * one second sooner it is not. A suspended request's Retry-After points at the end of the suspension.
      */
-    function assertRetryAfterWorks(requests: readonly (readonly [RateBucket, number])[], steps: readonly Step[], policy: RateLimitPolicy): void {
+    function assertRetryAfterWorks(
+      requests: readonly (readonly [RateBucket, number])[],
+      steps: readonly Step[],
+      policy: RateLimitPolicy,
+    ): void {
       requests.forEach(([bucket, now], i) => {
         const decision = steps[i]!.decision;
         if (decision.outcome === 'admitted') return;
         expect(decision.retryAfterSeconds).to.be.at.least(1);
         if (decision.outcome === 'suspended') {
           // Retry-After of a suspension points at its end: then the key is no longer suspended
-          expect(decide(decision.state, bucket, now + decision.retryAfterSeconds * 1000, policy).outcome, `retry of request ${i}`).to.not.equal('suspended');
+          expect(
+            decide(decision.state, bucket, now + decision.retryAfterSeconds * 1000, policy).outcome,
+            `retry of request ${i}`,
+          ).to.not.equal('suspended');
           if (decision.retryAfterSeconds > 1) {
             expect(decide(decision.state, bucket, now + (decision.retryAfterSeconds - 1) * 1000, policy).outcome).to.equal('suspended');
           }
@@ -438,9 +494,14 @@ describe('rate limiter', () => {
           expect(decision.state.suspendedUntil).to.equal(now + policy.suspensionMs);
           return;
         }
-        expect(decide(decision.state, bucket, now + decision.retryAfterSeconds * 1000, policy).outcome, `retry of request ${i}`).to.equal('admitted');
+        expect(decide(decision.state, bucket, now + decision.retryAfterSeconds * 1000, policy).outcome, `retry of request ${i}`).to.equal(
+          'admitted',
+        );
         if (decision.retryAfterSeconds > 1) {
-          expect(decide(decision.state, bucket, now + (decision.retryAfterSeconds - 1) * 1000, policy).outcome, `early retry of request ${i}`).to.not.equal('admitted');
+          expect(
+            decide(decision.state, bucket, now + (decision.retryAfterSeconds - 1) * 1000, policy).outcome,
+            `early retry of request ${i}`,
+          ).to.not.equal('admitted');
         }
       });
     }

@@ -17,7 +17,10 @@ import {
 } from '../../../scripts/bench/cluster-costs.js';
 
 /** A query that answers each statement by the first pattern it matches, and notes what it was asked. */
-function fakeQuery(answers: readonly [RegExp, readonly object[] | Error][]): { query: Query; asked: { text: string; params: readonly unknown[] }[] } {
+function fakeQuery(answers: readonly [RegExp, readonly object[] | Error][]): {
+  query: Query;
+  asked: { text: string; params: readonly unknown[] }[];
+} {
   const asked: { text: string; params: readonly unknown[] }[] = [];
   const query = <T extends object>(text: string, params: readonly unknown[] = []): Promise<readonly T[]> => {
     asked.push({ text, params });
@@ -39,7 +42,13 @@ describe('bench:cluster send costs', () => {
   it('turns pg_stat_database and pg_stat_user_tables into counters', async () => {
     const { query } = fakeQuery([
       [/pg_stat_database/, [{ commits: 120, rollbacks: 2 }]],
-      [/pg_stat_user_tables/, [{ name: 'journal', ins: 40, upd: 0, del: 0 }, { name: 'outbox', ins: 10, upd: 1, del: 9 }]],
+      [
+        /pg_stat_user_tables/,
+        [
+          { name: 'journal', ins: 40, upd: 0, del: 0 },
+          { name: 'outbox', ins: 10, upd: 1, del: 9 },
+        ],
+      ],
     ]);
     expect(await readDatabaseCounters(query)).to.deep.equal({
       'db.transactions': 120,
@@ -107,7 +116,10 @@ describe('bench:cluster send costs', () => {
   });
 
   it('gives each counter per send, less the idle rate over as long when an idle interval is given', () => {
-    const idle = between({ atMs: 0, counters: { 'db.transactions': 100, 'cpu.postgres': 50 } }, { atMs: 2_000, counters: { 'db.transactions': 140, 'cpu.postgres': 70 } });
+    const idle = between(
+      { atMs: 0, counters: { 'db.transactions': 100, 'cpu.postgres': 50 } },
+      { atMs: 2_000, counters: { 'db.transactions': 140, 'cpu.postgres': 70 } },
+    );
     // 10 s of load, 100 sends: 1 100 transactions, of which the background's 20/s × 10 s = 200
     const load = between(
       { atMs: 5_000, counters: { 'db.transactions': 1_000, 'cpu.postgres': 100, 'nats.in_msgs': 7 } },

@@ -150,7 +150,15 @@ describe('bench:api fixed-rate load generator', () => {
 
   it('refuses a warm-up of part of a second', async () => {
     let error: unknown = null;
-    await runFixedRate({ url: 'http://127.0.0.1:9/', method: 'GET', headers: {}, rate: 100, durationS: 0.1, warmupS: 0.5, connections: 1 }).catch((e: unknown) => {
+    await runFixedRate({
+      url: 'http://127.0.0.1:9/',
+      method: 'GET',
+      headers: {},
+      rate: 100,
+      durationS: 0.1,
+      warmupS: 0.5,
+      connections: 1,
+    }).catch((e: unknown) => {
       error = e;
     });
     expect(String(error)).to.contain('whole number of seconds');

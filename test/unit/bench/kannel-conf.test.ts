@@ -20,7 +20,12 @@ const base: KannelConfOptions = {
 /** The `key = value` lines of the group whose first line is `group = <name>`. */
 function group(conf: string, name: string): Map<string, string> {
   const block = conf.split('\n\n').find((b) => b.startsWith(`group = ${name}\n`)) ?? '';
-  return new Map(block.split('\n').filter((l) => l.includes(' = ')).map((l) => [l.slice(0, l.indexOf(' = ')), l.slice(l.indexOf(' = ') + 3)]));
+  return new Map(
+    block
+      .split('\n')
+      .filter((l) => l.includes(' = '))
+      .map((l) => [l.slice(0, l.indexOf(' = ')), l.slice(l.indexOf(' = ') + 3)]),
+  );
 }
 
 describe('kannel.conf for the tests and bench:kannel', () => {

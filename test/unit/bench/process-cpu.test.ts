@@ -51,8 +51,10 @@ describe('bench CPU by process', () => {
     expect(sample.gateway).to.be.greaterThan(0);
   });
 
-  it('counts named groups of a caller\'s choosing among this process\'s descendants only, reaped children included', () => {
-    const ticks = namedGroupTicks(TREE, 100, ['db', 'node', 'nats'], (pid, comm) => (comm === 'postgres' ? 'db' : pid === 400 || pid === 401 ? 'node' : null));
+  it("counts named groups of a caller's choosing among this process's descendants only, reaped children included", () => {
+    const ticks = namedGroupTicks(TREE, 100, ['db', 'node', 'nats'], (pid, comm) =>
+      comm === 'postgres' ? 'db' : pid === 400 || pid === 401 ? 'node' : null,
+    );
     expect(ticks).to.deep.equal({ db: 50 + 700 + 120 + 80, node: 1_000 + 900 + 5, nats: 0 });
   });
 

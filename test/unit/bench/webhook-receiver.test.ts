@@ -35,7 +35,11 @@ describe('the bench report receiver (webhook-receiver-process)', () => {
 
   it('reports a gateway webhook by its event type, message and recipient', async () => {
     const body = { event_id: 'evt_1', event_type: 'sms.delivered', message_id: 'msg_1', data: { recipient_index: 0 } };
-    const response = await fetch(receiver?.url ?? '', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(receiver?.url ?? '', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(response.status).to.equal(204);
     await next(2);
     expect(received[1]).to.include({ type: 'sms.delivered', messageId: 'msg_1', recipientIndex: 0, eventId: 'evt_1' });

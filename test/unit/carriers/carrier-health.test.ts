@@ -1,5 +1,11 @@
 import { expect } from 'chai';
-import { carriersCheck, carriersDown, createCarrierMonitor, pricingCarriers, routedCarriers } from '../../../src/carriers/carrier-health.js';
+import {
+  carriersCheck,
+  carriersDown,
+  createCarrierMonitor,
+  pricingCarriers,
+  routedCarriers,
+} from '../../../src/carriers/carrier-health.js';
 import { freshEntries, groupByCarrier, liveCountByCarrier, parsePresence } from '../../../src/carriers/connector/presence-reader.js';
 import { PRESENCE_TTL_MS, presenceKey } from '../../../src/carriers/connector/connector-presence.js';
 import { healthStatus } from '../../../src/entry-points/http/app/health.js';
@@ -17,12 +23,20 @@ describe('carrier health', () => {
     });
 
     it('in production, is the pricing rows’ carriers and the default carrier, once each, sorted', () => {
-      expect(routedCarriers('production', ['orange-fr', 'acme', 'airtel-cd', 'orange-fr'], 'acme', 'simulator')).to.deep.equal(['acme', 'airtel-cd', 'orange-fr']);
+      expect(routedCarriers('production', ['orange-fr', 'acme', 'airtel-cd', 'orange-fr'], 'acme', 'simulator')).to.deep.equal([
+        'acme',
+        'airtel-cd',
+        'orange-fr',
+      ]);
     });
   });
 
   it('pricingCarriers collects the carriers of every merchant’s rows', async () => {
-    const rows: Record<string, { carrier: string }[]> = { a: [{ carrier: 'x' }, { carrier: 'y' }], b: [{ carrier: 'y' }, { carrier: 'z' }], c: [] };
+    const rows: Record<string, { carrier: string }[]> = {
+      a: [{ carrier: 'x' }, { carrier: 'y' }],
+      b: [{ carrier: 'y' }, { carrier: 'z' }],
+      c: [],
+    };
     const directory = {
       merchants: () => Promise.resolve(Object.keys(rows).map((id) => ({ id }))),
       pricing: (id: string) => Promise.resolve(rows[id] ?? []),
@@ -32,8 +46,19 @@ describe('carrier health', () => {
 
   describe('carriersCheck', () => {
     it('is down for a routed carrier without live connector, ok with its count otherwise, and adds announced carriers', () => {
-      const check = carriersCheck(['b', 'a'], new Map([['a', 2], ['other', 1], ['gone', 0]]));
-      expect(check).to.deep.equal({ a: { status: 'ok', connectors: 2 }, b: { status: 'down', connectors: 0 }, other: { status: 'ok', connectors: 1 } });
+      const check = carriersCheck(
+        ['b', 'a'],
+        new Map([
+          ['a', 2],
+          ['other', 1],
+          ['gone', 0],
+        ]),
+      );
+      expect(check).to.deep.equal({
+        a: { status: 'ok', connectors: 2 },
+        b: { status: 'down', connectors: 0 },
+        other: { status: 'ok', connectors: 1 },
+      });
       expect(Object.keys(check)).to.deep.equal(['a', 'b', 'other']);
       expect(carriersDown(check)).to.deep.equal(['b']);
     });
@@ -41,7 +66,14 @@ describe('carrier health', () => {
 
   describe('createCarrierMonitor without NATS', () => {
     const monitor = (inProcess: readonly string[]) =>
-      createCarrierMonitor({ routed: () => Promise.resolve(['simulator', 'other']), nats: null, names: NO_NAMESPACE, inProcess, now: () => NOW, onError: () => undefined });
+      createCarrierMonitor({
+        routed: () => Promise.resolve(['simulator', 'other']),
+        nats: null,
+        names: NO_NAMESPACE,
+        inProcess,
+        now: () => NOW,
+        onError: () => undefined,
+      });
 
     it('counts the in-process simulator as one live connector, and knows no backlog', async () => {
       const carriers = monitor(['simulator']);
@@ -117,13 +149,35 @@ describe('carrier health', () => {
   describe('carriers status views', () => {
     it('lists each routed carrier, says "no live connector" for one without, and shows connectors and backlog', () => {
       const primary = presenceEntry('vodacom-cd', 'smpp-primary', { updated_at: at(1_500) });
-      const standby = presenceEntry('vodacom-cd', 'smpp-backup', { priority: 1, active: false, binds_up: 1, window_in_use: 0, submits_per_second: 0, updated_at: at(500) });
-      const views = carrierViews(['airtel-cd', 'vodacom-cd'], [primary, standby], new Map([['airtel-cd', 12], ['vodacom-cd', 3]]), NOW);
+      const standby = presenceEntry('vodacom-cd', 'smpp-backup', {
+        priority: 1,
+        active: false,
+        binds_up: 1,
+        window_in_use: 0,
+        submits_per_second: 0,
+        updated_at: at(500),
+      });
+      const views = carrierViews(
+        ['airtel-cd', 'vodacom-cd'],
+        [primary, standby],
+        new Map([
+          ['airtel-cd', 12],
+          ['vodacom-cd', 3],
+        ]),
+        NOW,
+      );
       expect(views.map((v) => [v.carrier, v.live_connectors, v.dispatch_backlog, v.connectors.length])).to.deep.equal([
         ['airtel-cd', 0, 12, 0],
         ['vodacom-cd', 2, 3, 2],
       ]);
-      expect(views[1]?.connectors[0]).to.include({ name: 'smpp-primary', age_ms: 1_500, binds_up: 2, binds_total: 2, window_in_use: 3, window_size: 10 });
+      expect(views[1]?.connectors[0]).to.include({
+        name: 'smpp-primary',
+        age_ms: 1_500,
+        binds_up: 2,
+        binds_total: 2,
+        window_in_use: 3,
+        window_size: 10,
+      });
       const text = renderCarrierStatus(views, [['Environment', 'production']]);
       expect(text).to.include('airtel-cd: no live connector, backlog 12');
       expect(text).to.include('vodacom-cd: 2 live, backlog 3');
@@ -132,7 +186,15 @@ describe('carrier health', () => {
     });
 
     it('marks a carrier that is announced but not routed, and a carrier with jobs waiting but nobody routing to it any more', () => {
-      const views = carrierViews(['a'], [presenceEntry('b', 'x', { updated_at: at(0) })], new Map([['a', 0], ['old', 4]]), NOW);
+      const views = carrierViews(
+        ['a'],
+        [presenceEntry('b', 'x', { updated_at: at(0) })],
+        new Map([
+          ['a', 0],
+          ['old', 4],
+        ]),
+        NOW,
+      );
       expect(views.map((v) => [v.carrier, v.routed])).to.deep.equal([
         ['a', true],
         ['b', false],

@@ -2,8 +2,14 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { checkReceipt, checkReceiptBatch, readReceipts, RECEIPT_BATCH_MAX, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 
-const receipt = (n: number, extra: Record<string, unknown> = {}): Receipt =>
-  ({ version: 1, receipt_id: `msg_a:0:${n}:0`, dispatch_id: `msg_a:0:${n}`, status: 'delivered', occurred_at: '2025-03-01T10:00:00.000Z', ...extra });
+const receipt = (n: number, extra: Record<string, unknown> = {}): Receipt => ({
+  version: 1,
+  receipt_id: `msg_a:0:${n}:0`,
+  dispatch_id: `msg_a:0:${n}`,
+  status: 'delivered',
+  occurred_at: '2025-03-01T10:00:00.000Z',
+  ...extra,
+});
 
 describe('reading a message on sms.receipts.<carrier> (docs/carrier-protocol.md section 5)', () => {
   it('when it is one valid receipt, then that receipt and nothing refused', () => {

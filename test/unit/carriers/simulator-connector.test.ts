@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { checkReceipt, checkReceiptBatch, dispatchId, type DispatchJob, type Receipt, type ReceiptBatch } from '../../../src/carriers/carrier-protocol.js';
+import {
+  checkReceipt,
+  checkReceiptBatch,
+  dispatchId,
+  type DispatchJob,
+  type Receipt,
+  type ReceiptBatch,
+} from '../../../src/carriers/carrier-protocol.js';
 import {
   createSimulatorConnector,
   STOP_GRACE_FLOOR_MS,
@@ -139,7 +146,9 @@ describe('simulator connector', () => {
 
   it('when the carrier slug is not valid, then it refuses to be created', () => {
     for (const carrier of ['Simulator', 'sim.ulator', 'sim*', '', '-sim']) {
-      expect(() => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, carrier }), carrier).to.throw(/invalid carrier slug/);
+      expect(() => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, carrier }), carrier).to.throw(
+        /invalid carrier slug/,
+      );
     }
   });
 
@@ -285,7 +294,7 @@ describe('simulator connector', () => {
 
   const INVALID: Readonly<Record<string, unknown>> = {
     'not an object': 'hello',
-    'null': null,
+    null: null,
     'a missing dispatch_id': (({ dispatch_id: _d, ...rest }) => rest)(job('42')),
     'a number not in E.164': job('42', 0, { to: '0812345642' }),
     'an unknown version': { ...job('42'), version: 2 },
@@ -375,7 +384,9 @@ describe('simulator connector', () => {
 
     expect(stopped).to.equal(true);
     expect(fake.receipts().map((x) => x.status)).to.deep.equal(['processing']);
-    expect(errors.map((x) => [String(x.error), x.context])).to.deep.equal([['Error: 3 receipts not published', 'simulator stopped after waiting 2060 ms']]);
+    expect(errors.map((x) => [String(x.error), x.context])).to.deep.equal([
+      ['Error: 3 receipts not published', 'simulator stopped after waiting 2060 ms'],
+    ]);
   });
 
   it('when a publish hangs and every delay is 0, then stop still waits the grace floor', async () => {
@@ -426,8 +437,12 @@ describe('simulator connector', () => {
       const checked = checkReceiptBatch(message!.payload);
       expect(checked.ok, JSON.stringify(checked)).to.equal(true);
       const batch = message!.payload as ReceiptBatch;
-      expect(batch.receipts.map((r) => [r.dispatch_id, r.status])).to.deep.equal([0, 1, 2].map((i) => [dispatchId('msg_0123456789abcdef', 0, i), 'processing']));
-      expect(message!.id).to.equal(batch.batch_id).and.match(/^batch:[0-9a-f]{64}$/);
+      expect(batch.receipts.map((r) => [r.dispatch_id, r.status])).to.deep.equal(
+        [0, 1, 2].map((i) => [dispatchId('msg_0123456789abcdef', 0, i), 'processing']),
+      );
+      expect(message!.id)
+        .to.equal(batch.batch_id)
+        .and.match(/^batch:[0-9a-f]{64}$/);
     });
 
     it('when more receipts fall due than a batch holds, then they leave in batches of at most receiptBatchMax, in order', async () => {
@@ -435,7 +450,11 @@ describe('simulator connector', () => {
       await Promise.all([0, 1, 2, 3, 4].map((recipient) => fake.deliver(job('42', recipient))));
       await timers.tickAsync(ALL_DONE_MS);
 
-      const processing = fake.published.slice(0, 3).map((p) => (isBatch(p.payload) ? p.payload.receipts.map((r) => r.dispatch_id.slice(-1)) : [(p.payload as Receipt).dispatch_id.slice(-1)]));
+      const processing = fake.published
+        .slice(0, 3)
+        .map((p) =>
+          isBatch(p.payload) ? p.payload.receipts.map((r) => r.dispatch_id.slice(-1)) : [(p.payload as Receipt).dispatch_id.slice(-1)],
+        );
       expect(processing).to.deep.equal([['0', '1'], ['2', '3'], ['4']]);
       expect(fake.receipts()).to.have.length(20);
       expect(new Set(fake.published.map((p) => p.id)).size, 'every message its own id').to.equal(fake.published.length);
@@ -471,7 +490,10 @@ describe('simulator connector', () => {
 
     it('when receiptBatchMax is outside 1 to 500, then the connector is not created', () => {
       for (const receiptBatchMax of [0, 501, 1.5]) {
-        expect(() => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptBatchMax }), String(receiptBatchMax)).to.throw(/receiptBatchMax/);
+        expect(
+          () => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptBatchMax }),
+          String(receiptBatchMax),
+        ).to.throw(/receiptBatchMax/);
       }
     });
   });

@@ -28,12 +28,24 @@ describe('chaos load', () => {
     expect(terminalTypeOf('+243810000091')).to.equal('sms.failed');
   });
 
-  it('schedules for the first whole minute at least the lead ahead, in the merchant\'s local time', () => {
+  it("schedules for the first whole minute at least the lead ahead, in the merchant's local time", () => {
     const now = Date.parse('2026-11-25T19:43:56.000Z');
     // Kinshasa is UTC+1
-    expect(nextMinute(now, 5_000, 'Africa/Kinshasa')).to.deep.equal({ instant: Date.parse('2026-11-25T19:45:00.000Z'), date: '2026-11-25', time: '20:45' });
-    expect(nextMinute(now, 3_000, 'Africa/Kinshasa')).to.deep.equal({ instant: Date.parse('2026-11-25T19:44:00.000Z'), date: '2026-11-25', time: '20:44' });
-    expect(nextMinute(Date.parse('2026-11-25T22:59:30.000Z'), 60_000, 'Africa/Kinshasa')).to.deep.equal({ instant: Date.parse('2026-11-25T23:01:00.000Z'), date: '2026-11-26', time: '00:01' });
+    expect(nextMinute(now, 5_000, 'Africa/Kinshasa')).to.deep.equal({
+      instant: Date.parse('2026-11-25T19:45:00.000Z'),
+      date: '2026-11-25',
+      time: '20:45',
+    });
+    expect(nextMinute(now, 3_000, 'Africa/Kinshasa')).to.deep.equal({
+      instant: Date.parse('2026-11-25T19:44:00.000Z'),
+      date: '2026-11-25',
+      time: '20:44',
+    });
+    expect(nextMinute(Date.parse('2026-11-25T22:59:30.000Z'), 60_000, 'Africa/Kinshasa')).to.deep.equal({
+      instant: Date.parse('2026-11-25T23:01:00.000Z'),
+      date: '2026-11-26',
+      time: '00:01',
+    });
   });
 
   it('reads a fault list, refusing names it does not know', () => {

@@ -26,9 +26,19 @@ import {
 const MERCHANT = { merchantId: 'mer_a', apiKey: 'sk_test_a', timezone: 'Africa/Kinshasa' };
 const FUNDING = 10_000_000;
 
-const at = (outcome: Attempt['outcome'], extra: Partial<Attempt> = {}): Attempt => ({ node: 'node-1', startedAt: 1_000, endedAt: 1_010, outcome, ...extra });
+const at = (outcome: Attempt['outcome'], extra: Partial<Attempt> = {}): Attempt => ({
+  node: 'node-1',
+  startedAt: 1_000,
+  endedAt: 1_010,
+  outcome,
+  ...extra,
+});
 
-function send(index: number, attempts: Attempt[], options: { messageId?: string; cost?: number; recipients?: string[]; key?: boolean; kind?: SendRecord['kind'] } = {}): SendRecord {
+function send(
+  index: number,
+  attempts: Attempt[],
+  options: { messageId?: string; cost?: number; recipients?: string[]; key?: boolean; kind?: SendRecord['kind'] } = {},
+): SendRecord {
   const recipients = options.recipients ?? ['+2438100000000'];
   const accepted = attempts.some((a) => a.outcome === 201);
   return {
@@ -41,12 +51,20 @@ function send(index: number, attempts: Attempt[], options: { messageId?: string;
     recipients,
     scheduledFor: null,
     attempts,
-    accepted: accepted ? { messageId: options.messageId ?? `msg_${index}`, totalCost: options.cost ?? 200, totalRecipients: recipients.length } : null,
+    accepted: accepted
+      ? { messageId: options.messageId ?? `msg_${index}`, totalCost: options.cost ?? 200, totalRecipients: recipients.length }
+      : null,
     cancel: null,
   };
 }
 
-const created = (index: number, messageId = `msg_${index}`, cost = 200): JournalMessage => ({ messageId, merchantId: MERCHANT.merchantId, text: `chaos run #${index}`, totalCost: cost, recipients: 1 });
+const created = (index: number, messageId = `msg_${index}`, cost = 200): JournalMessage => ({
+  messageId,
+  merchantId: MERCHANT.merchantId,
+  text: `chaos run #${index}`,
+  totalCost: cost,
+  recipients: 1,
+});
 
 /** A run where send 0 was accepted and everything downstream happened exactly once. */
 function consistent(overrides: Partial<Evidence> = {}): Evidence {
@@ -94,7 +112,9 @@ describe('chaos verifications', () => {
   });
 
   it('when GET /status does not find a 201, then "every 201 in GET /status" fails', () => {
-    const result = verifyAcceptedInStatus(consistent({ statuses: new Map([['msg_0', { status: 404, messageId: null, totalRecipients: null }]]) }));
+    const result = verifyAcceptedInStatus(
+      consistent({ statuses: new Map([['msg_0', { status: 404, messageId: null, totalRecipients: null }]]) }),
+    );
     expect(result.ok).to.equal(false);
   });
 
@@ -144,7 +164,7 @@ describe('chaos verifications', () => {
     expect(verifyDispatchedOnce(evidence).verification.ok).to.equal(true);
   });
 
-  it('when a cancel\'s connection broke and the journal cancelled, then its refund is expected', () => {
+  it("when a cancel's connection broke and the journal cancelled, then its refund is expected", () => {
     const record = send(0, [at(201)], { kind: 'scheduled' });
     record.cancel = { attempts: [at('network'), at(500)], refunded: null };
     const evidence = consistent({
@@ -168,17 +188,41 @@ describe('chaos verifications', () => {
     expect(result.failures).to.deep.equal(['2 × [before any fault] 500 boom']);
   });
 
-  it('when a 500 of unknown outcome follows a node killed or frozen, then it is that fault\'s answer; during a dependency outage it fails', () => {
-    const fault = (name: string): FaultRecord => ({ name, round: 1, target: '', startedAt: 500, endedAt: 900, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
-    const records = [send(0, [at(500, { errorCode: '1401' }), at(500, { detail: '{"detail":"Could not verify the API key; retry."}' }), at(201)], { key: true })];
+  it("when a 500 of unknown outcome follows a node killed or frozen, then it is that fault's answer; during a dependency outage it fails", () => {
+    const fault = (name: string): FaultRecord => ({
+      name,
+      round: 1,
+      target: '',
+      startedAt: 500,
+      endedAt: 900,
+      firstSendMs: 1,
+      allMerchantsMs: 1,
+      healthOkMs: 1,
+      firstDispatchMs: null,
+    });
+    const records = [
+      send(0, [at(500, { errorCode: '1401' }), at(500, { detail: '{"detail":"Could not verify the API key; retry."}' }), at(201)], {
+        key: true,
+      }),
+    ];
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-kill')] })).ok).to.equal(true);
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('postgres-outage')] })).ok).to.equal(false);
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(false);
   });
 
-  it('when a request sent just before a node froze is answered 500 of unknown outcome during the freeze, then it is that fault\'s answer', () => {
-    const fault = (name: string): FaultRecord => ({ name, round: 1, target: '', startedAt: 1_005, endedAt: 2_000, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
+  it("when a request sent just before a node froze is answered 500 of unknown outcome during the freeze, then it is that fault's answer", () => {
+    const fault = (name: string): FaultRecord => ({
+      name,
+      round: 1,
+      target: '',
+      startedAt: 1_005,
+      endedAt: 2_000,
+      firstSendMs: 1,
+      allMerchantsMs: 1,
+      healthOkMs: 1,
+      firstDispatchMs: null,
+    });
     // started at 1 000 (before the fault), answered at 1 010 (during it)
     const records = [send(0, [at(500, { errorCode: '1401' }), at(201)], { key: true })];
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
@@ -256,7 +300,7 @@ describe('chaos verifications', () => {
     expect(result.figures.missing).to.equal(1);
   });
 
-  it('when a recipient\'s final receipt died with a SIGKILLed simulator, then the receipt timeout\'s sms.failed 1503 ends it; from a simulator not killed, it fails', () => {
+  it("when a recipient's final receipt died with a SIGKILLed simulator, then the receipt timeout's sms.failed 1503 ends it; from a simulator not killed, it fails", () => {
     const webhooks = [
       { eventId: 'e1', type: 'sms.sent', messageId: 'msg_0', recipientIndex: 0 },
       { eventId: 'e2', type: 'sms.failed', messageId: 'msg_0', recipientIndex: 0, errorCode: '1503' },
@@ -288,13 +332,37 @@ describe('chaos verifications', () => {
   });
 
   it('when a node died that the run did not kill, or a fault was never recovered from, then those fail', () => {
-    expect(verifyNodesSurvived(consistent({ deaths: [{ node: 'node-2', during: 'postgres-restart', exit: 'code 1', evidence: 'uncaughtException' }] })).ok).to.equal(false);
-    const fault: FaultRecord = { name: 'nats-kill', round: 1, target: 'nats-server', startedAt: 0, endedAt: 10, firstSendMs: null, allMerchantsMs: null, healthOkMs: 5, firstDispatchMs: null };
+    expect(
+      verifyNodesSurvived(
+        consistent({ deaths: [{ node: 'node-2', during: 'postgres-restart', exit: 'code 1', evidence: 'uncaughtException' }] }),
+      ).ok,
+    ).to.equal(false);
+    const fault: FaultRecord = {
+      name: 'nats-kill',
+      round: 1,
+      target: 'nats-server',
+      startedAt: 0,
+      endedAt: 10,
+      firstSendMs: null,
+      allMerchantsMs: null,
+      healthOkMs: 5,
+      firstDispatchMs: null,
+    };
     expect(verifyRecovered(consistent({ faults: [fault] })).ok).to.equal(false);
   });
 
   it('labels an instant with the fault it falls in or follows', () => {
-    const fault = (name: string, startedAt: number): FaultRecord => ({ name, round: 1, target: '', startedAt, endedAt: startedAt + 10_000, firstSendMs: 1, allMerchantsMs: 1, healthOkMs: 1, firstDispatchMs: null });
+    const fault = (name: string, startedAt: number): FaultRecord => ({
+      name,
+      round: 1,
+      target: '',
+      startedAt,
+      endedAt: startedAt + 10_000,
+      firstSendMs: 1,
+      allMerchantsMs: 1,
+      healthOkMs: 1,
+      firstDispatchMs: null,
+    });
     const faults = [fault('postgres-outage', 100_000), fault('nats-kill', 200_000)];
     expect(faultAt(faults, 99_999)).to.equal('before any fault');
     expect(faultAt(faults, 100_000)).to.equal('during postgres-outage#1');

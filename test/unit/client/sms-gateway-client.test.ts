@@ -10,7 +10,14 @@ import {
 const BASE_URL = 'https://gateway.example';
 const API = `${BASE_URL}/api/v1/messaging/sms-api`;
 const KEY = 'sk_test_0123456789abcdefghijABCDEFGHIJ01';
-const BALANCE = { balance: 110, sms_wallet_balance: 100, postpaid_wallet_balance: 10, currency: 'USD', unit_price: 0.01, available_sms: 11000 };
+const BALANCE = {
+  balance: 110,
+  sms_wallet_balance: 100,
+  postpaid_wallet_balance: 10,
+  currency: 'USD',
+  unit_price: 0.01,
+  available_sms: 11000,
+};
 const SEND_RESULT = { message_id: 'msg_1', total_recipients: 1, total_messages: 1, total_cost: 0.02, currency: 'USD', status: 'pending' };
 
 interface Recorded {
@@ -29,7 +36,12 @@ const envelope = (status: number, errorCode: string, extra: Record<string, unkno
   json(status, { success: false, status_code: status, error_code: errorCode, message: 'text', request_id: 'req-1', ...extra }, headers);
 const limited = (seconds: number) => envelope(429, '1301', { retry_after: seconds }, { 'retry-after': String(seconds) });
 const unavailable = (retryAfter?: number) =>
-  envelope(503, '1402', retryAfter === undefined ? {} : { retry_after: retryAfter }, retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) });
+  envelope(
+    503,
+    '1402',
+    retryAfter === undefined ? {} : { retry_after: retryAfter },
+    retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) },
+  );
 
 /** A client over a scripted fetch: each call takes the next answer; requests and waits are recorded. */
 function scripted(answers: Answer[], options: Partial<SmsGatewayClientOptions> = {}) {
@@ -108,7 +120,9 @@ describe('client: requests and retries (scripted fetch)', () => {
     });
 
     it('type level: calculate and send accept only the contract shapes, and calculate narrows its result by mode', async () => {
-      const { client } = scripted([ok({ mode: 'amount_to_sms', amount: 1, sms_count: 30, average_price: 0.0333, currency: 'USD', currency_symbol: '$' })]);
+      const { client } = scripted([
+        ok({ mode: 'amount_to_sms', amount: 1, sms_count: 30, average_price: 0.0333, currency: 'USD', currency_symbol: '$' }),
+      ]);
       const result = await client.calculate({ mode: 'amount_to_sms', amount: 1 });
       const mode: 'amount_to_sms' = result.mode;
       expect(mode).to.equal('amount_to_sms');
@@ -201,7 +215,11 @@ describe('client: requests and retries (scripted fetch)', () => {
 
     it('when a send without an idempotency key meets 503, then it is not retried (it may have been charged)', async () => {
       const { client, requests, waits } = scripted([unavailable(1), ok(SEND_RESULT, 201)]);
-      expect(await rejection(client.send({ to: ['+243812345678'], message: 'x' }))).to.include({ status: 503, errorCode: '1402', retryAfter: 1 });
+      expect(await rejection(client.send({ to: ['+243812345678'], message: 'x' }))).to.include({
+        status: 503,
+        errorCode: '1402',
+        retryAfter: 1,
+      });
       expect(requests).to.have.length(1);
       expect(waits).to.deep.equal([]);
     });

@@ -1,6 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import { parseWebhookEvent, verifyBasicAuth, verifyWebhookSignature, WebhookEventError, type WebhookEvent } from '../../../src/client/index.js';
+import {
+  parseWebhookEvent,
+  verifyBasicAuth,
+  verifyWebhookSignature,
+  WebhookEventError,
+  type WebhookEvent,
+} from '../../../src/client/index.js';
 
 const SECRET = 'whsec_c2VjcmV0LXNpZ25pbmcta2V5LWZvci10ZXN0cw';
 const NOW = Date.UTC(2031, 2, 10, 8, 0, 0);
@@ -39,7 +45,9 @@ describe('client: webhook verification', () => {
       expect(verify({ body: Buffer.from(BODY) })).to.equal(true);
       expect(verify({ headers: new Headers(signedHeaders(BODY)) })).to.equal(true);
       const headers = signedHeaders(BODY);
-      expect(verify({ headers: { 'X-Signature': headers['x-signature'], 'X-Signature-Timestamp': headers['x-signature-timestamp'] } })).to.equal(true);
+      expect(
+        verify({ headers: { 'X-Signature': headers['x-signature'], 'X-Signature-Timestamp': headers['x-signature-timestamp'] } }),
+      ).to.equal(true);
     });
 
     it('when the body has non-ASCII characters, then the signature covers its UTF-8 bytes', () => {
@@ -65,7 +73,8 @@ describe('client: webhook verification', () => {
 
     it('when the timestamp is more than the tolerance in the past or the future, then it does not verify; at the tolerance it does', () => {
       for (const offset of [-300, 300]) expect(verify({ headers: signedHeaders(BODY, NOW_SECONDS + offset) }), `${offset}`).to.equal(true);
-      for (const offset of [-301, 301, -86_400]) expect(verify({ headers: signedHeaders(BODY, NOW_SECONDS + offset) }), `${offset}`).to.equal(false);
+      for (const offset of [-301, 301, -86_400])
+        expect(verify({ headers: signedHeaders(BODY, NOW_SECONDS + offset) }), `${offset}`).to.equal(false);
     });
 
     it('when a tolerance is given, then it replaces the default 300 seconds', () => {
@@ -162,9 +171,18 @@ describe('client: webhook verification', () => {
       const { event_id: _omitted, ...withoutId } = QUEUED;
       expect(() => parseWebhookEvent(withoutId)).to.throw(WebhookEventError, 'event_id must be a string');
       expect(() => parseWebhookEvent({ ...QUEUED, data: null })).to.throw(WebhookEventError, 'data must be an object');
-      expect(() => parseWebhookEvent({ ...QUEUED, data: { ...QUEUED.data, total_cost: '0.04' } })).to.throw(WebhookEventError, 'data.total_cost must be a number');
-      expect(() => parseWebhookEvent({ ...QUEUED, data: { ...QUEUED.data, scheduled_at: 5 } })).to.throw(WebhookEventError, 'data.scheduled_at must be a string or null');
-      expect(() => parseWebhookEvent({ ...failed, data: { ...failed.data, retryable: 'no' } })).to.throw(WebhookEventError, 'data.retryable must be a boolean');
+      expect(() => parseWebhookEvent({ ...QUEUED, data: { ...QUEUED.data, total_cost: '0.04' } })).to.throw(
+        WebhookEventError,
+        'data.total_cost must be a number',
+      );
+      expect(() => parseWebhookEvent({ ...QUEUED, data: { ...QUEUED.data, scheduled_at: 5 } })).to.throw(
+        WebhookEventError,
+        'data.scheduled_at must be a string or null',
+      );
+      expect(() => parseWebhookEvent({ ...failed, data: { ...failed.data, retryable: 'no' } })).to.throw(
+        WebhookEventError,
+        'data.retryable must be a boolean',
+      );
     });
 
     it('when the body is not a JSON object, then it throws a WebhookEventError', () => {

@@ -36,7 +36,17 @@ function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node 
       return Promise.resolve();
     },
     onRebalanced: (changes) => rounds.push(changes),
-    ...(renewal ? { renewer: () => Promise.resolve({ hold: (held) => { renewal.hold(held); }, stop: () => Promise.resolve() }) } : {}),
+    ...(renewal
+      ? {
+          renewer: () =>
+            Promise.resolve({
+              hold: (held) => {
+                renewal.hold(held);
+              },
+              stop: () => Promise.resolve(),
+            }),
+        }
+      : {}),
   });
   return { manager, acquired, lost, rounds };
 }
@@ -117,7 +127,13 @@ describe('shard manager: leases under load and while stopping', () => {
   });
 
   it('when its main thread stalls for twice the TTL while the renewal runs, then the node keeps every shard at the same epoch and nobody takes one', async () => {
-    const renewal = createLeaseRenewal({ nodeId: 'a', leases: leases.store, ttlMs: TTL_MS, stallToleranceMs: TOLERANCE_MS, now: () => Date.now() });
+    const renewal = createLeaseRenewal({
+      nodeId: 'a',
+      leases: leases.store,
+      ttlMs: TTL_MS,
+      stallToleranceMs: TOLERANCE_MS,
+      now: () => Date.now(),
+    });
     const a = node('a', leases.store, renewal);
     await a.manager.start();
     expect(a.manager.ownedShards()).to.deep.equal([0, 1, 2, 3]);
@@ -132,7 +148,9 @@ describe('shard manager: leases under load and while stopping', () => {
     }
 
     expect(b.manager.ownedShards()).to.deep.equal([]);
-    expect(await leases.store.list(), 'the same owner and epochs, renewed').to.deep.equal(epochs.map((lease) => ({ ...lease, expiresAt: Date.now() + TTL_MS })));
+    expect(await leases.store.list(), 'the same owner and epochs, renewed').to.deep.equal(
+      epochs.map((lease) => ({ ...lease, expiresAt: Date.now() + TTL_MS })),
+    );
     await a.manager.tick(); // the main thread wakes: it lost nothing (it may hand shards over to b, now live)
     expect(a.lost.filter((l) => l.why === 'expired')).to.deep.equal([]);
     expect(a.manager.ownedShards().length).to.be.at.least(SHARDS / 2);
@@ -150,11 +168,19 @@ describe('shard manager: leases under load and while stopping', () => {
 
     expect(a.lost.map((l) => l.why)).to.deep.equal(['expired', 'expired', 'expired', 'expired']);
     expect(b.manager.ownedShards()).to.deep.equal([0, 1, 2, 3]);
-    expect((await leases.store.list()).map((lease) => [lease.owner, lease.epoch])).to.deep.equal(Array.from({ length: SHARDS }, () => ['b', 2]));
+    expect((await leases.store.list()).map((lease) => [lease.owner, lease.epoch])).to.deep.equal(
+      Array.from({ length: SHARDS }, () => ['b', 2]),
+    );
   });
 
   it('when its main thread is silent past the tolerance (wedged), then the renewal stops and a survivor takes its shards after the TTL', async () => {
-    const renewal = createLeaseRenewal({ nodeId: 'a', leases: leases.store, ttlMs: TTL_MS, stallToleranceMs: TOLERANCE_MS, now: () => Date.now() });
+    const renewal = createLeaseRenewal({
+      nodeId: 'a',
+      leases: leases.store,
+      ttlMs: TTL_MS,
+      stallToleranceMs: TOLERANCE_MS,
+      now: () => Date.now(),
+    });
     const a = node('a', leases.store, renewal);
     await a.manager.start();
     const b = node('b', leases.store);
@@ -181,7 +207,9 @@ describe('shard manager: leases under load and while stopping', () => {
   it('reports each round that changed its shards once, with every shard it took, handed over or lost, and none for a round that changed nothing', async () => {
     const a = node('a', leases.store);
     await a.manager.start();
-    expect(a.rounds, 'the initial acquisition: one report').to.deep.equal([{ acquired: [0, 1, 2, 3], handedOver: [], expired: [], owned: 4 }]);
+    expect(a.rounds, 'the initial acquisition: one report').to.deep.equal([
+      { acquired: [0, 1, 2, 3], handedOver: [], expired: [], owned: 4 },
+    ]);
     await a.manager.tick();
     expect(a.rounds, 'a renewal only').to.have.length(1);
 
@@ -198,13 +226,20 @@ describe('shard manager: leases under load and while stopping', () => {
     expect(a.rounds.slice(2)).to.deep.equal([{ acquired: [], handedOver: [], expired: [0, 1], owned: 0 }]);
 
     await b.manager.stop();
-    expect(b.rounds.at(-1), 'the stop: one report of the whole hand-over').to.deep.equal({ acquired: [], handedOver: [0, 1, 2, 3], expired: [], owned: 0 });
+    expect(b.rounds.at(-1), 'the stop: one report of the whole hand-over').to.deep.equal({
+      acquired: [],
+      handedOver: [0, 1, 2, 3],
+      expired: [],
+      owned: 0,
+    });
   });
 
   it('writes shards as compact ranges', () => {
     expect(shardRanges([])).to.equal('');
     expect(shardRanges([5])).to.equal('5');
     expect(shardRanges([0, 1, 2, 3, 7, 9, 10])).to.equal('0-3, 7, 9-10');
-    expect(shardRanges([47, 32, 33, ...Array.from({ length: 14 }, (_, i) => 34 + i), 15, 0, ...Array.from({ length: 14 }, (_, i) => 1 + i)])).to.equal('0-15, 32-47');
+    expect(
+      shardRanges([47, 32, 33, ...Array.from({ length: 14 }, (_, i) => 34 + i), 15, 0, ...Array.from({ length: 14 }, (_, i) => 1 + i)]),
+    ).to.equal('0-15, 32-47');
   });
 });

@@ -19,7 +19,11 @@ function documentedOperations(): { method: string; path: string }[] {
   const document: unknown = JSON.parse(read('docs/openapi.json'));
   const paths = isRecord(document) && isRecord(document.paths) ? document.paths : {};
   return Object.entries(paths).flatMap(([path, item]) =>
-    isRecord(item) ? Object.keys(item).filter((method) => ['get', 'post', 'put', 'patch', 'delete'].includes(method)).map((method) => ({ method: method.toUpperCase(), path })) : [],
+    isRecord(item)
+      ? Object.keys(item)
+          .filter((method) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+          .map((method) => ({ method: method.toUpperCase(), path }))
+      : [],
   );
 }
 
@@ -34,7 +38,8 @@ function defaultsOf(section: string): Record<string, unknown> {
 const written = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 
 /** Whole milliseconds as the guide writes a delay: 30 s, 2 min, 1 h. */
-const delay = (ms: number): string => (ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
+const delay = (ms: number): string =>
+  ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string): string =>
@@ -66,7 +71,8 @@ function checkLinks(markdown: string, name: string): void {
     }
     const target = new URL(`docs/${file}`, ROOT);
     expect(existsSync(target), `${name}: ${link}`).to.equal(true);
-    if (anchor !== undefined && file.endsWith('.md')) expect(headingsOf(readFileSync(target, 'utf8')), `${name}: ${link}`).to.include(anchor);
+    if (anchor !== undefined && file.endsWith('.md'))
+      expect(headingsOf(readFileSync(target, 'utf8')), `${name}: ${link}`).to.include(anchor);
   }
 }
 
@@ -119,7 +125,10 @@ describe('docs/api-guide.md', () => {
       `computed over a ${String(scheduling.openEndedHorizonDays)}-day horizon`,
       `no final receipt within ${Number(scheduling.receiptTimeoutMs) / 3_600_000} hours fails it with 1503`,
       `any 2xx within ${Number(webhooks.timeoutMs) / 1000} seconds`,
-      `retried after ${(Array.isArray(webhooks.retryDelaysMs) ? webhooks.retryDelaysMs : []).map((ms) => delay(Number(ms))).join(', ').replace(/, ([^,]*)$/, ' and $1')}: five attempts in all`,
+      `retried after ${(Array.isArray(webhooks.retryDelaysMs) ? webhooks.retryDelaysMs : [])
+        .map((ms) => delay(Number(ms)))
+        .join(', ')
+        .replace(/, ([^,]*)$/, ' and $1')}: five attempts in all`,
       `Within ${Number(idempotency.ttlMs) / 3_600_000} hours, the same key`,
     ];
     for (const phrase of expected) expect(text, phrase).to.contain(phrase);

@@ -68,7 +68,9 @@ describe('README', () => {
       .filter((name) => !name.startsWith('ESME_') && !name.startsWith('HPE_'));
     // assignments in the shell blocks (`export GATEWAY_MODE=server DATABASE_URL=…`, `NODE_ID=node-1 … npm start`)
     const shellBlocks = [...README.matchAll(/^```sh[^\n]*\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
-    const assigned = shellBlocks.flatMap((block) => [...block.matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)=/g)].map((match) => String(match[1])));
+    const assigned = shellBlocks.flatMap((block) =>
+      [...block.matchAll(/\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)=/g)].map((match) => String(match[1])),
+    );
     expect(assigned).not.to.be.empty;
     const named = [...inline, ...assigned];
     expect(named).not.to.be.empty;

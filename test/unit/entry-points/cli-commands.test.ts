@@ -12,7 +12,10 @@ describe('operator CLI: cluster and webhook commands', () => {
 
   it('when the new commands are parsed, then they run with their arguments and reject bad ones', () => {
     expect(parseCommandLine(['cluster', 'status'])).to.include({ type: 'run', name: 'cluster status', needsScheduler: false });
-    expect(parseCommandLine(['webhooks', 'dead-letters', '--merchant', 'mer_1', '--limit', '5', '--json'])).to.include({ type: 'run', json: true });
+    expect(parseCommandLine(['webhooks', 'dead-letters', '--merchant', 'mer_1', '--limit', '5', '--json'])).to.include({
+      type: 'run',
+      json: true,
+    });
     expect(parseCommandLine(['webhooks', 'replay', 'evt:abc'])).to.include({ type: 'run', name: 'webhooks replay' });
     expect(parseCommandLine(['webhooks', 'replay'])).to.include({ type: 'usage_error' });
     expect(parseCommandLine(['webhooks', 'dead-letters', '--limit', '0'])).to.deep.include({ type: 'usage_error' });

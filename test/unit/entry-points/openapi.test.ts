@@ -48,18 +48,21 @@ describe('OpenAPI document', () => {
     for (const name of Object.keys(document.components.schemas)) validator.at(`/components/schemas/${name}`);
     for (const { path, method } of operations(document)) {
       const responses = (document.paths[path]?.[method]?.responses ?? {}) as Record<string, { content?: unknown }>;
-      for (const [status, response] of Object.entries(responses)) if (response.content || '$ref' in response) validator.response(path, method, status);
+      for (const [status, response] of Object.entries(responses))
+        if (response.content || '$ref' in response) validator.response(path, method, status);
     }
   });
 
   it('documents every route of ROUTES with its method, and nothing else (paths relative to the API root)', () => {
-    const documented = operations(document).map(({ path, method }) => `${method} ${shape(path)}`).sort();
+    const documented = operations(document)
+      .map(({ path, method }) => `${method} ${shape(path)}`)
+      .sort();
     const routed = ROUTES.map((route) => `${route.method} ${shape(route.path)}`).sort();
     expect(documented).to.deep.equal(routed);
     expect(document.servers.map((s) => s.url)).to.deep.equal(['/api/v1/messaging/sms-api']);
   });
 
-  it("names paths and path parameters as the contract does, and declares every path parameter", () => {
+  it('names paths and path parameters as the contract does, and declares every path parameter', () => {
     expect(Object.keys(document.paths).sort()).to.deep.equal(
       ['/send', '/status/{message_id}', '/balance', '/calculate', '/health', '/cancel/{id}', '/pause/{id}', '/resume/{id}'].sort(),
     );
@@ -81,7 +84,11 @@ describe('OpenAPI document', () => {
 
   it('lists every code of ERROR_CATALOGUE with its name and HTTP status in x-error-codes and in the description', () => {
     const entries = document['x-error-codes'];
-    expect(entries.map((e) => e.code).sort()).to.deep.equal(Object.values(ERROR_CATALOGUE).map((e) => e.code).sort());
+    expect(entries.map((e) => e.code).sort()).to.deep.equal(
+      Object.values(ERROR_CATALOGUE)
+        .map((e) => e.code)
+        .sort(),
+    );
     const description = document.info.description as string;
     for (const [name, entry] of Object.entries(ERROR_CATALOGUE)) {
       expect(entries.find((e) => e.code === entry.code)).to.deep.include({ name, http_status: entry.httpStatus });
@@ -96,7 +103,9 @@ describe('OpenAPI document', () => {
     };
     Object.values(document.components.responses).forEach(collect);
     for (const { operation } of operations(document)) Object.values(operation.responses as object).forEach(collect);
-    const service = Object.values(ERROR_CATALOGUE).filter((e) => e.envelope === 'service').map((e) => e.code);
+    const service = Object.values(ERROR_CATALOGUE)
+      .filter((e) => e.envelope === 'service')
+      .map((e) => e.code);
     expect([...used].sort()).to.deep.equal(service.sort());
   });
 
@@ -135,10 +144,25 @@ describe('OpenAPI document', () => {
       expect(validate(event), `${type}: ${errorsOf(validate)}`).to.equal(true);
     };
     const at = Date.UTC(2031, 2, 10, 8, 0, 0);
-    check('sms.queued', buildEvent('sms.queued', 'msg1', { total_recipients: 2, total_messages: 4, total_cost: 0.06, currency: 'USD', scheduled_at: null }, randomUUID(), at));
     check(
       'sms.queued',
-      buildEvent('sms.queued', 'msg1', { total_recipients: 1, total_messages: 1, total_cost: 0.02, currency: 'USD', scheduled_at: '2031-04-01T08:30:00.000Z' }, randomUUID(), at),
+      buildEvent(
+        'sms.queued',
+        'msg1',
+        { total_recipients: 2, total_messages: 4, total_cost: 0.06, currency: 'USD', scheduled_at: null },
+        randomUUID(),
+        at,
+      ),
+    );
+    check(
+      'sms.queued',
+      buildEvent(
+        'sms.queued',
+        'msg1',
+        { total_recipients: 1, total_messages: 1, total_cost: 0.02, currency: 'USD', scheduled_at: '2031-04-01T08:30:00.000Z' },
+        randomUUID(),
+        at,
+      ),
     );
     for (const type of ['sms.processing', 'sms.sent', 'sms.delivered', 'sms.failed'] as const) {
       for (const occurrence of [null, { index: 2, scheduledAt: at }]) {
@@ -156,19 +180,34 @@ describe('OpenAPI document', () => {
         check(type, buildEvent(type, 'msg1', data, randomUUID(), at));
       }
     }
-    const wrongType = buildEvent('sms.sent', 'msg1', { recipient_phone: '+1', carrier: 'x', recipient_index: 0, sent_at: new Date(at).toISOString() }, randomUUID(), at);
+    const wrongType = buildEvent(
+      'sms.sent',
+      'msg1',
+      { recipient_phone: '+1', carrier: 'x', recipient_index: 0, sent_at: new Date(at).toISOString() },
+      randomUUID(),
+      at,
+    );
     const validate = validator.at('/webhooks/sms.delivered/post/requestBody/content/application~1json/schema');
     expect(validate(wrongType)).to.equal(false);
   });
 
   it('has request examples the gateway accepts', () => {
     const validator = documentValidator(document, { closed: false });
-    const context = { now: Date.UTC(2030, 0, 1), timezone: 'Africa/Kinshasa', defaultCountry: 'CD', horizonDays: 365, maxScheduledSms: 5000, allowHttpLocalhostCallbacks: false };
+    const context = {
+      now: Date.UTC(2030, 0, 1),
+      timezone: 'Africa/Kinshasa',
+      defaultCountry: 'CD',
+      horizonDays: 365,
+      maxScheduledSms: 5000,
+      allowHttpLocalhostCallbacks: false,
+    };
     for (const [path, accepts] of [
       ['/send', (body: unknown) => validateSendRequest(body, context).ok],
       ['/calculate', (body: unknown) => validateCalculateRequest(body).ok],
     ] as const) {
-      const media = (document.paths[path]!.post!.requestBody as { content: Record<string, { examples: Record<string, { value: unknown }> }> }).content['application/json']!;
+      const media = (
+        document.paths[path]!.post!.requestBody as { content: Record<string, { examples: Record<string, { value: unknown }> }> }
+      ).content['application/json']!;
       const validate = validator.at(`/paths/${path.replace('/', '~1')}/post/requestBody/content/application~1json/schema`);
       for (const [name, example] of Object.entries(media.examples)) {
         expect(accepts(example.value), `${path} ${name}`).to.equal(true);
@@ -212,12 +251,22 @@ describe('joi → JSON Schema', () => {
   });
 
   it('converts strings: pattern, valid values, null allowed, the empty string only when allowed, defaults', () => {
-    expect(joiToJsonSchema(Joi.string().pattern(/^[a-z]+$/).allow(null))).to.deep.equal({ type: ['string', 'null'], pattern: '^[a-z]+$', minLength: 1 });
+    expect(
+      joiToJsonSchema(
+        Joi.string()
+          .pattern(/^[a-z]+$/)
+          .allow(null),
+      ),
+    ).to.deep.equal({ type: ['string', 'null'], pattern: '^[a-z]+$', minLength: 1 });
     expect(joiToJsonSchema(Joi.string().valid('a', 'b').default('a'))).to.deep.equal({ type: 'string', enum: ['a', 'b'], default: 'a' });
     expect(joiToJsonSchema(Joi.string().valid('only'))).to.deep.equal({ type: 'string', const: 'only' });
     expect(joiToJsonSchema(Joi.string().valid('a', null))).to.deep.equal({ type: ['string', 'null'], enum: ['a', null] });
     expect(joiToJsonSchema(Joi.string().allow(''))).to.deep.equal({ type: 'string' });
-    expect(joiToJsonSchema(Joi.string().pattern(/x/, { invert: true }))).to.deep.equal({ type: 'string', minLength: 1, allOf: [{ not: { pattern: 'x' } }] });
+    expect(joiToJsonSchema(Joi.string().pattern(/x/, { invert: true }))).to.deep.equal({
+      type: 'string',
+      minLength: 1,
+      allOf: [{ not: { pattern: 'x' } }],
+    });
     expect(joiToJsonSchema(Joi.string().email())).to.deep.equal({ type: 'string', format: 'email', minLength: 1 });
   });
 
@@ -245,7 +294,13 @@ describe('joi → JSON Schema', () => {
       required: ['kind'],
       properties: { kind: { type: 'string', enum: ['a', 'b'] }, value: { type: 'number' } },
       additionalProperties: false,
-      allOf: [{ if: { properties: { kind: { const: 'a' } }, required: ['kind'] }, then: { required: ['value'] }, else: { properties: { value: false } } }],
+      allOf: [
+        {
+          if: { properties: { kind: { const: 'a' } }, required: ['kind'] },
+          then: { required: ['value'] },
+          else: { properties: { value: false } },
+        },
+      ],
     });
   });
 
@@ -269,13 +324,19 @@ describe('joi → JSON Schema', () => {
 
   it('produces schemas that accept exactly what joi accepts (representative schema, random inputs)', () => {
     const schema = Joi.object({
-      id: Joi.string().max(4).pattern(/^[a-c]+$/).required(),
+      id: Joi.string()
+        .max(4)
+        .pattern(/^[a-c]+$/)
+        .required(),
       count: Joi.number().integer().min(0).max(5),
       kind: Joi.string().valid('x', 'y').allow(null),
       list: Joi.array().items(Joi.number().min(1)).max(2),
     });
     const validate = ajv.compile(joiToJsonSchema(schema) as object);
-    const value = fc.oneof(fc.constantFrom('', 'a', 'abc', 'abcd', 'abcde', 'd', 'x', 'y', null, 0, 1, 2.5, 5, 6, -1, true), fc.array(fc.constantFrom(0, 1, 2, 'a'), { maxLength: 3 }));
+    const value = fc.oneof(
+      fc.constantFrom('', 'a', 'abc', 'abcd', 'abcde', 'd', 'x', 'y', null, 0, 1, 2.5, 5, 6, -1, true),
+      fc.array(fc.constantFrom(0, 1, 2, 'a'), { maxLength: 3 }),
+    );
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom('id', 'count', 'kind', 'list', 'other'), value), (input) => {
         expect(validate(input), JSON.stringify(input)).to.equal(validateWith(schema, input).ok);
@@ -290,7 +351,10 @@ describe('joi → JSON Schema', () => {
     const calculateSchema = validator.at('/components/schemas/CalculateRequest');
     const agree = (validate: typeof sendSchema, joiSchema: Joi.Schema, input: unknown) => {
       const joiOk = validateWith(joiSchema, input).ok;
-      expect(validate(input), `${JSON.stringify(input).slice(0, 200)}: joi ${joiOk ? 'accepts' : 'refuses'}; ${errorsOf(validate)}`).to.equal(joiOk);
+      expect(
+        validate(input),
+        `${JSON.stringify(input).slice(0, 200)}: joi ${joiOk ? 'accepts' : 'refuses'}; ${errorsOf(validate)}`,
+      ).to.equal(joiOk);
     };
 
     it('SendRequest accepts and refuses what sendBodySchema does', () => {
@@ -349,7 +413,10 @@ describe('joi → JSON Schema', () => {
         sending_type: fc.constantFrom('immediate', 'scheduled', 'recurring', 'other', null, 3),
         scheduled_dates: fc.oneof(
           fc.constant(null),
-          fc.array(fc.record({ date: fc.constantFrom('2031-04-01', '2031-4-1'), time: fc.constantFrom('09:30', '9:30') }, { requiredKeys: [] }), { maxLength: 2 }),
+          fc.array(
+            fc.record({ date: fc.constantFrom('2031-04-01', '2031-4-1'), time: fc.constantFrom('09:30', '9:30') }, { requiredKeys: [] }),
+            { maxLength: 2 },
+          ),
         ),
         callback_url: fc.oneof(fc.constantFrom(null, '', 'https://e.com'), fc.boolean()),
         unknown_field: fc.anything({ maxDepth: 1 }),

@@ -56,7 +56,10 @@ describe('error catalogue', () => {
 
   it('every code is a distinct string of four digits', () => {
     const codes = Object.values(ERROR_CATALOGUE).map((e) => e.code);
-    for (const code of codes) expect(code).to.be.a('string').and.match(/^\d{4}$/);
+    for (const code of codes)
+      expect(code)
+        .to.be.a('string')
+        .and.match(/^\d{4}$/);
     expect(new Set(codes).size).to.equal(codes.length);
   });
 
@@ -164,7 +167,7 @@ describe('AppError', () => {
   });
 });
 
-describe('Result (a use case\'s answer)', () => {
+describe("Result (a use case's answer)", () => {
   it('when success wraps a value, then it is ok with that value', () => {
     expect(success({ message_id: 'm-1' })).to.deep.equal({ ok: true, value: { message_id: 'm-1' } });
   });

@@ -15,7 +15,17 @@ describe('logger: secrets never reach a line', () => {
   it('when a secret field is logged by name, then it is censored', () => {
     const { logger, lines } = capture();
 
-    logger.info({ apiKey: KEY, password: 'pw1', webhook: { url: 'https://x', password: 'pw2' }, signingSecret: SECRET, hash: HASH, headers: { authorization: 'Basic abc', 'app-key': KEY } }, 'x');
+    logger.info(
+      {
+        apiKey: KEY,
+        password: 'pw1',
+        webhook: { url: 'https://x', password: 'pw2' },
+        signingSecret: SECRET,
+        hash: HASH,
+        headers: { authorization: 'Basic abc', 'app-key': KEY },
+      },
+      'x',
+    );
 
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(line).to.include({ apiKey: '[redacted]', password: '[redacted]', signingSecret: '[redacted]', hash: '[redacted]' });

@@ -68,7 +68,10 @@ describe('validation', () => {
       const result = validateWith(schema, 'text');
       expect(result.ok).to.equal(false);
       expect(result.ok ? [] : result.issues.map((i) => [i.field, i.type])).to.deep.equal([['body', 'object.base']]);
-      expect(validateWith(schema, undefined)).to.deep.equal({ ok: false, issues: [{ field: 'body', message: 'value is required', type: 'any.required' }] });
+      expect(validateWith(schema, undefined)).to.deep.equal({
+        ok: false,
+        issues: [{ field: 'body', message: 'value is required', type: 'any.required' }],
+      });
     });
   });
 });

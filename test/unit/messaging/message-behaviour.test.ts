@@ -100,7 +100,9 @@ function createStory(options: { newId?: IdGenerator; start?: number } = {}) {
   const retired: string[] = [];
   let state = behaviour.initialState(MESSAGE_ID);
 
-  function run<K extends MessageCommand['type']>(command: Extract<MessageCommand, { type: K }>): Decision<MessageState, MessageEvent, MessageReplies[K]> {
+  function run<K extends MessageCommand['type']>(
+    command: Extract<MessageCommand, { type: K }>,
+  ): Decision<MessageState, MessageEvent, MessageReplies[K]> {
     const context: BehaviourContext = { now: clock.now(), newId, shard: 3 };
     const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, K>(behaviour, state, command, context);
     state = decision.events.reduce(apply, state);
@@ -415,9 +417,7 @@ describe('message behaviour', () => {
         ['sms.delivered'],
         ['sms.failed'],
       ]);
-      const perRecipient = [0, 1, 2].map((i) =>
-        recipientEvents(story.effects, i).map((e) => e.event_type),
-      );
+      const perRecipient = [0, 1, 2].map((i) => recipientEvents(story.effects, i).map((e) => e.event_type));
       expect(perRecipient).to.deep.equal([
         ['sms.processing', 'sms.sent', 'sms.delivered'],
         ['sms.processing', 'sms.sent', 'sms.failed'],
@@ -473,7 +473,13 @@ describe('message behaviour', () => {
         type: 'recipient_signal',
         occurrence: 0,
         recipient: 1,
-        signal: { type: 'carrier_report', status: 'undelivered', at: T0 + 5 * MINUTE, errorCode: null, errorMessage: 'Handset unreachable' },
+        signal: {
+          type: 'carrier_report',
+          status: 'undelivered',
+          at: T0 + 5 * MINUTE,
+          errorCode: null,
+          errorMessage: 'Handset unreachable',
+        },
         at: T0 + 5 * MINUTE + 5 * SECOND,
       });
     });
@@ -500,7 +506,11 @@ describe('message behaviour', () => {
 
       expect(webhookEvents(decision.effects ?? []).map((e) => [e.event_type, e.timestamp, e.data])).to.deep.equal([
         ['sms.processing', iso(T0 + 10 * MINUTE), { recipient_phone: '+243890000003', carrier: 'orange-cd', recipient_index: 2 }],
-        ['sms.sent', iso(T0 + 10 * MINUTE), { recipient_phone: '+243890000003', carrier: 'orange-cd', recipient_index: 2, sent_at: iso(T0 + 7 * MINUTE) }],
+        [
+          'sms.sent',
+          iso(T0 + 10 * MINUTE),
+          { recipient_phone: '+243890000003', carrier: 'orange-cd', recipient_index: 2, sent_at: iso(T0 + 7 * MINUTE) },
+        ],
         [
           'sms.delivered',
           iso(T0 + 10 * MINUTE),
@@ -527,7 +537,8 @@ describe('message behaviour', () => {
         const decision = story.receipt(receipt(0, status, T0 + 2 * MINUTE, { errorCode: reported }));
 
         const failed = webhookEvents(decision.effects ?? []).find((e) => e.event_type === 'sms.failed');
-        const catalogueMessage = Object.values(ERROR_CATALOGUE).find((entry) => entry.code === code)?.message ?? 'The carrier reported a failure.';
+        const catalogueMessage =
+          Object.values(ERROR_CATALOGUE).find((entry) => entry.code === code)?.message ?? 'The carrier reported a failure.';
         expect(failed?.data).to.deep.equal({
           recipient_phone: '+243810000001',
           carrier: 'vodacom-cd',
@@ -554,7 +565,13 @@ describe('message behaviour', () => {
       expect(webhookEvents(decision.effects ?? []).map((e) => [e.event_type, e.data])).to.deep.equal([
         [
           'sms.processing',
-          { recipient_phone: '+243970000002', carrier: 'airtel-cd', recipient_index: 1, occurrence_index: 1, scheduled_at: '2025-06-04T09:00:00.000Z' },
+          {
+            recipient_phone: '+243970000002',
+            carrier: 'airtel-cd',
+            recipient_index: 1,
+            occurrence_index: 1,
+            scheduled_at: '2025-06-04T09:00:00.000Z',
+          },
         ],
         [
           'sms.sent',
@@ -675,7 +692,9 @@ describe('message behaviour', () => {
 
       const decision = story.receipt(receipt(1, 'rejected', T0 + 2 * MINUTE));
 
-      expect(webhookEvents(decision.effects ?? []).map((e) => [e.event_type, 'recipient_index' in e.data ? e.data.recipient_index : null])).to.deep.equal([
+      expect(
+        webhookEvents(decision.effects ?? []).map((e) => [e.event_type, 'recipient_index' in e.data ? e.data.recipient_index : null]),
+      ).to.deep.equal([
         ['sms.processing', 1],
         ['sms.failed', 1],
       ]);
@@ -721,12 +740,12 @@ describe('message behaviour', () => {
           story.clock.set(T0 + 10 * MINUTE + i * SECOND);
           const decision = story.receipt(r);
           // every recipient event the merge reports becomes exactly one webhook.event effect, in the same order
-          expect(webhookEvents(decision.effects ?? []).map((e) => e.event_type)).to.deep.equal(decision.reply.ok ? decision.reply.events : []);
+          expect(webhookEvents(decision.effects ?? []).map((e) => e.event_type)).to.deep.equal(
+            decision.reply.ok ? decision.reply.events : [],
+          );
           if (decision.events.length > 0) lastChange = story.clock.now();
         });
-        const eventTypes = [0, 1, 2].map((i) =>
-          recipientEvents(story.effects, i).map((e) => e.event_type),
-        );
+        const eventTypes = [0, 1, 2].map((i) => recipientEvents(story.effects, i).map((e) => e.event_type));
         return { view: messageStatusView(story.state), eventTypes, lastChange };
       }
 
@@ -846,7 +865,10 @@ describe('message behaviour', () => {
     it('when the receipt that makes the last recipient final arrives, then it retires the occurrence’s deadline, and no receipt before it does', () => {
       const story = createStory();
       story.create(immediateSpec());
-      expect(story.effects.map((e) => e.id), 'the deadline left with the dispatch').to.include('timeout:msg-1:0');
+      expect(
+        story.effects.map((e) => e.id),
+        'the deadline left with the dispatch',
+      ).to.include('timeout:msg-1:0');
       const before = [receipt(0, 'delivered', T0 + MINUTE), receipt(1, 'undelivered', T0 + MINUTE), receipt(2, 'enroute', T0 + MINUTE)];
       for (const r of before) expect(story.receipt(r).retire ?? [], `${r.recipient} ${r.status}`).to.deep.equal([]);
 
@@ -867,7 +889,9 @@ describe('message behaviour', () => {
       ]).retire;
 
       expect(retire).to.deep.equal(['timeout:msg-1:0']);
-      expect(story.receipts([receipt(2, 'undelivered', OCCURRENCE_1 + MINUTE, { occurrence: 1 })]).retire).to.deep.equal(['timeout:msg-1:1']);
+      expect(story.receipts([receipt(2, 'undelivered', OCCURRENCE_1 + MINUTE, { occurrence: 1 })]).retire).to.deep.equal([
+        'timeout:msg-1:1',
+      ]);
     });
 
     it('when the deadline has already failed the late recipients, then nothing is left to retire', () => {
@@ -876,7 +900,9 @@ describe('message behaviour', () => {
       story.receipt(receipt(0, 'delivered', T0 + MINUTE));
       story.clock.set(T0 + DAY);
       story.receiptTimeout(0);
-      expect(story.receipt(receipt(1, 'delivered', T0 + DAY)).retire ?? [], 'a receipt after the timeout changes nothing').to.deep.equal([]);
+      expect(story.receipt(receipt(1, 'delivered', T0 + DAY)).retire ?? [], 'a receipt after the timeout changes nothing').to.deep.equal(
+        [],
+      );
       expect(story.retired).to.deep.equal([]);
     });
   });
@@ -892,28 +918,36 @@ describe('message behaviour', () => {
 
     it('when receipts arrive together, then state, journal, events and outcomes are those of the same receipts one by one', () => {
       fc.assert(
-        fc.property(fc.constantFrom(immediateSpec, scheduledSpec), fc.array(arrival, { minLength: 1, maxLength: 30 }), (makeSpec, arrivals) => {
-          const together = createStory();
-          const oneByOne = createStory();
-          for (const story of [together, oneByOne]) {
-            story.create(makeSpec());
-            story.clock.set(T0 + 3 * DAY);
-            story.dispatchDue();
-            story.clock.set(T0 + 4 * DAY);
-          }
+        fc.property(
+          fc.constantFrom(immediateSpec, scheduledSpec),
+          fc.array(arrival, { minLength: 1, maxLength: 30 }),
+          (makeSpec, arrivals) => {
+            const together = createStory();
+            const oneByOne = createStory();
+            for (const story of [together, oneByOne]) {
+              story.create(makeSpec());
+              story.clock.set(T0 + 3 * DAY);
+              story.dispatchDue();
+              story.clock.set(T0 + 4 * DAY);
+            }
 
-          const batch = together.receipts(arrivals);
-          const singles = arrivals.map((r) => oneByOne.receipt(r).reply);
-          expect(together.state.occurrences[0]?.recipients, 'dispatched before the receipts').to.not.equal(null);
+            const batch = together.receipts(arrivals);
+            const singles = arrivals.map((r) => oneByOne.receipt(r).reply);
+            expect(together.state.occurrences[0]?.recipients, 'dispatched before the receipts').to.not.equal(null);
 
-          expect(batch.reply).to.deep.equal({ ok: true, outcomes: singles });
-          expect(together.state).to.deep.equal(oneByOne.state);
-          expect(together.journal).to.deep.equal(oneByOne.journal);
-          expect(together.effects).to.deep.equal(oneByOne.effects);
-          expect([...together.retired].sort(), 'the same receipt deadlines retired').to.deep.equal([...oneByOne.retired].sort());
-          const final = together.state.occurrences.filter((o) => o.recipients?.every((r) => r.status === 'delivered' || r.status === 'failed'));
-          expect([...together.retired].sort(), 'exactly the deadlines of the occurrences now final').to.deep.equal(final.map((o) => `timeout:${MESSAGE_ID}:${o.index}`).sort());
-        }),
+            expect(batch.reply).to.deep.equal({ ok: true, outcomes: singles });
+            expect(together.state).to.deep.equal(oneByOne.state);
+            expect(together.journal).to.deep.equal(oneByOne.journal);
+            expect(together.effects).to.deep.equal(oneByOne.effects);
+            expect([...together.retired].sort(), 'the same receipt deadlines retired').to.deep.equal([...oneByOne.retired].sort());
+            const final = together.state.occurrences.filter((o) =>
+              o.recipients?.every((r) => r.status === 'delivered' || r.status === 'failed'),
+            );
+            expect([...together.retired].sort(), 'exactly the deadlines of the occurrences now final').to.deep.equal(
+              final.map((o) => `timeout:${MESSAGE_ID}:${o.index}`).sort(),
+            );
+          },
+        ),
         { numRuns: 200 },
       );
     });
@@ -925,7 +959,13 @@ describe('message behaviour', () => {
       const arrivals = [receipt(0, 'processing', T0), receipt(0, 'delivered', T0 + MINUTE), receipt(1, 'rejected', T0 + MINUTE)];
       const first = story.receipts(arrivals);
       expect(first.events).to.have.length(3);
-      expect(webhookEvents(first.effects ?? []).map((e) => e.event_type)).to.deep.equal(['sms.processing', 'sms.sent', 'sms.delivered', 'sms.processing', 'sms.failed']);
+      expect(webhookEvents(first.effects ?? []).map((e) => e.event_type)).to.deep.equal([
+        'sms.processing',
+        'sms.sent',
+        'sms.delivered',
+        'sms.processing',
+        'sms.failed',
+      ]);
 
       const again = story.receipts(arrivals);
 
@@ -986,24 +1026,29 @@ describe('message behaviour', () => {
 
     it('when the journal is folded a record at a time (applyAll), then the result equals folding it event by event', () => {
       fc.assert(
-        fc.property(spec, fc.array(command, { maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 10 }), (makeSpec, commands, sizes) => {
-          const story = createStory();
-          story.create(makeSpec());
-          story.clock.set(T0 + 3 * DAY);
-          story.dispatchDue();
-          commands.forEach((c, i) => {
-            story.clock.set(T0 + 3 * DAY + (i + 1) * MINUTE);
-            if (c.type === 'dispatch_occurrence') story.dispatch(c.occurrence);
-            else if (c.type === 'apply_receipt') story.receipt(c.receipt);
-          });
-          expect(messageHostPolicy().applyAll, 'the message behaviour folds records with it').to.equal(applyMessageEvents);
-          let state = behaviour.initialState(MESSAGE_ID);
-          for (let from = 0, i = 0; from < story.journal.length; from += sizes[i % sizes.length] ?? 1, i++) {
-            state = applyMessageEvents(state, story.journal.slice(from, from + (sizes[i % sizes.length] ?? 1)));
-          }
+        fc.property(
+          spec,
+          fc.array(command, { maxLength: 40 }),
+          fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 10 }),
+          (makeSpec, commands, sizes) => {
+            const story = createStory();
+            story.create(makeSpec());
+            story.clock.set(T0 + 3 * DAY);
+            story.dispatchDue();
+            commands.forEach((c, i) => {
+              story.clock.set(T0 + 3 * DAY + (i + 1) * MINUTE);
+              if (c.type === 'dispatch_occurrence') story.dispatch(c.occurrence);
+              else if (c.type === 'apply_receipt') story.receipt(c.receipt);
+            });
+            expect(messageHostPolicy().applyAll, 'the message behaviour folds records with it').to.equal(applyMessageEvents);
+            let state = behaviour.initialState(MESSAGE_ID);
+            for (let from = 0, i = 0; from < story.journal.length; from += sizes[i % sizes.length] ?? 1, i++) {
+              state = applyMessageEvents(state, story.journal.slice(from, from + (sizes[i % sizes.length] ?? 1)));
+            }
 
-          expect(state).to.deep.equal(story.state);
-        }),
+            expect(state).to.deep.equal(story.state);
+          },
+        ),
         { numRuns: 300 },
       );
     });
@@ -1024,7 +1069,8 @@ describe('message behaviour', () => {
                     ? story.receipt(c.receipt)
                     : story.status(c.type === 'status' ? c.merchantId : '');
             const reply = decision.reply as { ok: boolean; changed?: boolean; dispatched?: boolean; created?: boolean };
-            const noChange = !reply.ok || reply.changed === false || reply.dispatched === false || reply.created === false || c.type === 'status';
+            const noChange =
+              !reply.ok || reply.changed === false || reply.dispatched === false || reply.created === false || c.type === 'status';
             if (noChange) {
               expect(decision.events).to.deep.equal([]);
               expect(decision.effects ?? []).to.deep.equal([]);

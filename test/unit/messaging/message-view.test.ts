@@ -59,7 +59,12 @@ const OCCURRENCE_1 = T0 + 2 * DAY;
 const OCCURRENCE_2 = T0 + 3 * DAY;
 
 function scheduledSpec(): MessageSpec {
-  return immediateSpec({ sendingType: 'scheduled', occurrences: [OCCURRENCE_0, OCCURRENCE_1], totalMessages: 12, totalCost: fromUnits(1800) });
+  return immediateSpec({
+    sendingType: 'scheduled',
+    occurrences: [OCCURRENCE_0, OCCURRENCE_1],
+    totalMessages: 12,
+    totalCost: fromUnits(1800),
+  });
 }
 
 function recurringSpec(): MessageSpec {
@@ -81,7 +86,9 @@ function createStory() {
   const newId = createSequentialIds('evt');
   let state = behaviour.initialState(MESSAGE_ID);
 
-  function run<K extends MessageCommand['type']>(command: Extract<MessageCommand, { type: K }>): Decision<MessageState, MessageEvent, MessageReplies[K]> {
+  function run<K extends MessageCommand['type']>(
+    command: Extract<MessageCommand, { type: K }>,
+  ): Decision<MessageState, MessageEvent, MessageReplies[K]> {
     const context: BehaviourContext = { now: clock.now(), newId, shard: 3 };
     const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, K>(behaviour, state, command, context);
     state = decision.events.reduce(apply, state);
@@ -337,8 +344,26 @@ describe('message status view', () => {
           occurrences_remaining: 2,
         },
         occurrences: [
-          { occurrence_index: 0, status: 'scheduled', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
-          { occurrence_index: 1, status: 'scheduled', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
+          {
+            occurrence_index: 0,
+            status: 'scheduled',
+            scheduled_at: '2025-06-03T09:00:00.000Z',
+            delivered: 0,
+            failed: 0,
+            pending: 3,
+            cancelled: 0,
+            skipped: 0,
+          },
+          {
+            occurrence_index: 1,
+            status: 'scheduled',
+            scheduled_at: '2025-06-04T09:00:00.000Z',
+            delivered: 0,
+            failed: 0,
+            pending: 3,
+            cancelled: 0,
+            skipped: 0,
+          },
         ],
       });
     });
@@ -384,8 +409,26 @@ describe('message status view', () => {
       expect([view.delivered, view.failed, view.pending]).to.deep.equal([0, 0, 3]);
       expect(view.recipients).to.deep.equal([untouched(0), untouched(1), untouched(2)]);
       expect(view.occurrences).to.deep.equal([
-        { occurrence_index: 0, status: 'delivered', scheduled_at: '2025-06-03T09:00:00.000Z', delivered: 3, failed: 0, pending: 0, cancelled: 0, skipped: 0 },
-        { occurrence_index: 1, status: 'pending', scheduled_at: '2025-06-04T09:00:00.000Z', delivered: 0, failed: 0, pending: 3, cancelled: 0, skipped: 0 },
+        {
+          occurrence_index: 0,
+          status: 'delivered',
+          scheduled_at: '2025-06-03T09:00:00.000Z',
+          delivered: 3,
+          failed: 0,
+          pending: 0,
+          cancelled: 0,
+          skipped: 0,
+        },
+        {
+          occurrence_index: 1,
+          status: 'pending',
+          scheduled_at: '2025-06-04T09:00:00.000Z',
+          delivered: 0,
+          failed: 0,
+          pending: 3,
+          cancelled: 0,
+          skipped: 0,
+        },
       ]);
       expect(view.schedule).to.deep.equal({
         type: 'scheduled',

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { CARRIER_OUTCOMES, CARRIER_STATUSES, RECIPIENT_STATUSES, type CarrierStatus, type RecipientStatus } from '../../../src/carriers/carrier-outcomes.js';
+import {
+  CARRIER_OUTCOMES,
+  CARRIER_STATUSES,
+  RECIPIENT_STATUSES,
+  type CarrierStatus,
+  type RecipientStatus,
+} from '../../../src/carriers/carrier-outcomes.js';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
 import {
   aggregateStatus,
@@ -45,7 +51,9 @@ function recipientAt(status: RecipientStatus): RecipientState {
   return applyAll(path[status].map((s, i) => report(s, T0 + i * MINUTE))).state;
 }
 
-const TERMINAL_CARRIER_STATUSES = CARRIER_STATUSES.filter((s) => CARRIER_OUTCOMES[s].status === 'delivered' || CARRIER_OUTCOMES[s].status === 'failed');
+const TERMINAL_CARRIER_STATUSES = CARRIER_STATUSES.filter(
+  (s) => CARRIER_OUTCOMES[s].status === 'delivered' || CARRIER_OUTCOMES[s].status === 'failed',
+);
 
 describe('recipient state', () => {
   describe('initial state', () => {
@@ -92,7 +100,12 @@ describe('recipient state', () => {
     });
 
     it("keeps the message centre's own words as the carrier status when the connector gives them", () => {
-      const result = applySignal(recipientAt('sent'), { type: 'carrier_report', status: 'undelivered', at: T0 + 5 * MINUTE, carrierStatus: 'smpp:UNDELIV err:001' });
+      const result = applySignal(recipientAt('sent'), {
+        type: 'carrier_report',
+        status: 'undelivered',
+        at: T0 + 5 * MINUTE,
+        carrierStatus: 'smpp:UNDELIV err:001',
+      });
 
       expect(result.state.status).to.equal('failed');
       expect(result.state.carrierStatus).to.equal('smpp:UNDELIV err:001');
@@ -119,7 +132,12 @@ describe('recipient state', () => {
     });
 
     it('when the gateway fails on a pending recipient, then pending → failed straight, with only sms.failed', () => {
-      const result = applySignal(recipientAt('pending'), { type: 'gateway_failure', at: T0, errorCode: '1501', errorMessage: 'Connector down' });
+      const result = applySignal(recipientAt('pending'), {
+        type: 'gateway_failure',
+        at: T0,
+        errorCode: '1501',
+        errorMessage: 'Connector down',
+      });
 
       expect(result.state.status).to.equal('failed');
       expect(result.state.carrierStatus).to.equal(null);
@@ -213,18 +231,33 @@ describe('recipient state', () => {
 
   describe('after a failure the gateway decided (timeout, gateway failure), late carrier reports change nothing', () => {
     it('when a recipient timed out while sent and "delivered" arrives, then the very same state comes back: carrier_status stays accepted', () => {
-      const { state: timedOut } = applyAll([report('processing', T0), report('accepted', T0 + MINUTE), { type: 'receipt_timeout', at: T0 + DAY }]);
+      const { state: timedOut } = applyAll([
+        report('processing', T0),
+        report('accepted', T0 + MINUTE),
+        { type: 'receipt_timeout', at: T0 + DAY },
+      ]);
 
       const result = applySignal(timedOut, report('delivered', T0 + DAY + MINUTE));
 
       expect(result.state).to.equal(timedOut);
-      expect(result.state).to.include({ status: 'failed', carrierStatus: 'accepted', carrierRank: 2, errorCode: '1503', updatedAt: T0 + DAY });
+      expect(result.state).to.include({
+        status: 'failed',
+        carrierStatus: 'accepted',
+        carrierRank: 2,
+        errorCode: '1503',
+        updatedAt: T0 + DAY,
+      });
       expect(result.events).to.deep.equal([]);
       expect(result.changed).to.equal(false);
     });
 
     it('when the gateway failed a pending recipient and "processing" arrives, then the very same state comes back: carrier_status stays null', () => {
-      const failed = applySignal(INITIAL_RECIPIENT_STATE, { type: 'gateway_failure', at: T0, errorCode: '1501', errorMessage: 'Connector down' }).state;
+      const failed = applySignal(INITIAL_RECIPIENT_STATE, {
+        type: 'gateway_failure',
+        at: T0,
+        errorCode: '1501',
+        errorMessage: 'Connector down',
+      }).state;
 
       const result = applySignal(failed, report('processing', T0 + MINUTE));
 
@@ -251,7 +284,11 @@ describe('recipient state', () => {
     });
 
     it('when "enroute" follows "accepted", then carrier_status and updated_at move and nothing else', () => {
-      const { state } = applyAll([report('processing', T0), report('accepted', T0 + MINUTE), report('enroute', T0 + 2 * MINUTE, null, 'on its way')]);
+      const { state } = applyAll([
+        report('processing', T0),
+        report('accepted', T0 + MINUTE),
+        report('enroute', T0 + 2 * MINUTE, null, 'on its way'),
+      ]);
 
       expect(state).to.deep.equal({
         status: 'sent',
@@ -381,7 +418,13 @@ describe('recipient state', () => {
     it('when a failure report arrives after sent, then failed_at is set and sent_at is kept', () => {
       const { state } = applyAll([report('processing', T0), report('accepted', T0 + MINUTE), report('expired', T0 + 2 * MINUTE)]);
 
-      expect(state).to.include({ status: 'failed', sentAt: T0 + MINUTE, deliveredAt: null, failedAt: T0 + 2 * MINUTE, updatedAt: T0 + 2 * MINUTE });
+      expect(state).to.include({
+        status: 'failed',
+        sentAt: T0 + MINUTE,
+        deliveredAt: null,
+        failedAt: T0 + 2 * MINUTE,
+        updatedAt: T0 + 2 * MINUTE,
+      });
     });
 
     it('when delivered arrives first, then sent_at and delivered_at both take its time', () => {
@@ -466,11 +509,26 @@ describe('recipient state', () => {
 
     it('when the in-order sequence ends in each terminal status, then the in-order events are as the contract orders them', () => {
       const table: readonly (readonly [readonly CarrierStatus[], readonly RecipientEventType[]])[] = [
-        [['processing', 'accepted', 'enroute', 'delivered'], ['sms.processing', 'sms.sent', 'sms.delivered']],
-        [['processing', 'accepted', 'undelivered'], ['sms.processing', 'sms.sent', 'sms.failed']],
-        [['processing', 'rejected'], ['sms.processing', 'sms.failed']],
-        [['processing', 'failed'], ['sms.processing', 'sms.failed']],
-        [['processing', 'accepted', 'enroute'], ['sms.processing', 'sms.sent']],
+        [
+          ['processing', 'accepted', 'enroute', 'delivered'],
+          ['sms.processing', 'sms.sent', 'sms.delivered'],
+        ],
+        [
+          ['processing', 'accepted', 'undelivered'],
+          ['sms.processing', 'sms.sent', 'sms.failed'],
+        ],
+        [
+          ['processing', 'rejected'],
+          ['sms.processing', 'sms.failed'],
+        ],
+        [
+          ['processing', 'failed'],
+          ['sms.processing', 'sms.failed'],
+        ],
+        [
+          ['processing', 'accepted', 'enroute'],
+          ['sms.processing', 'sms.sent'],
+        ],
       ];
       for (const [statuses, expected] of table) {
         const { events } = applyAll(statuses.map((s, i) => report(s, T0 + i * MINUTE)));
@@ -480,15 +538,24 @@ describe('recipient state', () => {
 
     it('when many recipients each receive scrambled receipts, then delivered + failed + pending equals the total', () => {
       fc.assert(
-        fc.property(fc.array(fc.oneof(scrambled.map((s) => s.arrived), fc.constant([])), { maxLength: 12 }), (perRecipient) => {
-          const statuses = perRecipient.map((signals) => applyAll(signals).state.status);
+        fc.property(
+          fc.array(
+            fc.oneof(
+              scrambled.map((s) => s.arrived),
+              fc.constant([]),
+            ),
+            { maxLength: 12 },
+          ),
+          (perRecipient) => {
+            const statuses = perRecipient.map((signals) => applyAll(signals).state.status);
 
-          const counters = countRecipients(statuses);
+            const counters = countRecipients(statuses);
 
-          expect(counters.delivered + counters.failed + counters.pending).to.equal(perRecipient.length);
-          expect(counters.delivered).to.equal(statuses.filter((s) => s === 'delivered').length);
-          expect(counters.failed).to.equal(statuses.filter((s) => s === 'failed').length);
-        }),
+            expect(counters.delivered + counters.failed + counters.pending).to.equal(perRecipient.length);
+            expect(counters.delivered).to.equal(statuses.filter((s) => s === 'delivered').length);
+            expect(counters.failed).to.equal(statuses.filter((s) => s === 'failed').length);
+          },
+        ),
         { numRuns: 200 },
       );
     });

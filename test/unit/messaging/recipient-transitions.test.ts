@@ -64,7 +64,12 @@ function journalOf(policy: typeof recordingAll, batches: readonly (readonly Mess
     const before = state;
     const events: MessageEvent[] = [];
     for (const command of batch) {
-      const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, MessageCommand['type']>(behaviour, state, policy.withInputs?.(state, command) ?? command, context);
+      const decision = decide<MessageState, MessageCommand, MessageEvent, MessageReplies, MessageCommand['type']>(
+        behaviour,
+        state,
+        policy.withInputs?.(state, command) ?? command,
+        context,
+      );
       state = applyMessageEvents(state, decision.events);
       events.push(...decision.events);
       for (const effect of decision.effects ?? []) {
@@ -92,20 +97,33 @@ describe('recipient transitions (what recipient_transitions_total counts)', () =
   });
 
   it('when enroute follows accepted, then enroute enters no status (the recipient was already sent)', () => {
-    const { records, counted } = journalOf(withoutWebhooks, [[create()], [receipt(0, 'processing')], [receipt(0, 'accepted')], [receipt(0, 'enroute')]]);
+    const { records, counted } = journalOf(withoutWebhooks, [
+      [create()],
+      [receipt(0, 'processing')],
+      [receipt(0, 'accepted')],
+      [receipt(0, 'enroute')],
+    ]);
 
     expect(records.at(-1)?.events, 'enroute is journaled: it moves the carrier status on').to.have.length(1);
     expect(counted).to.deep.equal(['processing', 'sent']);
   });
 
   it('when reports repeat or come after the final one, then nothing more is counted', () => {
-    const { counted } = journalOf(withoutWebhooks, [[create()], [receipt(1, 'rejected')], [receipt(1, 'rejected'), receipt(1, 'delivered'), receipt(1, 'accepted')]]);
+    const { counted } = journalOf(withoutWebhooks, [
+      [create()],
+      [receipt(1, 'rejected')],
+      [receipt(1, 'rejected'), receipt(1, 'delivered'), receipt(1, 'accepted')],
+    ]);
 
     expect(counted).to.deep.equal(['processing', 'failed']);
   });
 
   it('when the receipt timeout fails the recipients left, then each enters failed once and final ones nothing', () => {
-    const { counted } = journalOf(withoutWebhooks, [[create()], [receipt(0, 'delivered'), receipt(1, 'accepted')], [{ type: 'receipt_timeout', occurrence: 0 }]]);
+    const { counted } = journalOf(withoutWebhooks, [
+      [create()],
+      [receipt(0, 'delivered'), receipt(1, 'accepted')],
+      [{ type: 'receipt_timeout', occurrence: 0 }],
+    ]);
 
     expect(counted).to.deep.equal(['processing', 'sent', 'delivered', 'processing', 'sent', 'failed', 'failed']);
   });
@@ -130,19 +148,30 @@ describe('recipient transitions (what recipient_transitions_total counts)', () =
   it('when a record also dispatches occurrences (a scheduled send), then signals after the dispatch are counted on it', () => {
     const scheduled = spec({ sendingType: 'scheduled', occurrences: [T0, T0 + DAY], totalMessages: 6, totalCost: fromUnits(1200) });
 
-    const { counted } = journalOf(withoutWebhooks, [[create(scheduled)], [{ type: 'dispatch_occurrence', occurrence: 0 }, receipt(0, 'delivered', T0, 0)]]);
+    const { counted } = journalOf(withoutWebhooks, [
+      [create(scheduled)],
+      [{ type: 'dispatch_occurrence', occurrence: 0 }, receipt(0, 'delivered', T0, 0)],
+    ]);
 
     expect(counted).to.deep.equal(['processing', 'sent', 'delivered']);
   });
 
   describe('any receipts, batches and timeouts', () => {
     const command: fc.Arbitrary<MessageCommand> = fc.oneof(
-      { weight: 6, arbitrary: fc.record({ recipient: fc.integer({ min: 0, max: 2 }), status: fc.constantFrom(...CARRIER_STATUSES) }).map(({ recipient, status }) => receipt(recipient, status)) },
+      {
+        weight: 6,
+        arbitrary: fc
+          .record({ recipient: fc.integer({ min: 0, max: 2 }), status: fc.constantFrom(...CARRIER_STATUSES) })
+          .map(({ recipient, status }) => receipt(recipient, status)),
+      },
       {
         weight: 2,
         arbitrary: fc
           .array(fc.record({ recipient: fc.integer({ min: 0, max: 3 }), status: fc.constantFrom(...CARRIER_STATUSES) }), { maxLength: 6 })
-          .map((items): MessageCommand => ({ type: 'apply_receipts', receipts: items.map((r): CarrierReceipt => ({ occurrence: 0, ...r, at: T0 })) })),
+          .map((items): MessageCommand => ({
+            type: 'apply_receipts',
+            receipts: items.map((r): CarrierReceipt => ({ occurrence: 0, ...r, at: T0 })),
+          })),
       },
       { weight: 1, arbitrary: fc.constant<MessageCommand>({ type: 'receipt_timeout', occurrence: 0 }) },
     );

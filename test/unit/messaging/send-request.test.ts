@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import type { FieldIssue } from '../../../src/libraries/errors/app-error.js';
-import { SEND_LIMITS, validateSendRequest, type SendValidationContext, type ValidSendRequest } from '../../../src/messaging/send-request.js';
+import {
+  SEND_LIMITS,
+  validateSendRequest,
+  type SendValidationContext,
+  type ValidSendRequest,
+} from '../../../src/messaging/send-request.js';
 import { hasWebhookUrlForm } from '../../../src/webhooks/url-guard.js';
 
 const NOW = Date.parse('2026-06-01T10:00:00Z'); // 11:00 in Africa/Kinshasa (UTC+1, no DST)
@@ -100,7 +105,9 @@ describe('send request (POST /send body)', () => {
     });
 
     it('when an entry is long enough but not a possible number, then it is rejected at its index', () => {
-      expect(issuesOf(send({ to: ['+2438123'] }))).to.deep.equal([{ field: 'to[0]', message: 'is not a possible phone number', type: 'phone.invalid' }]);
+      expect(issuesOf(send({ to: ['+2438123'] }))).to.deep.equal([
+        { field: 'to[0]', message: 'is not a possible phone number', type: 'phone.invalid' },
+      ]);
     });
 
     it('when entries use spaces, dashes or the national format, then they are normalised to E.164', () => {
@@ -189,7 +196,9 @@ describe('send request (POST /send body)', () => {
 
     for (const message of ['\u0000', 'Hi\u0000there']) {
       it(`when the message holds U+0000 (${JSON.stringify(message)}), then it is rejected; U+0001 is text like any other`, () => {
-        expect(issuesOf(send({ message }))).to.deep.equal([{ field: 'message', message: 'must not contain the character U+0000 (NUL)', type: 'string.nul' }]);
+        expect(issuesOf(send({ message }))).to.deep.equal([
+          { field: 'message', message: 'must not contain the character U+0000 (NUL)', type: 'string.nul' },
+        ]);
         expect(mustBeValid(send({ message: message.replace('\u0000', '\u0001') })).analysis.segments).to.equal(1);
       });
     }
@@ -399,7 +408,11 @@ describe('send request (POST /send body)', () => {
     it('when an entry falls in the spring-forward gap, then it is 1110 naming its time', () => {
       const result = scheduled([{ date: '2027-03-28', time: '02:30' }], { timezone: 'Europe/Paris' });
       expect(result.ok ? [] : result.issues).to.deep.equal([
-        { field: 'scheduled_dates[0].time', message: '2027-03-28 02:30 does not exist in Europe/Paris (the clocks skip it)', type: 'time.nonexistent' },
+        {
+          field: 'scheduled_dates[0].time',
+          message: '2027-03-28 02:30 does not exist in Europe/Paris (the clocks skip it)',
+          type: 'time.nonexistent',
+        },
       ]);
     });
 
@@ -409,11 +422,7 @@ describe('send request (POST /send body)', () => {
     });
 
     it('when an entry is malformed or not a calendar date, then the issue names its part', () => {
-      const result = scheduled([
-        { date: '2026-06-02', time: '24:00' },
-        { date: '2026-02-30', time: '09:00' },
-        { date: '2026-06-02' },
-      ]);
+      const result = scheduled([{ date: '2026-06-02', time: '24:00' }, { date: '2026-02-30', time: '09:00' }, { date: '2026-06-02' }]);
       expect(result.ok ? [] : result.issues.map((i) => [i.field, i.type])).to.deep.equal([
         ['scheduled_dates[0].time', 'string.pattern.base'],
         ['scheduled_dates[2].time', 'any.required'],
@@ -447,11 +456,23 @@ describe('send request (POST /send body)', () => {
       const value = mustBeValid(
         send({
           sending_type: 'recurring',
-          recurring_schedule: { start_date: '2026-06-02', end_date: '2026-06-03', frequency: 'daily', interval: 1, times: ['18:00', '08:00'] },
+          recurring_schedule: {
+            start_date: '2026-06-02',
+            end_date: '2026-06-03',
+            frequency: 'daily',
+            interval: 1,
+            times: ['18:00', '08:00'],
+          },
         }),
       );
       expect(value.sendingType).to.equal('recurring');
-      expect(value.recurrence).to.deep.equal({ startDate: '2026-06-02', endDate: '2026-06-03', frequency: 'daily', interval: 1, times: ['18:00', '08:00'] });
+      expect(value.recurrence).to.deep.equal({
+        startDate: '2026-06-02',
+        endDate: '2026-06-03',
+        frequency: 'daily',
+        interval: 1,
+        times: ['18:00', '08:00'],
+      });
       expect(value.occurrences).to.deep.equal(
         ['2026-06-02T07:00:00Z', '2026-06-02T17:00:00Z', '2026-06-03T07:00:00Z', '2026-06-03T17:00:00Z'].map((t) => Date.parse(t)),
       );
@@ -459,9 +480,20 @@ describe('send request (POST /send body)', () => {
 
     it('when start_date is past, then only the future occurrences count', () => {
       const value = mustBeValid(
-        send({ sending_type: 'recurring', recurring_schedule: { start_date: '2026-05-01', end_date: '2026-06-02', frequency: 'daily', interval: 1, times: ['10:00', '12:00'] } }),
+        send({
+          sending_type: 'recurring',
+          recurring_schedule: {
+            start_date: '2026-05-01',
+            end_date: '2026-06-02',
+            frequency: 'daily',
+            interval: 1,
+            times: ['10:00', '12:00'],
+          },
+        }),
       );
-      expect(value.occurrences).to.deep.equal(['2026-06-01T11:00:00Z', '2026-06-02T09:00:00Z', '2026-06-02T11:00:00Z'].map((t) => Date.parse(t)));
+      expect(value.occurrences).to.deep.equal(
+        ['2026-06-01T11:00:00Z', '2026-06-02T09:00:00Z', '2026-06-02T11:00:00Z'].map((t) => Date.parse(t)),
+      );
     });
 
     it('when end_date is null, then the occurrences stop at the 365-day horizon', () => {
@@ -499,7 +531,11 @@ describe('send request (POST /send body)', () => {
         if (ok) expect(mustBeValid(body).occurrences).to.have.length(occurrences);
         else
           expect(issuesOf(body)).to.deep.equal([
-            { field: 'recurring_schedule', message: 'pre-computes more than 5000 SMS (recipients × segments × occurrences)', type: 'schedule.limit' },
+            {
+              field: 'recurring_schedule',
+              message: 'pre-computes more than 5000 SMS (recipients × segments × occurrences)',
+              type: 'schedule.limit',
+            },
           ]);
       });
     }
@@ -518,7 +554,11 @@ describe('send request (POST /send body)', () => {
       const context = { ...CONTEXT, maxScheduledSms: 10 };
       expect(mustBeValid(recurring(2, 'Hello', dailyFor(5)), context).occurrences).to.have.length(5);
       expect(issuesOf(recurring(2, 'Hello', dailyFor(6)), context)).to.deep.equal([
-        { field: 'recurring_schedule', message: 'pre-computes more than 10 SMS (recipients × segments × occurrences)', type: 'schedule.limit' },
+        {
+          field: 'recurring_schedule',
+          message: 'pre-computes more than 10 SMS (recipients × segments × occurrences)',
+          type: 'schedule.limit',
+        },
       ]);
     });
 
@@ -533,7 +573,9 @@ describe('send request (POST /send body)', () => {
     });
 
     it('when end_date is before start_date, then it is rejected naming end_date', () => {
-      expect(fieldsAndTypes(recurring(1, 'Hello', { ...dailyFor(1), end_date: '2026-06-01' }))).to.deep.equal([['recurring_schedule.end_date', 'date.min']]);
+      expect(fieldsAndTypes(recurring(1, 'Hello', { ...dailyFor(1), end_date: '2026-06-01' }))).to.deep.equal([
+        ['recurring_schedule.end_date', 'date.min'],
+      ]);
     });
 
     it('when a part of the schedule is malformed, then the issue names that part', () => {
@@ -557,7 +599,9 @@ describe('send request (POST /send body)', () => {
     });
 
     it('when to is missing, then only to is reported (the cap counts one recipient)', () => {
-      expect(fieldsAndTypes({ message: 'Hello', sending_type: 'recurring', recurring_schedule: dailyFor(3) })).to.deep.equal([['to', 'any.required']]);
+      expect(fieldsAndTypes({ message: 'Hello', sending_type: 'recurring', recurring_schedule: dailyFor(3) })).to.deep.equal([
+        ['to', 'any.required'],
+      ]);
     });
 
     it('when the message is rejected, then the cap counts it as one segment: 500 occurrences of a 1601-character text report only the message', () => {
@@ -595,9 +639,22 @@ describe('send request (POST /send body)', () => {
       expect(fieldsAndTypes(send({ callback_url: `${https2048}b` }))).to.deep.equal([['callback_url', 'string.max']]);
     });
 
-    for (const url of ['http://example.com/hooks', 'ftp://example.com/x', '/hooks/sms', 'example.com/hooks', 'https://user:secret@example.com/hooks', 'http://localhost:3000/cb', 'https:example.com/x', 'https:/example.com', ' https://example.com ', 'https:///path']) {
+    for (const url of [
+      'http://example.com/hooks',
+      'ftp://example.com/x',
+      '/hooks/sms',
+      'example.com/hooks',
+      'https://user:secret@example.com/hooks',
+      'http://localhost:3000/cb',
+      'https:example.com/x',
+      'https:/example.com',
+      ' https://example.com ',
+      'https:///path',
+    ]) {
       it(`when it is ${url}, then it is rejected`, () => {
-        expect(issuesOf(send({ callback_url: url }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
+        expect(issuesOf(send({ callback_url: url }))).to.deep.equal([
+          { field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' },
+        ]);
       });
     }
 
@@ -620,7 +677,9 @@ describe('send request (POST /send body)', () => {
 
     it('when an http URL has exactly 2048 characters, then it is rejected as not https', () => {
       const http2048 = `http://example.com/${'a'.repeat(2048 - 'http://example.com/'.length)}`;
-      expect(issuesOf(send({ callback_url: http2048 }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
+      expect(issuesOf(send({ callback_url: http2048 }))).to.deep.equal([
+        { field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' },
+      ]);
     });
 
     const notAsWritten = [
@@ -634,12 +693,21 @@ describe('send request (POST /send body)', () => {
     ];
     for (const url of notAsWritten) {
       it(`when it is ${JSON.stringify(url)}, then it is rejected`, () => {
-        expect(issuesOf(send({ callback_url: url }))).to.deep.equal([{ field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' }]);
+        expect(issuesOf(send({ callback_url: url }))).to.deep.equal([
+          { field: 'callback_url', message: 'must be an absolute https:// URL', type: 'string.uri' },
+        ]);
         expect(hasWebhookUrlForm(url, { allowHttpLocalhost: true })).to.equal(false);
       });
     }
 
-    const notLocalhostAsWritten = [' http://localhost:3000/cb', 'http://localhost:3000/cb ', 'http:localhost:3000/cb', 'http:/localhost/cb', 'http://user@localhost/cb', 'http://[::1/cb'];
+    const notLocalhostAsWritten = [
+      ' http://localhost:3000/cb',
+      'http://localhost:3000/cb ',
+      'http:localhost:3000/cb',
+      'http:/localhost/cb',
+      'http://user@localhost/cb',
+      'http://[::1/cb',
+    ];
     for (const url of notLocalhostAsWritten) {
       it(`when http://localhost callbacks are allowed and it is ${JSON.stringify(url)}, then it is rejected`, () => {
         expect(issuesOf(send({ callback_url: url }), { ...CONTEXT, allowHttpLocalhostCallbacks: true })).to.deep.equal([
@@ -662,7 +730,9 @@ describe('send request (POST /send body)', () => {
 
   describe('the body as a whole', () => {
     it('when the body has an unknown field, then it is rejected by name', () => {
-      expect(issuesOf(send({ priority: 'high' }))).to.deep.equal([{ field: 'priority', message: 'is not allowed', type: 'object.unknown' }]);
+      expect(issuesOf(send({ priority: 'high' }))).to.deep.equal([
+        { field: 'priority', message: 'is not allowed', type: 'object.unknown' },
+      ]);
     });
 
     for (const body of [null, 'to=+243812345678', [PHONE], 42]) {

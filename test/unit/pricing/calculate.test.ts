@@ -3,12 +3,24 @@ import { Decimal } from 'decimal.js';
 import fc from 'fast-check';
 import type { FieldIssue } from '../../../src/libraries/errors/app-error.js';
 import { validateCalculateRequest } from '../../../src/pricing/calculate-request.js';
-import { averagePrice, calculate, CALCULATE_MAX, currencySymbol, priceAsNumber, type CalculateResult } from '../../../src/pricing/calculate.js';
+import {
+  averagePrice,
+  calculate,
+  CALCULATE_MAX,
+  currencySymbol,
+  priceAsNumber,
+  type CalculateResult,
+} from '../../../src/pricing/calculate.js';
 import { fromUnits, mustParseMoney } from '../../../src/pricing/money.js';
 import type { PricingRow } from '../../../src/pricing/pricing-table.js';
 
 function rowsPriced(...prices: string[]): PricingRow[] {
-  return prices.map((price, i) => ({ countryCallingCode: '243', networkPrefix: String(80 + i), price: mustParseMoney(price), carrier: `c${i}` }));
+  return prices.map((price, i) => ({
+    countryCallingCode: '243',
+    networkPrefix: String(80 + i),
+    price: mustParseMoney(price),
+    carrier: `c${i}`,
+  }));
 }
 
 function mustCalculate(...args: Parameters<typeof calculate>): CalculateResult {
@@ -173,11 +185,17 @@ describe('calculate', () => {
 
 describe('calculate request (POST /calculate body)', () => {
   it('when amount_to_sms has an amount, then it is accepted as { mode, amount }', () => {
-    expect(validateCalculateRequest({ mode: 'amount_to_sms', amount: 12.5 })).to.deep.equal({ ok: true, value: { mode: 'amount_to_sms', amount: 12.5 } });
+    expect(validateCalculateRequest({ mode: 'amount_to_sms', amount: 12.5 })).to.deep.equal({
+      ok: true,
+      value: { mode: 'amount_to_sms', amount: 12.5 },
+    });
   });
 
   it('when sms_to_amount has an sms_count, then it is accepted as { mode, smsCount }', () => {
-    expect(validateCalculateRequest({ mode: 'sms_to_amount', sms_count: 3 })).to.deep.equal({ ok: true, value: { mode: 'sms_to_amount', smsCount: 3 } });
+    expect(validateCalculateRequest({ mode: 'sms_to_amount', sms_count: 3 })).to.deep.equal({
+      ok: true,
+      value: { mode: 'sms_to_amount', smsCount: 3 },
+    });
   });
 
   const amountLimits: [number, boolean][] = [
@@ -214,7 +232,9 @@ describe('calculate request (POST /calculate body)', () => {
   }
 
   it('when sms_count is not an integer, then it is rejected', () => {
-    expect(issuesOf({ mode: 'sms_to_amount', sms_count: 2.5 })).to.deep.equal([{ field: 'sms_count', message: 'must be an integer', type: 'number.integer' }]);
+    expect(issuesOf({ mode: 'sms_to_amount', sms_count: 2.5 })).to.deep.equal([
+      { field: 'sms_count', message: 'must be an integer', type: 'number.integer' },
+    ]);
   });
 
   it('when the mode needs a field that is missing, then that field is required', () => {
@@ -237,12 +257,16 @@ describe('calculate request (POST /calculate body)', () => {
   }
 
   it('when a number comes as a string, then it is rejected (no conversion)', () => {
-    expect(issuesOf({ mode: 'amount_to_sms', amount: '10' })).to.deep.equal([{ field: 'amount', message: 'must be a number', type: 'number.base' }]);
+    expect(issuesOf({ mode: 'amount_to_sms', amount: '10' })).to.deep.equal([
+      { field: 'amount', message: 'must be a number', type: 'number.base' },
+    ]);
     expect(issuesOf({ mode: 'sms_to_amount', sms_count: '3' }).map((i) => [i.field, i.type])).to.deep.equal([['sms_count', 'number.base']]);
   });
 
   it('when the field of the other mode is present, then it is still checked', () => {
-    expect(issuesOf({ mode: 'amount_to_sms', amount: 10, sms_count: -1 }).map((i) => [i.field, i.type])).to.deep.equal([['sms_count', 'number.min']]);
+    expect(issuesOf({ mode: 'amount_to_sms', amount: 10, sms_count: -1 }).map((i) => [i.field, i.type])).to.deep.equal([
+      ['sms_count', 'number.min'],
+    ]);
   });
 
   it('when the body has an unknown field, then it is rejected by name', () => {

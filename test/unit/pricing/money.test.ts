@@ -196,7 +196,11 @@ describe('money', () => {
       fc.assert(
         fc.property(half, half, (a, b) => {
           const total = add(units(a), units(b));
-          expect(toDecimalString(total)).to.equal(toDecimal(units(a)).plus(toDecimal(units(b))).toFixed());
+          expect(toDecimalString(total)).to.equal(
+            toDecimal(units(a))
+              .plus(toDecimal(units(b)))
+              .toFixed(),
+          );
           expect(subtract(total, units(b))).to.equal(a);
         }),
       );

@@ -78,7 +78,9 @@ function referenceInstant(zone: string, dayNumber: number, minuteOfDay: number):
   const naive = dayNumber * DAY + minuteOfDay * MINUTE;
   const before = offsetMinutes(zone, naive - 36 * HOUR);
   const after = offsetMinutes(zone, naive + 36 * HOUR);
-  const candidates = [...new Set([before, after])].map((offset) => naive - offset * MINUTE).filter((u) => offsetMinutes(zone, u) === (naive - u) / MINUTE);
+  const candidates = [...new Set([before, after])]
+    .map((offset) => naive - offset * MINUTE)
+    .filter((u) => offsetMinutes(zone, u) === (naive - u) / MINUTE);
   if (candidates.length > 0) return Math.min(...candidates);
   return naive - before * MINUTE;
 }
@@ -143,8 +145,17 @@ describe('scheduling: recurrence', () => {
 
   describe('daily', () => {
     it('when the rule is daily at one time in Kinshasa, then each day gives that time at UTC+1', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-05-01', endDate: '2026-05-04', times: ['10:00'] }), KINSHASA, window('2026-04-01T00:00:00Z'));
-      expect(instantsOf(result)).to.deep.equal(['2026-05-01T09:00:00.000Z', '2026-05-02T09:00:00.000Z', '2026-05-03T09:00:00.000Z', '2026-05-04T09:00:00.000Z']);
+      const result = expandRecurrence(
+        rule({ startDate: '2026-05-01', endDate: '2026-05-04', times: ['10:00'] }),
+        KINSHASA,
+        window('2026-04-01T00:00:00Z'),
+      );
+      expect(instantsOf(result)).to.deep.equal([
+        '2026-05-01T09:00:00.000Z',
+        '2026-05-02T09:00:00.000Z',
+        '2026-05-03T09:00:00.000Z',
+        '2026-05-04T09:00:00.000Z',
+      ]);
     });
 
     it('when the rule is daily with interval 2 and several unsorted times, then every other day gives every time, in order', () => {
@@ -302,19 +313,29 @@ describe('scheduling: recurrence', () => {
 
   describe('end_date', () => {
     it('when end_date is given, then it is inclusive up to its last minute', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-05-01', endDate: '2026-05-03', times: ['23:59'] }), KINSHASA, window('2026-04-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-05-01', endDate: '2026-05-03', times: ['23:59'] }),
+        KINSHASA,
+        window('2026-04-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-05-01T22:59:00.000Z', '2026-05-02T22:59:00.000Z', '2026-05-03T22:59:00.000Z']);
     });
 
     it('when end_date equals start_date, then that single day counts', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-05-01', endDate: '2026-05-01', times: ['00:00', '23:59'] }), KINSHASA, window('2026-04-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-05-01', endDate: '2026-05-01', times: ['00:00', '23:59'] }),
+        KINSHASA,
+        window('2026-04-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-04-30T23:00:00.000Z', '2026-05-01T22:59:00.000Z']);
     });
 
     it('when end_date is before start_date, then recurring_schedule.end_date is date.min', () => {
       const result = expandRecurrence(rule({ startDate: '2026-05-02', endDate: '2026-05-01' }), KINSHASA, window('2026-04-01T00:00:00Z'));
       if (result.ok) expect.fail('expected end_date before start_date to be rejected');
-      expect(result.issues).to.deep.equal([{ field: 'recurring_schedule.end_date', message: 'must not be before start_date', type: 'date.min' }]);
+      expect(result.issues).to.deep.equal([
+        { field: 'recurring_schedule.end_date', message: 'must not be before start_date', type: 'date.min' },
+      ]);
     });
 
     it('when end_date is set, then occurrences beyond the 365-day horizon still count (the horizon applies to open-ended rules only)', () => {
@@ -345,7 +366,11 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when daily at 10:00 with now 1 ms earlier, then the first day counts and the horizon day (1 ms past horizonEnd) drops out', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-01-01', endDate: null }), KINSHASA, window(Date.parse('2026-01-01T09:00:00Z') - 1));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-01-01', endDate: null }),
+        KINSHASA,
+        window(Date.parse('2026-01-01T09:00:00Z') - 1),
+      );
       const instants = instantsOf(result);
       expect(instants).to.have.length(365);
       expect(instants[0]).to.equal('2026-01-01T09:00:00.000Z');
@@ -382,7 +407,11 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when yearly open-ended, then only the one occurrence inside the horizon counts', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-06-01', endDate: null, frequency: 'yearly' }), KINSHASA, window('2026-01-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-06-01', endDate: null, frequency: 'yearly' }),
+        KINSHASA,
+        window('2026-01-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-06-01T09:00:00.000Z']);
     });
   });
@@ -403,7 +432,10 @@ describe('scheduling: recurrence', () => {
       const r = rule({ startDate: '2026-01-01', endDate: '2026-01-03' });
       const at = Date.parse('2026-01-02T09:00:00Z');
       expect(instantsOf(expandRecurrence(r, KINSHASA, window(at)))).to.deep.equal(['2026-01-03T09:00:00.000Z']);
-      expect(instantsOf(expandRecurrence(r, KINSHASA, window(at - 1)))).to.deep.equal(['2026-01-02T09:00:00.000Z', '2026-01-03T09:00:00.000Z']);
+      expect(instantsOf(expandRecurrence(r, KINSHASA, window(at - 1)))).to.deep.equal([
+        '2026-01-02T09:00:00.000Z',
+        '2026-01-03T09:00:00.000Z',
+      ]);
     });
 
     it('when a past weekly interval-2 rule resumes after now, then the phase is kept from start_date', () => {
@@ -426,7 +458,11 @@ describe('scheduling: recurrence', () => {
 
     it('when start_date is 1900-01-01 daily with interval 7, then the phase from 1900 is kept', function () {
       // 1900-01-01 was a Monday, so every 7th day from it is a Monday; 2026-03-30 is a Monday.
-      const result = expandRecurrence(rule({ startDate: '1900-01-01', endDate: '2026-04-30', interval: 7 }), PARIS, window('2026-03-27T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '1900-01-01', endDate: '2026-04-30', interval: 7 }),
+        PARIS,
+        window('2026-03-27T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal([
         '2026-03-30T08:00:00.000Z',
         '2026-04-06T08:00:00.000Z',
@@ -449,7 +485,11 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when start_date is 1900-01-01 daily until 9999-12-31, then the limit stops the expansion quickly', function () {
-      const result = expandRecurrence(rule({ startDate: '1900-01-01', endDate: '9999-12-31', times: ['10:00', '22:00'] }), KINSHASA, window('2026-03-27T00:00:00Z', 5000));
+      const result = expandRecurrence(
+        rule({ startDate: '1900-01-01', endDate: '9999-12-31', times: ['10:00', '22:00'] }),
+        KINSHASA,
+        window('2026-03-27T00:00:00Z', 5000),
+      );
       if (!result.ok) expect.fail('expected the rule to expand');
       expect(result.reachedLimit).to.equal(true);
       expect(result.instants).to.have.length(5001);
@@ -461,32 +501,56 @@ describe('scheduling: recurrence', () => {
 
   describe('daylight saving time', () => {
     it('when a daily Paris occurrence falls in the spring-forward gap, then it moves forward one hour (02:30 → 03:30 local = 01:30Z)', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-03-28', endDate: '2026-03-30', times: ['02:30'] }), PARIS, window('2026-03-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-03-28', endDate: '2026-03-30', times: ['02:30'] }),
+        PARIS,
+        window('2026-03-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-03-28T01:30:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
     });
 
     it('when a daily New York occurrence falls in the spring-forward gap, then it moves forward one hour (02:30 → 03:30 EDT = 07:30Z)', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-03-07', endDate: '2026-03-09', times: ['02:30'] }), NEW_YORK, window('2026-03-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-03-07', endDate: '2026-03-09', times: ['02:30'] }),
+        NEW_YORK,
+        window('2026-03-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-03-07T07:30:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
     });
 
     it('when a gap time moves onto another listed time, then that instant counts once', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-03-29', endDate: '2026-03-29', times: ['02:30', '03:30'] }), PARIS, window('2026-03-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-03-29', endDate: '2026-03-29', times: ['02:30', '03:30'] }),
+        PARIS,
+        window('2026-03-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-03-29T01:30:00.000Z']);
     });
 
     it('when a daily Paris occurrence falls in the fall-back hour, then it takes the first occurrence (00:30Z)', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-10-24', endDate: '2026-10-26', times: ['02:30'] }), PARIS, window('2026-10-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-10-24', endDate: '2026-10-26', times: ['02:30'] }),
+        PARIS,
+        window('2026-10-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-10-24T00:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
     });
 
     it('when a daily New York occurrence falls in the fall-back hour, then it takes the first occurrence (05:30Z)', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-10-31', endDate: '2026-11-02', times: ['01:30'] }), NEW_YORK, window('2026-10-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-10-31', endDate: '2026-11-02', times: ['01:30'] }),
+        NEW_YORK,
+        window('2026-10-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-10-31T05:30:00.000Z', '2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']);
     });
 
     it('when now lies between the two occurrences of the ambiguous hour, then that day’s occurrence is already past', () => {
-      const result = expandRecurrence(rule({ startDate: '2026-10-31', endDate: '2026-11-02', times: ['01:30'] }), NEW_YORK, window('2026-11-01T06:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '2026-10-31', endDate: '2026-11-02', times: ['01:30'] }),
+        NEW_YORK,
+        window('2026-11-01T06:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['2026-11-02T06:30:00.000Z']);
     });
   });
@@ -540,18 +604,24 @@ describe('scheduling: recurrence', () => {
     it('when two times are the same, then the second is recurring_schedule.times[i] array.unique', () => {
       const result = expandRecurrence(rule({ times: ['08:00', '12:00', '08:00'] }), KINSHASA, window('2026-04-01T00:00:00Z'));
       if (result.ok) expect.fail('expected duplicate times to be rejected');
-      expect(result.issues).to.deep.equal([{ field: 'recurring_schedule.times[2]', message: '"08:00" is listed twice', type: 'array.unique' }]);
+      expect(result.issues).to.deep.equal([
+        { field: 'recurring_schedule.times[2]', message: '"08:00" is listed twice', type: 'array.unique' },
+      ]);
     });
 
     it('when a time is not HH:mm, then recurring_schedule.times[i] is time.invalid', () => {
-      expect(issuesOf(expandRecurrence(rule({ times: ['08:00', '24:00', '7:00'] }), KINSHASA, window('2026-04-01T00:00:00Z')))).to.deep.equal([
+      expect(
+        issuesOf(expandRecurrence(rule({ times: ['08:00', '24:00', '7:00'] }), KINSHASA, window('2026-04-01T00:00:00Z'))),
+      ).to.deep.equal([
         { field: 'recurring_schedule.times[1]', type: 'time.invalid' },
         { field: 'recurring_schedule.times[2]', type: 'time.invalid' },
       ]);
     });
 
     it('when start_date or end_date is not a calendar date, then each is date.invalid', () => {
-      expect(issuesOf(expandRecurrence(rule({ startDate: '2026-02-30', endDate: '2027-02-29' }), KINSHASA, window('2026-01-01T00:00:00Z')))).to.deep.equal([
+      expect(
+        issuesOf(expandRecurrence(rule({ startDate: '2026-02-30', endDate: '2027-02-29' }), KINSHASA, window('2026-01-01T00:00:00Z'))),
+      ).to.deep.equal([
         { field: 'recurring_schedule.start_date', type: 'date.invalid' },
         { field: 'recurring_schedule.end_date', type: 'date.invalid' },
       ]);
@@ -572,7 +642,11 @@ describe('scheduling: recurrence', () => {
         end: { year: 2024, month: 3, day: 1 },
         issues: [],
       });
-      expect(validateRule(rule({ startDate: '2026-05-01', endDate: null }))).to.deep.equal({ start: { year: 2026, month: 5, day: 1 }, end: null, issues: [] });
+      expect(validateRule(rule({ startDate: '2026-05-01', endDate: null }))).to.deep.equal({
+        start: { year: 2026, month: 5, day: 1 },
+        end: null,
+        issues: [],
+      });
     });
 
     it('when end_date is one day before start_date, then validateRule reports date.min; the same day is fine', () => {
@@ -590,7 +664,9 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when a date names an existing day but is not written YYYY-MM-DD, then it is date.invalid', () => {
-      expect(issuesOf(expandRecurrence(rule({ startDate: '2026-5-1', endDate: '2026-05-01T00:00' }), KINSHASA, window('2026-04-01T00:00:00Z')))).to.deep.equal([
+      expect(
+        issuesOf(expandRecurrence(rule({ startDate: '2026-5-1', endDate: '2026-05-01T00:00' }), KINSHASA, window('2026-04-01T00:00:00Z'))),
+      ).to.deep.equal([
         { field: 'recurring_schedule.start_date', type: 'date.invalid' },
         { field: 'recurring_schedule.end_date', type: 'date.invalid' },
       ]);
@@ -612,14 +688,26 @@ describe('scheduling: recurrence', () => {
   describe('order of the instants', () => {
     it('when a time moved past the Paris spring-forward gap overtakes a later listed time, then the instants are still in order', () => {
       // 2026-03-29: 02:30 does not exist and becomes 03:30 CEST (01:30Z), which is after 03:15 CEST (01:15Z).
-      const result = expandRecurrence(rule({ startDate: '2026-03-29', endDate: '2026-03-29', times: ['02:30', '03:15'] }), PARIS, window('2026-03-01T00:00:00Z'));
-      expect(result).to.deep.equal({ ok: true, instants: [Date.parse('2026-03-29T01:15:00Z'), Date.parse('2026-03-29T01:30:00Z')], reachedLimit: false });
+      const result = expandRecurrence(
+        rule({ startDate: '2026-03-29', endDate: '2026-03-29', times: ['02:30', '03:15'] }),
+        PARIS,
+        window('2026-03-01T00:00:00Z'),
+      );
+      expect(result).to.deep.equal({
+        ok: true,
+        instants: [Date.parse('2026-03-29T01:15:00Z'), Date.parse('2026-03-29T01:30:00Z')],
+        reachedLimit: false,
+      });
     });
   });
 
   describe('the last year a date can be written in (9999)', () => {
     it('when monthly on the 31st runs through 9999, then every month of 9999 having a 31st counts', () => {
-      const result = expandRecurrence(rule({ startDate: '9999-01-31', endDate: '9999-12-31', frequency: 'monthly' }), KINSHASA, window('2026-06-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '9999-01-31', endDate: '9999-12-31', frequency: 'monthly' }),
+        KINSHASA,
+        window('2026-06-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal([
         '9999-01-31T09:00:00.000Z',
         '9999-03-31T09:00:00.000Z',
@@ -632,7 +720,11 @@ describe('scheduling: recurrence', () => {
     });
 
     it('when yearly on 29 February starts in 9996, then 9997–9999 are skipped and nothing follows', () => {
-      const result = expandRecurrence(rule({ startDate: '9996-02-29', endDate: '9999-12-31', frequency: 'yearly' }), KINSHASA, window('2026-06-01T00:00:00Z'));
+      const result = expandRecurrence(
+        rule({ startDate: '9996-02-29', endDate: '9999-12-31', frequency: 'yearly' }),
+        KINSHASA,
+        window('2026-06-01T00:00:00Z'),
+      );
       expect(instantsOf(result)).to.deep.equal(['9996-02-29T09:00:00.000Z']);
     });
   });
@@ -648,7 +740,11 @@ describe('scheduling: recurrence', () => {
     for (const [frequency, interval] of huge) {
       for (const endDate of [null, '9999-12-31']) {
         it(`when ${frequency} has interval ${interval} and end_date ${String(endDate)}, then only start_date counts`, function () {
-              const result = expandRecurrence(rule({ startDate: '2026-06-15', endDate, frequency, interval }), KINSHASA, window('2026-06-01T00:00:00Z'));
+          const result = expandRecurrence(
+            rule({ startDate: '2026-06-15', endDate, frequency, interval }),
+            KINSHASA,
+            window('2026-06-01T00:00:00Z'),
+          );
           expect(result).to.deep.equal({ ok: true, instants: [Date.parse('2026-06-15T09:00:00Z')], reachedLimit: false });
         });
       }
@@ -664,11 +760,17 @@ describe('scheduling: recurrence', () => {
       .map((m) => `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`);
     const timesArb = fc.uniqueArray(timeArb, { minLength: 1, maxLength: 3 });
     // "now" is on a minute (so it can coincide with an occurrence), often a few days from a DST transition.
-    const anchors = ['2026-03-27T00:00:00Z', '2026-03-06T00:00:00Z', '2026-10-23T00:00:00Z', '2026-10-30T00:00:00Z', '2025-12-31T00:00:00Z'].map((t) =>
-      Date.parse(t),
-    );
+    const anchors = [
+      '2026-03-27T00:00:00Z',
+      '2026-03-06T00:00:00Z',
+      '2026-10-23T00:00:00Z',
+      '2026-10-30T00:00:00Z',
+      '2025-12-31T00:00:00Z',
+    ].map((t) => Date.parse(t));
     const nowArb = fc.oneof(
-      fc.tuple(fc.constantFrom(...anchors), fc.integer({ min: -7 * 1440, max: 7 * 1440 })).map(([anchor, minutes]) => anchor + minutes * MINUTE),
+      fc
+        .tuple(fc.constantFrom(...anchors), fc.integer({ min: -7 * 1440, max: 7 * 1440 }))
+        .map(([anchor, minutes]) => anchor + minutes * MINUTE),
       fc.integer({ min: 0, max: 2 * 366 * 1440 }).map((minutes) => Date.parse('2025-06-01T00:00:00Z') + minutes * MINUTE),
     );
     const limitArb = fc.oneof(fc.integer({ min: 0, max: 30 }), fc.constant(5000));
@@ -776,7 +878,9 @@ describe('scheduling: recurrence', () => {
 
     it('when a daily rule covers whole days entirely in the future, then the count is exactly days × times in every zone', () => {
       // Times exactly one hour apart are excluded: a spring-forward gap would legitimately merge 02:xx with 03:xx.
-      const separatedTimesArb = timesArb.filter((times) => times.every((a) => times.every((b) => Math.abs(minuteOfDay(a) - minuteOfDay(b)) !== 60)));
+      const separatedTimesArb = timesArb.filter((times) =>
+        times.every((a) => times.every((b) => Math.abs(minuteOfDay(a) - minuteOfDay(b)) !== 60)),
+      );
       fc.assert(
         fc.property(
           zoneArb,
@@ -788,7 +892,13 @@ describe('scheduling: recurrence', () => {
           (zone, now, interval, times, startInDays, length) => {
             const startDay = Math.floor(now / DAY) + startInDays + 1; // at least one whole day ahead in every zone
             const toDate = (day: number): string => new Date(day * DAY).toISOString().slice(0, 10);
-            const r: RecurrenceRule = { startDate: toDate(startDay), endDate: toDate(startDay + length), frequency: 'daily', interval, times };
+            const r: RecurrenceRule = {
+              startDate: toDate(startDay),
+              endDate: toDate(startDay + length),
+              frequency: 'daily',
+              interval,
+              times,
+            };
             const result = expandRecurrence(r, zone, { now, horizonEnd: now + HORIZON_DAYS * DAY, limit: 5000 });
             if (!result.ok) expect.fail('valid rule rejected');
             const days = Math.floor(length / interval) + 1;

@@ -25,7 +25,9 @@ function issuesOf(result: ScheduledDatesResult): { field: string; type: string }
 describe('scheduling: resolveScheduledDates', () => {
   describe('in Africa/Kinshasa (default zone, UTC+1)', () => {
     it('when one future entry is given, then its UTC instant is returned', () => {
-      expect(instantsOf(resolveScheduledDates([{ date: '2026-06-01', time: '10:00' }], KINSHASA, NOW))).to.deep.equal(['2026-06-01T09:00:00.000Z']);
+      expect(instantsOf(resolveScheduledDates([{ date: '2026-06-01', time: '10:00' }], KINSHASA, NOW))).to.deep.equal([
+        '2026-06-01T09:00:00.000Z',
+      ]);
     });
 
     it('when entries are given out of order, then the instants come back in chronological order', () => {
@@ -63,7 +65,9 @@ describe('scheduling: resolveScheduledDates', () => {
     const instant = Date.parse('2026-06-01T09:00:00.000Z');
 
     it('when now is exactly the entry instant, then it is rejected as past', () => {
-      expect(issuesOf(resolveScheduledDates([entry], KINSHASA, instant))).to.deep.equal([{ field: 'scheduled_dates[0]', type: 'date.past' }]);
+      expect(issuesOf(resolveScheduledDates([entry], KINSHASA, instant))).to.deep.equal([
+        { field: 'scheduled_dates[0]', type: 'date.past' },
+      ]);
     });
 
     it('when now is 1 ms before the entry instant, then it is accepted', () => {
@@ -71,7 +75,9 @@ describe('scheduling: resolveScheduledDates', () => {
     });
 
     it('when now is 1 ms after the entry instant, then it is rejected as past', () => {
-      expect(issuesOf(resolveScheduledDates([entry], KINSHASA, instant + 1))).to.deep.equal([{ field: 'scheduled_dates[0]', type: 'date.past' }]);
+      expect(issuesOf(resolveScheduledDates([entry], KINSHASA, instant + 1))).to.deep.equal([
+        { field: 'scheduled_dates[0]', type: 'date.past' },
+      ]);
     });
 
     it('when the entry is a day in the past, then it is rejected as past with a message naming date, time and zone', () => {
@@ -104,7 +110,11 @@ describe('scheduling: resolveScheduledDates', () => {
         const result = resolveScheduledDates([{ date, time }], zone, NOW);
         if (result.ok) expect.fail('expected the gap time to be rejected');
         expect(result.issues).to.deep.equal([
-          { field: 'scheduled_dates[0].time', message: `${date} ${time} does not exist in ${zone} (the clocks skip it)`, type: 'time.nonexistent' },
+          {
+            field: 'scheduled_dates[0].time',
+            message: `${date} ${time} does not exist in ${zone} (the clocks skip it)`,
+            type: 'time.nonexistent',
+          },
         ]);
       });
     }
@@ -114,7 +124,10 @@ describe('scheduling: resolveScheduledDates', () => {
         { date: '2026-03-29', time: '03:00' },
         { date: '2026-03-29', time: '01:59' },
       ];
-      expect(instantsOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal(['2026-03-29T00:59:00.000Z', '2026-03-29T01:00:00.000Z']);
+      expect(instantsOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal([
+        '2026-03-29T00:59:00.000Z',
+        '2026-03-29T01:00:00.000Z',
+      ]);
     });
 
     it('when the times just around the New York gap are given, then they are accepted with their exact offsets', () => {
@@ -122,11 +135,16 @@ describe('scheduling: resolveScheduledDates', () => {
         { date: '2026-03-08', time: '03:00' },
         { date: '2026-03-08', time: '01:59' },
       ];
-      expect(instantsOf(resolveScheduledDates(entries, NEW_YORK, NOW))).to.deep.equal(['2026-03-08T06:59:00.000Z', '2026-03-08T07:00:00.000Z']);
+      expect(instantsOf(resolveScheduledDates(entries, NEW_YORK, NOW))).to.deep.equal([
+        '2026-03-08T06:59:00.000Z',
+        '2026-03-08T07:00:00.000Z',
+      ]);
     });
 
     it('when 02:30 on the Paris spring-forward day is given in Kinshasa (no DST), then it exists', () => {
-      expect(instantsOf(resolveScheduledDates([{ date: '2026-03-29', time: '02:30' }], KINSHASA, NOW))).to.deep.equal(['2026-03-29T01:30:00.000Z']);
+      expect(instantsOf(resolveScheduledDates([{ date: '2026-03-29', time: '02:30' }], KINSHASA, NOW))).to.deep.equal([
+        '2026-03-29T01:30:00.000Z',
+      ]);
     });
 
     it('when the gap entry sits among valid entries, then only its index is reported', () => {
@@ -135,17 +153,23 @@ describe('scheduling: resolveScheduledDates', () => {
         { date: '2026-03-29', time: '02:15' },
         { date: '2026-04-02', time: '10:00' },
       ];
-      expect(issuesOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal([{ field: 'scheduled_dates[1].time', type: 'time.nonexistent' }]);
+      expect(issuesOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal([
+        { field: 'scheduled_dates[1].time', type: 'time.nonexistent' },
+      ]);
     });
   });
 
   describe('fall-back hour (ambiguous local time) takes the first occurrence', () => {
     it('when Paris 2026-10-25 02:30 is given, then it is 2026-10-25T00:30:00Z (CEST, the first one)', () => {
-      expect(instantsOf(resolveScheduledDates([{ date: '2026-10-25', time: '02:30' }], PARIS, NOW))).to.deep.equal(['2026-10-25T00:30:00.000Z']);
+      expect(instantsOf(resolveScheduledDates([{ date: '2026-10-25', time: '02:30' }], PARIS, NOW))).to.deep.equal([
+        '2026-10-25T00:30:00.000Z',
+      ]);
     });
 
     it('when New York 2026-11-01 01:30 is given, then it is 2026-11-01T05:30:00Z (EDT, the first one)', () => {
-      expect(instantsOf(resolveScheduledDates([{ date: '2026-11-01', time: '01:30' }], NEW_YORK, NOW))).to.deep.equal(['2026-11-01T05:30:00.000Z']);
+      expect(instantsOf(resolveScheduledDates([{ date: '2026-11-01', time: '01:30' }], NEW_YORK, NOW))).to.deep.equal([
+        '2026-11-01T05:30:00.000Z',
+      ]);
     });
 
     it('when now lies between the two occurrences of the ambiguous time, then the entry is past (the first one counts)', () => {
@@ -182,12 +206,16 @@ describe('scheduling: resolveScheduledDates', () => {
     const otherInvalidDates = ['2027-02-29', '2026-04-31', '2026-13-01', '2026-6-01', '01/06/2026'];
     for (const date of otherInvalidDates) {
       it(`when the date is "${date}", then it is date.invalid`, () => {
-        expect(issuesOf(resolveScheduledDates([{ date, time: '10:00' }], KINSHASA, NOW))).to.deep.equal([{ field: 'scheduled_dates[0].date', type: 'date.invalid' }]);
+        expect(issuesOf(resolveScheduledDates([{ date, time: '10:00' }], KINSHASA, NOW))).to.deep.equal([
+          { field: 'scheduled_dates[0].date', type: 'date.invalid' },
+        ]);
       });
     }
 
     it('when the date is 29 February of a leap year, then it is accepted', () => {
-      expect(instantsOf(resolveScheduledDates([{ date: '2028-02-29', time: '10:00' }], KINSHASA, NOW))).to.deep.equal(['2028-02-29T09:00:00.000Z']);
+      expect(instantsOf(resolveScheduledDates([{ date: '2028-02-29', time: '10:00' }], KINSHASA, NOW))).to.deep.equal([
+        '2028-02-29T09:00:00.000Z',
+      ]);
     });
   });
 
@@ -200,7 +228,9 @@ describe('scheduling: resolveScheduledDates', () => {
       ];
       const result = resolveScheduledDates(entries, KINSHASA, NOW);
       if (result.ok) expect.fail('expected the duplicate to be rejected');
-      expect(result.issues).to.deep.equal([{ field: 'scheduled_dates[2]', message: 'names the same instant as scheduled_dates[0]', type: 'array.unique' }]);
+      expect(result.issues).to.deep.equal([
+        { field: 'scheduled_dates[2]', message: 'names the same instant as scheduled_dates[0]', type: 'array.unique' },
+      ]);
     });
 
     it('when an entry appears three times, then the second and third are both reported against the first', () => {
@@ -218,7 +248,10 @@ describe('scheduling: resolveScheduledDates', () => {
         { date: '2026-10-26', time: '02:30' },
         { date: '2026-10-25', time: '02:30' },
       ];
-      expect(instantsOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+      expect(instantsOf(resolveScheduledDates(entries, PARIS, NOW))).to.deep.equal([
+        '2026-10-25T00:30:00.000Z',
+        '2026-10-26T01:30:00.000Z',
+      ]);
     });
   });
 
@@ -247,16 +280,21 @@ describe('scheduling: resolveScheduledDates', () => {
       // Kinshasa is UTC+1 with no DST, so an entry's instant is plain arithmetic: midnight UTC of the date + time − 1 h.
       const entryArb = fc.record({ dayOffset: fc.integer({ min: 1, max: 800 }), minuteOfDay: fc.integer({ min: 0, max: 1439 }) });
       fc.assert(
-        fc.property(fc.uniqueArray(entryArb, { minLength: 1, maxLength: 20, selector: (e) => e.dayOffset * 1440 + e.minuteOfDay }), (raw) => {
-          const entries = raw.map(({ dayOffset, minuteOfDay }) => {
-            const date = new Date(NOW + dayOffset * DAY).toISOString().slice(0, 10);
-            const time = `${String(Math.floor(minuteOfDay / 60)).padStart(2, '0')}:${String(minuteOfDay % 60).padStart(2, '0')}`;
-            return { date, time };
-          });
-          const expected = raw.map(({ dayOffset, minuteOfDay }) => NOW + dayOffset * DAY + minuteOfDay * MINUTE - 60 * MINUTE).sort((a, b) => a - b);
-          const result = resolveScheduledDates(entries, KINSHASA, NOW);
-          expect(result).to.deep.equal({ ok: true, instants: expected });
-        }),
+        fc.property(
+          fc.uniqueArray(entryArb, { minLength: 1, maxLength: 20, selector: (e) => e.dayOffset * 1440 + e.minuteOfDay }),
+          (raw) => {
+            const entries = raw.map(({ dayOffset, minuteOfDay }) => {
+              const date = new Date(NOW + dayOffset * DAY).toISOString().slice(0, 10);
+              const time = `${String(Math.floor(minuteOfDay / 60)).padStart(2, '0')}:${String(minuteOfDay % 60).padStart(2, '0')}`;
+              return { date, time };
+            });
+            const expected = raw
+              .map(({ dayOffset, minuteOfDay }) => NOW + dayOffset * DAY + minuteOfDay * MINUTE - 60 * MINUTE)
+              .sort((a, b) => a - b);
+            const result = resolveScheduledDates(entries, KINSHASA, NOW);
+            expect(result).to.deep.equal({ ok: true, instants: expected });
+          },
+        ),
       );
     });
 
@@ -264,7 +302,10 @@ describe('scheduling: resolveScheduledDates', () => {
       fc.assert(
         fc.property(fc.integer({ min: 1, max: 19 }), fc.integer({ min: 0, max: 19 }), (count, rawIndex) => {
           const pastIndex = rawIndex % (count + 1);
-          const entries = Array.from({ length: count + 1 }, (_, i) => ({ date: `2026-05-${String(i + 1).padStart(2, '0')}`, time: '08:00' }));
+          const entries = Array.from({ length: count + 1 }, (_, i) => ({
+            date: `2026-05-${String(i + 1).padStart(2, '0')}`,
+            time: '08:00',
+          }));
           const now = Date.parse(`2026-05-${String(pastIndex + 1).padStart(2, '0')}T07:00:00.000Z`);
           const result = resolveScheduledDates(entries, KINSHASA, now);
           const expectedPast = Array.from({ length: pastIndex + 1 }, (_, i) => ({ field: `scheduled_dates[${i}]`, type: 'date.past' }));

@@ -40,7 +40,12 @@ function createStory(start: WalletState = behaviour.initialState(MERCHANT), star
     },
     run<C extends WalletCommand>(command: C): Decision<WalletState, WalletEvent, WalletReplies[C['type']]> {
       const context: BehaviourContext = { now: clock.now(), newId, shard: 0 };
-      const decision = decide<WalletState, WalletCommand, WalletEvent, WalletReplies, WalletCommand['type']>(behaviour, state, command, context) as Decision<WalletState, WalletEvent, WalletReplies[C['type']]>;
+      const decision = decide<WalletState, WalletCommand, WalletEvent, WalletReplies, WalletCommand['type']>(
+        behaviour,
+        state,
+        command,
+        context,
+      ) as Decision<WalletState, WalletEvent, WalletReplies[C['type']]>;
       state = foldEvents(apply, decision.state ?? state, decision.events);
       journal.push(...decision.events);
       return decision;
@@ -65,7 +70,14 @@ function charge(
   amount: Money,
   extra: Partial<Pick<Extract<WalletCommand, { type: 'charge' }>, 'refundable' | 'idempotency' | 'followUp'>> = {},
 ): Extract<WalletCommand, { type: 'charge' }> {
-  return { type: 'charge', chargeId, amount, refundable: extra.refundable ?? false, idempotency: extra.idempotency ?? null, followUp: extra.followUp ?? null };
+  return {
+    type: 'charge',
+    chargeId,
+    amount,
+    refundable: extra.refundable ?? false,
+    idempotency: extra.idempotency ?? null,
+    followUp: extra.followUp ?? null,
+  };
 }
 
 function balances(story: Story): { prepaid: Money; postpaid: Money } {
@@ -270,7 +282,9 @@ describe('wallet behaviour', () => {
       const decision = story.run({ type: 'refund', chargeId: 'c-1', refundId: 'r-1', amount: money('5') });
 
       expect(decision.reply).to.deep.equal({ ok: true, prepaid: money('1'), postpaid: money('4'), duplicate: false });
-      expect(decision.events).to.deep.equal([{ type: 'refunded', chargeId: 'c-1', refundId: 'r-1', prepaid: money('1'), postpaid: money('4'), at: T0 }]);
+      expect(decision.events).to.deep.equal([
+        { type: 'refunded', chargeId: 'c-1', refundId: 'r-1', prepaid: money('1'), postpaid: money('4'), at: T0 },
+      ]);
       expect(balances(story)).to.deep.equal({ prepaid: money('1'), postpaid: money('10') });
       expect(story.state.openCharges['c-1']).to.deep.equal({
         prepaid: money('6'),
@@ -396,7 +410,9 @@ describe('wallet behaviour', () => {
       story.clock.advance(60_000);
       const before = story.state;
 
-      const decision = story.run(charge('c-2', money('1'), { idempotency: { key: KEY, bodyHash: 'hash-a', receipt: { other: true } }, followUp: FOLLOW_UP }));
+      const decision = story.run(
+        charge('c-2', money('1'), { idempotency: { key: KEY, bodyHash: 'hash-a', receipt: { other: true } }, followUp: FOLLOW_UP }),
+      );
 
       expect(decision.reply).to.deep.equal({ ok: false, code: 'IDEMPOTENCY_REPLAY', chargeId: 'c-1', receipt: RECEIPT });
       expect(decision.events).to.deep.equal([]);
@@ -419,7 +435,11 @@ describe('wallet behaviour', () => {
       const story = chargedWithKey();
 
       expect(story.run({ type: 'lookup_idempotency', key: 'other', bodyHash: 'hash-a' }).reply).to.deep.equal({ outcome: 'new' });
-      expect(story.run({ type: 'lookup_idempotency', key: KEY, bodyHash: 'hash-a' }).reply).to.deep.equal({ outcome: 'replay', chargeId: 'c-1', receipt: RECEIPT });
+      expect(story.run({ type: 'lookup_idempotency', key: KEY, bodyHash: 'hash-a' }).reply).to.deep.equal({
+        outcome: 'replay',
+        chargeId: 'c-1',
+        receipt: RECEIPT,
+      });
       expect(story.run({ type: 'lookup_idempotency', key: KEY, bodyHash: 'hash-b' }).reply).to.deep.equal({ outcome: 'mismatch' });
     });
 
@@ -516,8 +536,22 @@ describe('wallet behaviour', () => {
       | { readonly kind: 'wait'; readonly ms: number };
 
     const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 3, arbitrary: fc.record({ kind: fc.constant('top_up' as const), wallet: fc.constantFrom<WalletKind>('prepaid', 'postpaid'), units: fc.integer({ min: 1, max: 5_000_000 }) }) },
-      { weight: 4, arbitrary: fc.record({ kind: fc.constant('charge' as const), units: fc.integer({ min: 1, max: 8_000_000 }), refundable: fc.boolean() }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('top_up' as const),
+          wallet: fc.constantFrom<WalletKind>('prepaid', 'postpaid'),
+          units: fc.integer({ min: 1, max: 5_000_000 }),
+        }),
+      },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constant('charge' as const),
+          units: fc.integer({ min: 1, max: 8_000_000 }),
+          refundable: fc.boolean(),
+        }),
+      },
       {
         weight: 3,
         arbitrary: fc.record({

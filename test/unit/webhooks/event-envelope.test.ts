@@ -109,7 +109,11 @@ describe('webhook event envelope', () => {
     }
 
     it('when sms.processing, then it names the phone, the carrier and the recipient', () => {
-      expect(recipientEventData(facts('sms.processing'))).to.deep.equal({ recipient_phone: '+243810000001', carrier: 'sandbox', recipient_index: 2 });
+      expect(recipientEventData(facts('sms.processing'))).to.deep.equal({
+        recipient_phone: '+243810000001',
+        carrier: 'sandbox',
+        recipient_index: 2,
+      });
     });
 
     it('when sms.sent, then sent_at is the moment in ISO 8601 UTC', () => {

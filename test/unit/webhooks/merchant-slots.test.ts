@@ -104,6 +104,8 @@ describe('waiting room by pace: how many events may wait for a merchant’s slot
 
 describe('busy merchant: how long a job goes back to the broker', () => {
   it('when the same job finds its merchant busy again and again, then it waits 250 ms, 500 ms, 1 s, 2 s, then 4 s at most', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 50, 5_000].map(busyMerchantDelayMs)).to.deep.equal([250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000, 4_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 50, 5_000].map(busyMerchantDelayMs)).to.deep.equal([
+      250, 500, 1_000, 2_000, 4_000, 4_000, 4_000, 4_000, 4_000,
+    ]);
   });
 });

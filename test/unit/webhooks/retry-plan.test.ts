@@ -8,7 +8,11 @@ const DELAYS = [30_000, 120_000, 600_000, 3_600_000] as const;
 const ok = (status = 200): AttemptResult => ({ type: 'response', status });
 const status = (code: number): AttemptResult => ({ type: 'response', status: code });
 const TIMEOUT: AttemptResult = { type: 'timeout' };
-const CONNECTION_ERROR: AttemptResult = { type: 'connection_error', kind: 'connection_refused', reason: 'connect ECONNREFUSED 127.0.0.1:1' };
+const CONNECTION_ERROR: AttemptResult = {
+  type: 'connection_error',
+  kind: 'connection_refused',
+  reason: 'connect ECONNREFUSED 127.0.0.1:1',
+};
 
 interface DeliveryRun {
   readonly attempts: number;
@@ -74,7 +78,11 @@ describe('webhook retry plan', () => {
     }
 
     it('when the receiver fails twice then answers 410, then delivery stops after 3 attempts', () => {
-      expect(deliver([status(502), TIMEOUT, status(410), ok()])).to.deep.equal({ attempts: 3, delays: [30_000, 120_000], outcome: 'rejected' });
+      expect(deliver([status(502), TIMEOUT, status(410), ok()])).to.deep.equal({
+        attempts: 3,
+        delays: [30_000, 120_000],
+        outcome: 'rejected',
+      });
     });
   });
 
@@ -108,17 +116,17 @@ describe('webhook retry plan', () => {
 
     for (let attempt = 1; attempt <= 4; attempt++) {
       it(`when attempt ${attempt} fails, then the next one waits ${DELAYS[attempt - 1]!} ms`, () => {
-        expect(judgeAttempt(status(503), attempt, DELAYS)).to.deep.equal({ verdict: 'retry', delayMs: DELAYS[attempt - 1], retryNumber: attempt });
+        expect(judgeAttempt(status(503), attempt, DELAYS)).to.deep.equal({
+          verdict: 'retry',
+          delayMs: DELAYS[attempt - 1],
+          retryNumber: attempt,
+        });
       });
     }
   });
 
   it('when the receiver answers anything, then the run ends within maxAttempts with the delays in order', () => {
-    const answer = fc.oneof(
-      fc.integer({ min: 100, max: 599 }).map(status),
-      fc.constant(TIMEOUT),
-      fc.constant(CONNECTION_ERROR),
-    );
+    const answer = fc.oneof(fc.integer({ min: 100, max: 599 }).map(status), fc.constant(TIMEOUT), fc.constant(CONNECTION_ERROR));
     fc.assert(
       fc.property(fc.array(answer, { minLength: 1, maxLength: 8 }), (answers) => {
         const run = deliver(answers);
@@ -142,14 +150,21 @@ describe('webhook retry plan', () => {
   });
 });
 
-describe('webhook retry plan: an attempt\'s outcome in one word', () => {
+describe("webhook retry plan: an attempt's outcome in one word", () => {
   it('when the endpoint answered, then the outcome is http_ and its status', () => {
-    expect([ok(204), status(301), status(404), status(503)].map(attemptOutcome)).to.deep.equal(['http_204', 'http_301', 'http_404', 'http_503']);
+    expect([ok(204), status(301), status(404), status(503)].map(attemptOutcome)).to.deep.equal([
+      'http_204',
+      'http_301',
+      'http_404',
+      'http_503',
+    ]);
   });
 
-  it('when there was no answer, then the outcome is timeout or the connection failure\'s kind, never its text', () => {
+  it("when there was no answer, then the outcome is timeout or the connection failure's kind, never its text", () => {
     expect(attemptOutcome(TIMEOUT)).to.equal('timeout');
     expect(attemptOutcome(CONNECTION_ERROR)).to.equal('connection_refused');
-    expect(attemptOutcome({ type: 'connection_error', kind: 'secret_unreadable', reason: 'secret_unreadable: no key k1' })).to.equal('secret_unreadable');
+    expect(attemptOutcome({ type: 'connection_error', kind: 'secret_unreadable', reason: 'secret_unreadable: no key k1' })).to.equal(
+      'secret_unreadable',
+    );
   });
 });

@@ -100,7 +100,11 @@ describe('webhook address policy: which addresses production may dial', () => {
       const found = answers[host];
       return found ? Promise.resolve(found) : Promise.reject(new Error(`ENOTFOUND ${host}`));
     };
-    const lookup = resolver({ 'hooks.example': ['93.184.216.34'], 'mixed.example': ['93.184.216.34', '10.0.0.5'], 'v6.example': ['fd00::5'] });
+    const lookup = resolver({
+      'hooks.example': ['93.184.216.34'],
+      'mixed.example': ['93.184.216.34', '10.0.0.5'],
+      'v6.example': ['fd00::5'],
+    });
 
     it('refuses each literal form the URL parser normalises (::127.0.0.1, NAT64, 6to4, site-local, numeric IPv4)', async () => {
       for (const url of [

@@ -68,7 +68,15 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
       presence = createWebhookPresence();
       behaviour = withWebhookPresence(createApiKeyBehaviour(POLICY), presence);
       state = behaviour.initialState(KEY_ID);
-      run({ type: 'create', merchantId: 'merchant-1', environment: 'sandbox', hash: HASH, display: 'sk_test_…W0xY', status: 'allowed', expiresAt: null });
+      run({
+        type: 'create',
+        merchantId: 'merchant-1',
+        environment: 'sandbox',
+        hash: HASH,
+        display: 'sk_test_…W0xY',
+        status: 'allowed',
+        expiresAt: null,
+      });
     });
 
     it('when a key is created without a webhook and authenticates, then it is known to have none', () => {
@@ -133,7 +141,9 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
       run({ type: 'create', spec: spec(callbackUrl) });
       run({ type: 'apply_receipts', receipts: [receipt('accepted')] });
       run({ type: 'apply_receipt', receipt: receipt('delivered') });
-      const events = effects.filter((effect) => effect.topic === WEBHOOK_TOPIC).map((effect) => (effect.payload as WebhookOutboxPayload).event.event_type);
+      const events = effects
+        .filter((effect) => effect.topic === WEBHOOK_TOPIC)
+        .map((effect) => (effect.payload as WebhookOutboxPayload).event.event_type);
       return { topics: effects.map((effect) => effect.topic), events, state };
     }
 

@@ -17,7 +17,9 @@ export interface MerchantAuthentication {
   readonly refuse: (res: Response, error: AppError) => void;
 }
 
-export function createMerchantAuthentication(deps: Pick<HttpAppDependencies, 'useCases' | 'forwarding' | 'deadline'>): MerchantAuthentication {
+export function createMerchantAuthentication(
+  deps: Pick<HttpAppDependencies, 'useCases' | 'forwarding' | 'deadline'>,
+): MerchantAuthentication {
   /**
    * A key identified here for a shard another node owns is checked by its actor there. Before answering anything
    * else (an input error), that check is made on its own, so a bad key still beats a bad body. False when it

@@ -47,7 +47,9 @@ export function errorEnvelope(bodyLimitBytes: number, refuse: (res: Response, er
  * A request target Express reads no path from (`//a@#b`: its URL parser takes `a@` for an authority) skips every
  * middleware of the app and would get Express's own HTML 404: it gets the contract's 404 with a request id instead.
  */
-export function unroutedAnswer(deps: Pick<HttpAppDependencies, 'logger' | 'onRequestFinished'>): (req: IncomingMessage, res: ServerResponse, error?: unknown) => void {
+export function unroutedAnswer(
+  deps: Pick<HttpAppDependencies, 'logger' | 'onRequestFinished'>,
+): (req: IncomingMessage, res: ServerResponse, error?: unknown) => void {
   return (req, res, error) => {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req);
@@ -66,7 +68,14 @@ export function unroutedAnswer(deps: Pick<HttpAppDependencies, 'logger' | 'onReq
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const method = req.method ?? 'GET';
     logger.info(
-      { method, path: loggedPath(req.url), route: 'unmatched', status: res.statusCode, error_code: appError.code, duration_ms: Math.round(seconds * 1000) },
+      {
+        method,
+        path: loggedPath(req.url),
+        route: 'unmatched',
+        status: res.statusCode,
+        error_code: appError.code,
+        duration_ms: Math.round(seconds * 1000),
+      },
       'request',
     );
     deps.onRequestFinished?.({ route: 'unmatched', method, status: res.statusCode, seconds, remoteHops: 0 });

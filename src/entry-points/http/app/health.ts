@@ -30,7 +30,12 @@ export function healthHandler(deps: Pick<HttpAppDependencies, 'health' | 'versio
     locals(res).route = 'health';
     underDeadline(deps.deadline, res, () => deps.health())
       .then((report) => {
-        sendData(res, report.healthy ? 200 : 503, { status: healthStatus(report), version: deps.version, environment: deps.environment, checks: report.checks });
+        sendData(res, report.healthy ? 200 : 503, {
+          status: healthStatus(report),
+          version: deps.version,
+          environment: deps.environment,
+          checks: report.checks,
+        });
       })
       .catch(next);
   };

@@ -16,7 +16,12 @@ export function errorCodeEntries(): ErrorCodeEntry[] {
 
 function catalogueTable(): string {
   const rows = errorCodeEntries().map((entry) => {
-    const status = entry.http_status === null ? 'event only' : entry.code === ERROR_CATALOGUE.INVALID_FIELD_FORMAT.code ? `${entry.http_status} (413, 415 for the body)` : String(entry.http_status);
+    const status =
+      entry.http_status === null
+        ? 'event only'
+        : entry.code === ERROR_CATALOGUE.INVALID_FIELD_FORMAT.code
+          ? `${entry.http_status} (413, 415 for the body)`
+          : String(entry.http_status);
     return `| ${entry.code} | ${entry.name} | ${status} | ${entry.message} |`;
   });
   return ['| error_code | Name | HTTP | Meaning |', '|---|---|---|---|', ...rows].join('\n');

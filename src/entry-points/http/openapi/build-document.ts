@@ -45,7 +45,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         'webhook-basic': {
           type: 'http',
           scheme: 'basic',
-          description: 'Webhooks only: the gateway sends the Basic credentials configured on the key, when set (not on `callback_url` deliveries).',
+          description:
+            'Webhooks only: the gateway sends the Basic credentials configured on the key, when set (not on `callback_url` deliveries).',
         },
       },
     },

@@ -8,7 +8,9 @@ export type JsonObject = { readonly [key: string]: unknown };
 export interface OpenApiServer {
   readonly url: string;
   readonly description?: string;
-  readonly variables?: Readonly<Record<string, { readonly default: string; readonly enum?: readonly string[]; readonly description?: string }>>;
+  readonly variables?: Readonly<
+    Record<string, { readonly default: string; readonly enum?: readonly string[]; readonly description?: string }>
+  >;
 }
 
 export interface OpenApiOptions {

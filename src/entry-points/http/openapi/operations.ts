@@ -15,7 +15,12 @@ interface OperationSpec {
   readonly pathParameter?: 'MessageId' | 'Id';
   readonly headerParameters?: readonly ParameterName[];
   readonly body?: { readonly schema: 'SendRequest' | 'CalculateRequest'; readonly examples: JsonObject };
-  readonly success: { readonly status: 200 | 201; readonly schema: SchemaName; readonly description: string; readonly headers?: readonly HeaderName[] };
+  readonly success: {
+    readonly status: 200 | 201;
+    readonly schema: SchemaName;
+    readonly description: string;
+    readonly headers?: readonly HeaderName[];
+  };
   /** Route-specific responses by status; authenticated routes also get 401, 403, 429, 500 and 503. */
   readonly responses: Readonly<Record<string, JsonObject>>;
 }
@@ -41,8 +46,12 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     summary: 'Health of the service',
     description:
       'Unauthenticated and never rate-limited. 200 when the database and the transport answer, 503 (same body, `status: "degraded"`) when one is down. ' +
-      'A routed carrier with no live connector makes `status` `degraded` but keeps 200: the node serves, and that carrier\'s SMS wait for a connector.',
-    success: { status: 200, schema: 'Health', description: 'The node serves (`status` is `degraded` when a carrier has no live connector).' },
+      "A routed carrier with no live connector makes `status` `degraded` but keeps 200: the node serves, and that carrier's SMS wait for a connector.",
+    success: {
+      status: 200,
+      schema: 'Health',
+      description: 'The node serves (`status` is `degraded` when a carrier has no live connector).',
+    },
     responses: {
       '503': { description: 'A dependency is down.', headers: headers([]), content: json(successEnvelope(503, 'Health')) },
     },
@@ -60,7 +69,10 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     body: {
       schema: 'SendRequest',
       examples: {
-        immediate: { summary: 'Immediate', value: { to: ['+243812345678', '0991234567'], message: 'Your code is 4321', sender_id: 'MyShop' } },
+        immediate: {
+          summary: 'Immediate',
+          value: { to: ['+243812345678', '0991234567'], message: 'Your code is 4321', sender_id: 'MyShop' },
+        },
         scheduled: {
           summary: 'Scheduled on two dates',
           value: {
@@ -87,8 +99,16 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     },
     success: { status: 201, schema: 'SendResult', description: 'Accepted and charged.', headers: ['Idempotent-Replayed'] },
     responses: {
-      '400': errorResponse(400, ['INVALID_FIELD_FORMAT'], 'Invalid request (every issue in `details[]`), malformed JSON or bytes that are not valid UTF-8 (`field: "body"`), or a malformed `Idempotency-Key`.'),
-      '402': errorResponse(402, ['INSUFFICIENT_BALANCE'], 'The cost exceeds prepaid + postpaid balance (also when the merchant has no wallet). Nothing is charged.'),
+      '400': errorResponse(
+        400,
+        ['INVALID_FIELD_FORMAT'],
+        'Invalid request (every issue in `details[]`), malformed JSON or bytes that are not valid UTF-8 (`field: "body"`), or a malformed `Idempotency-Key`.',
+      ),
+      '402': errorResponse(
+        402,
+        ['INSUFFICIENT_BALANCE'],
+        'The cost exceeds prepaid + postpaid balance (also when the merchant has no wallet). Nothing is charged.',
+      ),
       '409': errorResponse(409, ['IDEMPOTENCY_KEY_REUSED'], 'The `Idempotency-Key` was used within 24 h with another body.'),
       '413': responseRef('PayloadTooLarge'),
       '415': responseRef('UnsupportedMediaType'),
@@ -131,7 +151,11 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
     },
     success: { status: 200, schema: 'Calculation', description: 'The conversion.' },
     responses: {
-      '400': errorResponse(400, ['INVALID_FIELD_FORMAT', 'NO_PRICING'], 'Invalid `mode`, a missing `amount` or `sms_count` for the mode, a value out of range (1110), or no pricing rows (1211).'),
+      '400': errorResponse(
+        400,
+        ['INVALID_FIELD_FORMAT', 'NO_PRICING'],
+        'Invalid `mode`, a missing `amount` or `sms_count` for the mode, a value out of range (1110), or no pricing rows (1211).',
+      ),
       '413': responseRef('PayloadTooLarge'),
       '415': responseRef('UnsupportedMediaType'),
     },
@@ -145,7 +169,10 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
       `a cancelled or completed schedule is 200 with \`refunded_amount: 0\`. ${SCHEDULE_RULES}`,
     pathParameter: 'Id',
     success: { status: 200, schema: 'ScheduleActionResult', description: 'Cancelled; `refunded_amount` is what this call refunded.' },
-    responses: { '404': responseRef('MessageNotFound'), '409': errorResponse(409, ['INVALID_STATE'], 'An immediate send cannot be cancelled.') },
+    responses: {
+      '404': responseRef('MessageNotFound'),
+      '409': errorResponse(409, ['INVALID_STATE'], 'An immediate send cannot be cancelled.'),
+    },
   },
   pause: {
     operationId: 'pauseSchedule',
@@ -156,7 +183,10 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
       `when its last occurrence time passes completes, and every skipped occurrence is refunded. ${SCHEDULE_RULES}`,
     pathParameter: 'Id',
     success: { status: 200, schema: 'ScheduleActionResult', description: 'Paused (no `refunded_amount`).' },
-    responses: { '404': responseRef('MessageNotFound'), '409': errorResponse(409, ['INVALID_STATE'], 'Immediate send, or a cancelled or completed schedule.') },
+    responses: {
+      '404': responseRef('MessageNotFound'),
+      '409': errorResponse(409, ['INVALID_STATE'], 'Immediate send, or a cancelled or completed schedule.'),
+    },
   },
   resume: {
     operationId: 'resumeSchedule',
@@ -167,7 +197,10 @@ const OPERATIONS: Record<RouteName, OperationSpec> = {
       `schedule is an idempotent 200. ${SCHEDULE_RULES}`,
     pathParameter: 'Id',
     success: { status: 200, schema: 'ScheduleActionResult', description: 'Active again; `refunded_amount` is what this call refunded.' },
-    responses: { '404': responseRef('MessageNotFound'), '409': errorResponse(409, ['INVALID_STATE'], 'Immediate send, or a cancelled or completed schedule.') },
+    responses: {
+      '404': responseRef('MessageNotFound'),
+      '409': errorResponse(409, ['INVALID_STATE'], 'Immediate send, or a cancelled or completed schedule.'),
+    },
   },
 };
 
@@ -183,7 +216,8 @@ function successEnvelope(status: number, schema: SchemaName): JsonObject {
 export function openApiPath(route: (typeof ROUTES)[number]): string {
   const parameter = OPERATIONS[route.name].pathParameter;
   const names = route.path.match(/:[A-Za-z_]+/g) ?? [];
-  if (names.length !== (parameter ? 1 : 0)) throw new Error(`OpenAPI: route ${route.name} has ${names.length} path parameters, the document names ${parameter ? 1 : 0}`);
+  if (names.length !== (parameter ? 1 : 0))
+    throw new Error(`OpenAPI: route ${route.name} has ${names.length} path parameters, the document names ${parameter ? 1 : 0}`);
   return parameter ? route.path.replace(/:[A-Za-z_]+/, `{${PARAMETERS[parameter].name}}`) : route.path;
 }
 

@@ -15,7 +15,7 @@ export const sendRequestSchema = (): JsonSchema =>
     to: {
       description:
         `Recipients, 1–${SEND_LIMITS.maxRecipients}. Each entry loses its spaces and dashes, must then be at least 8 characters and parse as a ` +
-        "possible number (E.164, or national format in the merchant's country), else 1110 with `field: \"to[i]\"`. Duplicates are kept: " +
+        'possible number (E.164, or national format in the merchant\'s country), else 1110 with `field: "to[i]"`. Duplicates are kept: ' +
         'each entry is its own recipient, identified by its position (`recipient_index`).',
     },
     message: {
@@ -48,7 +48,8 @@ export const sendRequestSchema = (): JsonSchema =>
         '(1110 naming `recurring_schedule`).',
     },
     'recurring_schedule.end_date': {
-      description: 'Inclusive. Before `start_date` is 1110. `null` or absent: occurrences are pre-computed over 365 days and the schedule completes there.',
+      description:
+        'Inclusive. Before `start_date` is 1110. `null` or absent: occurrences are pre-computed over 365 days and the schedule completes there.',
     },
     'recurring_schedule.times': { description: 'Distinct local times `HH:mm`.' },
     callback_url: {
@@ -62,7 +63,7 @@ export const sendRequestSchema = (): JsonSchema =>
 
 export const calculateRequestSchema = (): JsonSchema =>
   annotate(joiToJsonSchema(calculateBodySchema), {
-    '': { description: "The field of the other mode, if sent, is checked but unused. Unknown fields are refused (1110)." },
+    '': { description: 'The field of the other mode, if sent, is checked but unused. Unknown fields are refused (1110).' },
     amount: { description: 'Required in `amount_to_sms` mode: a wallet amount.' },
     sms_count: { description: 'Required in `sms_to_amount` mode.' },
   });

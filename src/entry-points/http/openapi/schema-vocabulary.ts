@@ -7,12 +7,25 @@ import type { SchemaName } from './schema-names.js';
 export const ref = (name: SchemaName): JsonObject => ({ $ref: `#/components/schemas/${name}` });
 export const nullable = (schema: JsonObject): JsonObject => ({ anyOf: [schema, { type: 'null' }] });
 export const text = (description: string, extra: JsonObject = {}): JsonObject => ({ type: 'string', description, ...extra });
-export const nullableText = (description: string, extra: JsonObject = {}): JsonObject => ({ type: ['string', 'null'], description, ...extra });
-export const integer = (description: string, extra: JsonObject = {}): JsonObject => ({ type: 'integer', minimum: 0, description, ...extra });
+export const nullableText = (description: string, extra: JsonObject = {}): JsonObject => ({
+  type: ['string', 'null'],
+  description,
+  ...extra,
+});
+export const integer = (description: string, extra: JsonObject = {}): JsonObject => ({
+  type: 'integer',
+  minimum: 0,
+  description,
+  ...extra,
+});
 export const decimal = (description: string): JsonObject => ({ type: 'number', minimum: 0, description });
 export const timestamp = (description: string): JsonObject => ({ type: 'string', format: 'date-time', description });
 export const nullableTimestamp = (description: string): JsonObject => ({ type: ['string', 'null'], format: 'date-time', description });
-export const oneOfValues = (values: readonly string[], description: string): JsonObject => ({ type: 'string', enum: [...values], description });
+export const oneOfValues = (values: readonly string[], description: string): JsonObject => ({
+  type: 'string',
+  enum: [...values],
+  description,
+});
 
 type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
 
@@ -20,7 +33,11 @@ type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never
  * An object schema whose properties are exactly the keys of `T` (the compiler refuses a missing or an extra one);
  * every key is required but those listed in `optional`, which must be optional in `T`.
  */
-export function objectOf<T>(description: string, properties: { readonly [K in keyof T]-?: JsonSchema }, optional: readonly OptionalKeys<T>[] = []): JsonObject {
+export function objectOf<T>(
+  description: string,
+  properties: { readonly [K in keyof T]-?: JsonSchema },
+  optional: readonly OptionalKeys<T>[] = [],
+): JsonObject {
   const keys = Object.keys(properties);
   return { type: 'object', description, required: keys.filter((key) => !(optional as readonly string[]).includes(key)), properties };
 }

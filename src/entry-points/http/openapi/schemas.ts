@@ -13,7 +13,18 @@ import { serviceCodes } from './components.js';
 import type { JsonObject } from './openapi-document.js';
 import { calculateRequestSchema, sendRequestSchema } from './request-schemas.js';
 import type { SchemaName } from './schema-names.js';
-import { decimal, integer, nullable, nullableText, nullableTimestamp, objectOf, oneOfValues, ref, text, timestamp } from './schema-vocabulary.js';
+import {
+  decimal,
+  integer,
+  nullable,
+  nullableText,
+  nullableTimestamp,
+  objectOf,
+  oneOfValues,
+  ref,
+  text,
+  timestamp,
+} from './schema-vocabulary.js';
 
 // Response and event schemas, typed against the code's response types
 
@@ -43,15 +54,18 @@ const recipientRef = {
   scheduled_at: timestamp('Scheduled and recurring sends only: the UTC time of that occurrence (additive).'),
 } as const;
 
-
 export function componentSchemas(): Record<SchemaName, JsonSchema> {
   return {
     SendRequest: sendRequestSchema(),
     CalculateRequest: calculateRequestSchema(),
     FieldIssue: objectOf<FieldIssue>('One entry of `details[]`: which field failed and why.', {
-      field: text('Path of the field, such as `to[0]` or `scheduled_dates[2].time`; `body` for the body as a whole, `Idempotency-Key` for that header.'),
+      field: text(
+        'Path of the field, such as `to[0]` or `scheduled_dates[2].time`; `body` for the body as a whole, `Idempotency-Key` for that header.',
+      ),
       message: text('Human-readable reason.'),
-      type: text('Machine-readable reason: a joi error type (`string.max`, `object.unknown`, `any.required`, …) or one of the gateway (`phone.invalid`, `schedule.limit`, `body.json`, …).'),
+      type: text(
+        'Machine-readable reason: a joi error type (`string.max`, `object.unknown`, `any.required`, …) or one of the gateway (`phone.invalid`, `schedule.limit`, `body.json`, …).',
+      ),
     }),
     ServiceError: {
       ...objectOf<ServiceErrorBody>(
@@ -68,16 +82,25 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
         ['details', 'retry_after'],
       ),
       allOf: [
-        { if: { required: ['error_code'], properties: { error_code: { const: ERROR_CATALOGUE.INVALID_FIELD_FORMAT.code } } }, then: { required: ['details'] } },
         {
-          if: { required: ['error_code'], properties: { error_code: { enum: serviceCodes(['RATE_LIMIT_EXCEEDED', 'SUSPICIOUS_ACTIVITY']) } } },
+          if: { required: ['error_code'], properties: { error_code: { const: ERROR_CATALOGUE.INVALID_FIELD_FORMAT.code } } },
+          then: { required: ['details'] },
+        },
+        {
+          if: {
+            required: ['error_code'],
+            properties: { error_code: { enum: serviceCodes(['RATE_LIMIT_EXCEEDED', 'SUSPICIOUS_ACTIVITY']) } },
+          },
           then: { required: ['retry_after'] },
         },
       ],
     },
-    Detail: objectOf<{ detail: string }>('Authentication failures and unknown messages: exactly `{detail}`. Branch on the HTTP status, not on the text.', {
-      detail: text('Human-readable text; may be localised and change.'),
-    }),
+    Detail: objectOf<{ detail: string }>(
+      'Authentication failures and unknown messages: exactly `{detail}`. Branch on the HTTP status, not on the text.',
+      {
+        detail: text('Human-readable text; may be localised and change.'),
+      },
+    ),
     Health: objectOf<HealthData>('`GET /health` data.', {
       status: oneOfValues(
         ['ok', 'degraded'],
@@ -94,7 +117,10 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
             'By carrier slug: every carrier this environment routes to (production: the carriers the pricing rows name and the default carrier; ' +
             'sandbox: `simulator`), and any other carrier whose connector announces itself.',
           additionalProperties: objectOf<CarrierHealth>('One carrier.', {
-            status: oneOfValues(['ok', 'down'], '`ok` when at least one of its connectors is live; `down` when none is (its SMS wait in the queue).'),
+            status: oneOfValues(
+              ['ok', 'down'],
+              '`ok` when at least one of its connectors is live; `down` when none is (its SMS wait in the queue).',
+            ),
             connectors: integer('Live connectors of the carrier.'),
           }),
         },
@@ -106,47 +132,57 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
       total_messages: integer('Recipients × segments × occurrences (1 for an immediate send).'),
       total_cost: decimal(
         'Σ over recipients of segments × price(destination) × occurrences, in `currency` (up to 4 decimals): each destination is charged ' +
-          "the price of its longest matching pricing row, `unit_price` when none matches. Deducted at submit (prepaid first, then postpaid); " +
+          'the price of its longest matching pricing row, `unit_price` when none matches. Deducted at submit (prepaid first, then postpaid); ' +
           'equal to `total_messages × unit_price` when all destinations share one price.',
       ),
       currency: text('ISO 4217 code of the wallet.', { pattern: '^[A-Z]{3}$' }),
-      status: { const: 'pending', description: 'Always `pending`, also for scheduled and recurring sends (they then show `scheduled` in `GET /status`).' },
-    }),
-    MessageStatus: objectOf<MessageStatusView>('`GET /status/{message_id}` data: the contract\'s Message, plus `sending_type`, `schedule` and `occurrences` (additive).', {
-      message_id: text('From `POST /send`.'),
-      status: oneOfValues(
-        [...AGGREGATE_STATUSES, 'scheduled'],
-        'Aggregate over the recipients: all terminal → `delivered` if any was delivered, else `failed`; some pending and none terminal → ' +
-          '`pending`; all handed off → `sent`; otherwise `processing`. A scheduled or recurring send shows `scheduled` until its first ' +
-          'dispatch (also when cancelled before it), then the aggregate of its most recent dispatched occurrence. The other values of the ' +
-          'contract (`accepted`, `enroute`, `unknown`, …) are never produced here: they are carrier outcomes, see `recipients[].carrier_status`.',
-      ),
-      total_recipients: integer('Entries in `to`.'),
-      delivered: integer('Recipients `delivered`.'),
-      failed: integer('Recipients `failed`.'),
-      pending: integer(
-        'Recipients not terminal (`pending`, `processing`, `sent`). `delivered + failed + pending + cancelled + skipped = total_recipients`; ' +
-          'for an immediate send, or once a schedule has dispatched, `cancelled` and `skipped` are 0 and `delivered + failed + pending = total_recipients`.',
-      ),
-      cancelled: integer(
-        'Recipients that will never be sent because the schedule was cancelled before its first dispatch (additive); then `pending` is 0.',
-      ),
-      skipped: integer(
-        'Recipients that will never be sent because every occurrence passed while the schedule was paused (additive); then `pending` is 0.',
-      ),
-      created_at: timestamp('When `POST /send` was accepted (UTC).'),
-      updated_at: timestamp('Last state change (UTC).'),
-      recipients: {
-        type: 'array',
-        items: ref('Recipient'),
-        description:
-          'One per entry of `to`; for a schedule, as of its most recent dispatched occurrence, or `cancelled` / `skipped` when the schedule ' +
-          'ended without dispatching any.',
+      status: {
+        const: 'pending',
+        description: 'Always `pending`, also for scheduled and recurring sends (they then show `scheduled` in `GET /status`).',
       },
-      sending_type: oneOfValues(['immediate', 'scheduled', 'recurring'], 'As sent (additive).'),
-      schedule: { ...nullable(ref('Schedule')), description: '`null` for an immediate send (additive).' },
-      occurrences: { type: 'array', items: ref('Occurrence'), description: 'Every occurrence of a schedule in order; empty for an immediate send (additive).' },
     }),
+    MessageStatus: objectOf<MessageStatusView>(
+      "`GET /status/{message_id}` data: the contract's Message, plus `sending_type`, `schedule` and `occurrences` (additive).",
+      {
+        message_id: text('From `POST /send`.'),
+        status: oneOfValues(
+          [...AGGREGATE_STATUSES, 'scheduled'],
+          'Aggregate over the recipients: all terminal → `delivered` if any was delivered, else `failed`; some pending and none terminal → ' +
+            '`pending`; all handed off → `sent`; otherwise `processing`. A scheduled or recurring send shows `scheduled` until its first ' +
+            'dispatch (also when cancelled before it), then the aggregate of its most recent dispatched occurrence. The other values of the ' +
+            'contract (`accepted`, `enroute`, `unknown`, …) are never produced here: they are carrier outcomes, see `recipients[].carrier_status`.',
+        ),
+        total_recipients: integer('Entries in `to`.'),
+        delivered: integer('Recipients `delivered`.'),
+        failed: integer('Recipients `failed`.'),
+        pending: integer(
+          'Recipients not terminal (`pending`, `processing`, `sent`). `delivered + failed + pending + cancelled + skipped = total_recipients`; ' +
+            'for an immediate send, or once a schedule has dispatched, `cancelled` and `skipped` are 0 and `delivered + failed + pending = total_recipients`.',
+        ),
+        cancelled: integer(
+          'Recipients that will never be sent because the schedule was cancelled before its first dispatch (additive); then `pending` is 0.',
+        ),
+        skipped: integer(
+          'Recipients that will never be sent because every occurrence passed while the schedule was paused (additive); then `pending` is 0.',
+        ),
+        created_at: timestamp('When `POST /send` was accepted (UTC).'),
+        updated_at: timestamp('Last state change (UTC).'),
+        recipients: {
+          type: 'array',
+          items: ref('Recipient'),
+          description:
+            'One per entry of `to`; for a schedule, as of its most recent dispatched occurrence, or `cancelled` / `skipped` when the schedule ' +
+            'ended without dispatching any.',
+        },
+        sending_type: oneOfValues(['immediate', 'scheduled', 'recurring'], 'As sent (additive).'),
+        schedule: { ...nullable(ref('Schedule')), description: '`null` for an immediate send (additive).' },
+        occurrences: {
+          type: 'array',
+          items: ref('Occurrence'),
+          description: 'Every occurrence of a schedule in order; empty for an immediate send (additive).',
+        },
+      },
+    ),
     Recipient: objectOf<RecipientView>('One recipient of a message.', {
       recipient_index: integer('Position in `to`.'),
       phone: text('The number in E.164.'),
@@ -164,7 +200,10 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
       },
       segments: integer('Segments of the message.', { minimum: 1 }),
       carrier: text('Internal connector slug; informational, not stable.'),
-      error_code: { ...nullableText(`Carrier-level code (${CARRIER_CODE_RANGE.min}–${CARRIER_CODE_RANGE.max}) when failed.`), pattern: '^[0-9]{4}$' },
+      error_code: {
+        ...nullableText(`Carrier-level code (${CARRIER_CODE_RANGE.min}–${CARRIER_CODE_RANGE.max}) when failed.`),
+        pattern: '^[0-9]{4}$',
+      },
       error_message: nullableText('Text of `error_code`.'),
       updated_at: nullableTimestamp('Last change of this recipient.'),
       sent_at: nullableTimestamp('When the message centre accepted it.'),
@@ -173,7 +212,10 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
     }),
     Schedule: objectOf<ScheduleView>('The schedule of a scheduled or recurring send.', {
       type: oneOfValues(['scheduled', 'recurring'], 'The sending type.'),
-      state: oneOfValues(['active', 'paused', 'cancelled', 'completed'], 'Changed by cancel, pause and resume; `completed` after the last occurrence.'),
+      state: oneOfValues(
+        ['active', 'paused', 'cancelled', 'completed'],
+        'Changed by cancel, pause and resume; `completed` after the last occurrence.',
+      ),
       next_occurrence_at: nullableTimestamp('Next occurrence still to dispatch; `null` when cancelled or completed.'),
       occurrences_total: integer('All occurrences.'),
       occurrences_dispatched: integer('Occurrences sent.'),
@@ -197,17 +239,22 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
       sms_wallet_balance: decimal('Prepaid credit; 0 without a prepaid wallet.'),
       postpaid_wallet_balance: decimal('Remaining credit line of the postpaid agreement; 0 without a postpaid wallet.'),
       currency: text('ISO 4217 code.', { pattern: '^[A-Z]{3}$' }),
-      unit_price: decimal("The merchant's default per-segment price (0.01 unless configured), charged for destinations without a pricing row."),
+      unit_price: decimal(
+        "The merchant's default per-segment price (0.01 unless configured), charged for destinations without a pricing row.",
+      ),
       available_sms: integer('`floor(balance / unit_price)`.'),
     }),
-    Calculation: objectOf<CalculationData>('`POST /calculate` data: a planning estimate; a send charges the exact price of each destination.', {
-      mode: oneOfValues(['amount_to_sms', 'sms_to_amount'], 'As requested.'),
-      amount: decimal('Given, or `sms_count × average_price` rounded to 2 decimals.'),
-      sms_count: integer('Given, or `floor(amount / average_price)`.'),
-      average_price: decimal("Plain mean of the merchant's pricing rows, rounded half-up to 4 decimals; used in both directions."),
-      currency: text('ISO 4217 code of the wallet.', { pattern: '^[A-Z]{3}$' }),
-      currency_symbol: text("From the merchant's locale (default `fr-CD`), unless the merchant overrides it."),
-    }),
+    Calculation: objectOf<CalculationData>(
+      '`POST /calculate` data: a planning estimate; a send charges the exact price of each destination.',
+      {
+        mode: oneOfValues(['amount_to_sms', 'sms_to_amount'], 'As requested.'),
+        amount: decimal('Given, or `sms_count × average_price` rounded to 2 decimals.'),
+        sms_count: integer('Given, or `floor(amount / average_price)`.'),
+        average_price: decimal("Plain mean of the merchant's pricing rows, rounded half-up to 4 decimals; used in both directions."),
+        currency: text('ISO 4217 code of the wallet.', { pattern: '^[A-Z]{3}$' }),
+        currency_symbol: text("From the merchant's locale (default `fr-CD`), unless the merchant overrides it."),
+      },
+    ),
     ScheduleActionResult: objectOf<ScheduleActionData>(
       'Cancel, pause and resume data: the schedule after the action.',
       {
@@ -226,7 +273,11 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
     }),
     ProcessingEventData: objectOf<ProcessingData>(
       '`sms.processing` data: the connector picked the job up.',
-      { recipient_phone: text('E.164 number of the recipient.'), carrier: text('Internal connector slug; informational, not stable.'), ...recipientRef },
+      {
+        recipient_phone: text('E.164 number of the recipient.'),
+        carrier: text('Internal connector slug; informational, not stable.'),
+        ...recipientRef,
+      },
       ['occurrence_index', 'scheduled_at'],
     ),
     SentEventData: objectOf<SentData>(
@@ -257,7 +308,10 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
         carrier: text('Internal connector slug.'),
         ...recipientRef,
         failed_at: timestamp('UTC.'),
-        error_code: { ...ERROR_CODE, description: `Carrier-level code (${CARRIER_CODE_RANGE.min}–${CARRIER_CODE_RANGE.max}), see \`x-error-codes\`.` },
+        error_code: {
+          ...ERROR_CODE,
+          description: `Carrier-level code (${CARRIER_CODE_RANGE.min}–${CARRIER_CODE_RANGE.max}), see \`x-error-codes\`.`,
+        },
         error_message: text('Text of the code.'),
         retryable: { type: 'boolean', description: 'Whether a later resend may succeed: true for 1502, 1503, 1505 and 1506.' },
       },
@@ -272,14 +326,24 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
 }
 
 export const EVENT_SCHEMA = {
-  'sms.queued': { envelope: 'SmsQueuedEvent', data: 'QueuedEventData', operationId: 'smsQueued', when: 'Right after `POST /send` returns 201 (status `pending`).' },
+  'sms.queued': {
+    envelope: 'SmsQueuedEvent',
+    data: 'QueuedEventData',
+    operationId: 'smsQueued',
+    when: 'Right after `POST /send` returns 201 (status `pending`).',
+  },
   'sms.processing': {
     envelope: 'SmsProcessingEvent',
     data: 'ProcessingEventData',
     operationId: 'smsProcessing',
     when: 'A recipient goes from pending to processing (one per recipient and occurrence).',
   },
-  'sms.sent': { envelope: 'SmsSentEvent', data: 'SentEventData', operationId: 'smsSent', when: 'A recipient goes from processing to sent.' },
+  'sms.sent': {
+    envelope: 'SmsSentEvent',
+    data: 'SentEventData',
+    operationId: 'smsSent',
+    when: 'A recipient goes from processing to sent.',
+  },
   'sms.delivered': {
     envelope: 'SmsDeliveredEvent',
     data: 'DeliveredEventData',
@@ -300,7 +364,11 @@ function eventEnvelope(type: EventType): JsonObject {
     description: `The \`${type}\` event. ${EVENT_SCHEMA[type].when}`,
     required: ['event_id', 'event_type', 'timestamp', 'message_id', 'data'],
     properties: {
-      event_id: { type: 'string', format: 'uuid', description: 'Unique per event; a retry carries the same id, so treat a replay as a no-op.' },
+      event_id: {
+        type: 'string',
+        format: 'uuid',
+        description: 'Unique per event; a retry carries the same id, so treat a replay as a no-op.',
+      },
       event_type: { const: type },
       timestamp: timestamp('When the event was emitted (UTC).'),
       message_id: text('From `POST /send`.'),

@@ -40,7 +40,9 @@ export function webhooks(): OpenApiDocument['webhooks'] {
           responses: {
             '2XX': { description: 'Acknowledged (200, 201, 204, …); the body is ignored.' },
             '4XX': { description: 'Permanent failure: the event is not retried.' },
-            '5XX': { description: 'Retried (as are timeouts over 5 s and connection failures) after 30 s, 2 min, 10 min and 1 h, then dropped.' },
+            '5XX': {
+              description: 'Retried (as are timeouts over 5 s and connection failures) after 30 s, 2 min, 10 min and 1 h, then dropped.',
+            },
           },
         },
       },

@@ -19,16 +19,18 @@ export function createMongoLeases(c: Collections): LeaseStore {
       await c.clusterNodes.updateOne({ _id: nodeId }, [{ $set: { expiresAt: expiry(ttlMs) } }], { upsert: true });
     },
     async liveNodes() {
-      const docs = await c.clusterNodes.find({ $expr: { $gt: ['$expiresAt', '$$NOW'] } }).sort({ _id: 1 }).toArray();
+      const docs = await c.clusterNodes
+        .find({ $expr: { $gt: ['$expiresAt', '$$NOW'] } })
+        .sort({ _id: 1 })
+        .toArray();
       return docs.map((d) => d._id);
     },
     async renew(nodeId, held, ttlMs) {
       const kept: number[] = [];
       for (const { shard, epoch } of held) {
-        const result = await c.shardLeases.updateOne(
-          { _id: shard, owner: nodeId, epoch, $expr: { $gt: ['$expiresAt', '$$NOW'] } },
-          [{ $set: { expiresAt: expiry(ttlMs) } }],
-        );
+        const result = await c.shardLeases.updateOne({ _id: shard, owner: nodeId, epoch, $expr: { $gt: ['$expiresAt', '$$NOW'] } }, [
+          { $set: { expiresAt: expiry(ttlMs) } },
+        ]);
         if (result.modifiedCount === 1) kept.push(shard);
       }
       return kept;

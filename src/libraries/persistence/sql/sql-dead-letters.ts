@@ -16,7 +16,8 @@ interface Row {
   dropped_at: number;
 }
 
-const COLUMNS = 'id, event_id, merchant_id, key_id, url, auth, event, attempts, reason, last_status, last_error, dropped_at::float8 AS dropped_at';
+const COLUMNS =
+  'id, event_id, merchant_id, key_id, url, auth, event, attempts, reason, last_status, last_error, dropped_at::float8 AS dropped_at';
 
 const toLetter = (r: Row): DeadLetter => ({
   id: r.id,
@@ -39,7 +40,20 @@ export function createSqlDeadLetters(db: SqlExecutor): DeadLetters {
       await db.query(
         `INSERT INTO webhook_dead_letters (id, event_id, merchant_id, key_id, url, auth, event, attempts, reason, last_status, last_error, dropped_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-        [l.id, l.eventId, l.merchantId, l.keyId, l.url, l.auth, JSON.stringify(l.event), l.attempts, l.reason, l.lastStatus, l.lastError, l.droppedAt],
+        [
+          l.id,
+          l.eventId,
+          l.merchantId,
+          l.keyId,
+          l.url,
+          l.auth,
+          JSON.stringify(l.event),
+          l.attempts,
+          l.reason,
+          l.lastStatus,
+          l.lastError,
+          l.droppedAt,
+        ],
       );
     },
     async list({ merchantId, limit }) {

@@ -1,5 +1,9 @@
 import { expect } from 'chai';
-import { CONNECTOR_SETTINGS, ConnectorEnvironmentError, readConnectorEnvironment } from '../../../../src/carriers/connector/connector-main.js';
+import {
+  CONNECTOR_SETTINGS,
+  ConnectorEnvironmentError,
+  readConnectorEnvironment,
+} from '../../../../src/carriers/connector/connector-main.js';
 
 const problemsOf = (env: NodeJS.ProcessEnv): readonly string[] => {
   try {
@@ -42,7 +46,14 @@ describe('connector process settings', () => {
       },
       'smpp',
     );
-    expect(settings).to.include({ name: 'smpp-backup', priority: 2, weight: 0.5, concurrency: 16, uncertainSubmission: 'hold', logLevel: 'warn' });
+    expect(settings).to.include({
+      name: 'smpp-backup',
+      priority: 2,
+      weight: 0.5,
+      concurrency: 16,
+      uncertainSubmission: 'hold',
+      logLevel: 'warn',
+    });
   });
 
   it('names every missing or invalid variable', () => {
@@ -50,18 +61,42 @@ describe('connector process settings', () => {
       'NATS_URL is required (nats://host:port, comma-separated for several servers)',
       'CONNECTOR_CARRIER is required: the carrier slug the gateway routes to',
     ]);
-    const problems = problemsOf({ NATS_URL: 'nats://x', CONNECTOR_CARRIER: 'Bad.Slug', CONNECTOR_PRIORITY: 'first', CONNECTOR_WEIGHT: '0', CONNECTOR_NAME: 'a b', CONNECTOR_UNCERTAIN_SUBMISSION: 'maybe' });
+    const problems = problemsOf({
+      NATS_URL: 'nats://x',
+      CONNECTOR_CARRIER: 'Bad.Slug',
+      CONNECTOR_PRIORITY: 'first',
+      CONNECTOR_WEIGHT: '0',
+      CONNECTOR_NAME: 'a b',
+      CONNECTOR_UNCERTAIN_SUBMISSION: 'maybe',
+    });
     expect(problems).to.have.length(5);
-    for (const variable of ['CONNECTOR_CARRIER', 'CONNECTOR_PRIORITY', 'CONNECTOR_WEIGHT', 'CONNECTOR_NAME', 'CONNECTOR_UNCERTAIN_SUBMISSION']) {
-      expect(problems.some((p) => p.startsWith(variable)), variable).to.equal(true);
+    for (const variable of [
+      'CONNECTOR_CARRIER',
+      'CONNECTOR_PRIORITY',
+      'CONNECTOR_WEIGHT',
+      'CONNECTOR_NAME',
+      'CONNECTOR_UNCERTAIN_SUBMISSION',
+    ]) {
+      expect(
+        problems.some((p) => p.startsWith(variable)),
+        variable,
+      ).to.equal(true);
     }
   });
 
   it('treats an empty variable as unset', () => {
-    expect(problemsOf({ NATS_URL: '', CONNECTOR_CARRIER: 'x' })).to.deep.equal(['NATS_URL is required (nats://host:port, comma-separated for several servers)']);
+    expect(problemsOf({ NATS_URL: '', CONNECTOR_CARRIER: 'x' })).to.deep.equal([
+      'NATS_URL is required (nats://host:port, comma-separated for several servers)',
+    ]);
   });
 
   it('lists every variable it reads in its settings table', () => {
-    expect(CONNECTOR_SETTINGS.map((row) => row.name)).to.include.members(['NATS_URL', 'CONNECTOR_CARRIER', 'CONNECTOR_NAME', 'CONNECTOR_PRIORITY', 'CONNECTOR_WEIGHT']);
+    expect(CONNECTOR_SETTINGS.map((row) => row.name)).to.include.members([
+      'NATS_URL',
+      'CONNECTOR_CARRIER',
+      'CONNECTOR_NAME',
+      'CONNECTOR_PRIORITY',
+      'CONNECTOR_WEIGHT',
+    ]);
   });
 });

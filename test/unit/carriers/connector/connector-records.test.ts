@@ -12,7 +12,11 @@ import {
 } from '../../../../src/carriers/connector/connector-records.js';
 import type { PartState } from '../../../../src/carriers/connector/carrier-link.js';
 
-const part = (state: PartState | null, carrierError: string | null = null, occurredAt: number | null = state === null ? null : 1): PartRecord => ({
+const part = (
+  state: PartState | null,
+  carrierError: string | null = null,
+  occurredAt: number | null = state === null ? null : 1,
+): PartRecord => ({
   state,
   carrier_error: carrierError,
   occurred_at: occurredAt,
@@ -84,11 +88,19 @@ describe('connector records', () => {
     });
 
     it('is delivered when every part was', () => {
-      expect(multiPartVerdict([part('delivered'), part('delivered'), part('delivered')])).to.deep.equal({ status: 'delivered', errorMessage: null, final: true });
+      expect(multiPartVerdict([part('delivered'), part('delivered'), part('delivered')])).to.deep.equal({
+        status: 'delivered',
+        errorMessage: null,
+        final: true,
+      });
     });
 
     it("is the first failed part's status when none was delivered", () => {
-      expect(multiPartVerdict([part('expired'), part('undelivered', '005')])).to.deep.equal({ status: 'expired', errorMessage: 'Expired', final: true });
+      expect(multiPartVerdict([part('expired'), part('undelivered', '005')])).to.deep.equal({
+        status: 'expired',
+        errorMessage: 'Expired',
+        final: true,
+      });
       expect(multiPartVerdict([part('deleted'), part('expired')])).to.include({ status: 'failed' });
       expect(multiPartVerdict([part('unknown'), part('unknown')])).to.include({ status: 'delivery_unknown' });
     });

@@ -33,7 +33,16 @@ function job(overrides: Partial<DispatchJob> = {}): DispatchJob {
 }
 
 function settingsFor(port: number, extra: Record<string, unknown> = {}): KannelSettings {
-  return parseKannelSettings({ sendsmsHost: '127.0.0.1', sendsmsPort: port, username: 'gw', password: 'p w', dlrHost: '127.0.0.1', dlrPort: 0, retryDelayMs: 250, ...extra });
+  return parseKannelSettings({
+    sendsmsHost: '127.0.0.1',
+    sendsmsPort: port,
+    username: 'gw',
+    password: 'p w',
+    dlrHost: '127.0.0.1',
+    dlrPort: 0,
+    retryDelayMs: 250,
+    ...extra,
+  });
 }
 
 async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -111,7 +120,11 @@ function callListener(url: string): Promise<{ status: number; body: string }> {
 
 /** What Kannel does with the dlr-url: fill in the escapes (URL-encoded). */
 function kannelFills(dlrUrl: string, values: { d: string; T: string; F: string; A: string }): string {
-  return dlrUrl.replace('%d', values.d).replace('%T', values.T).replace('%F', encodeURIComponent(values.F)).replace('%A', encodeURIComponent(values.A).replace(/%20/g, '+'));
+  return dlrUrl
+    .replace('%d', values.d)
+    .replace('%T', values.T)
+    .replace('%F', encodeURIComponent(values.F))
+    .replace('%A', encodeURIComponent(values.A).replace(/%20/g, '+'));
 }
 
 describe('Kannel link', () => {
@@ -127,15 +140,58 @@ describe('Kannel link', () => {
     });
 
     it('reads a delivered receipt (no error, time from %T)', () => {
-      const url = new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '1', T: '1767225600', F: 'M01', A: 'id:M01 sub:001 dlvrd:001 submit date:2601010000 done date:2601010000 stat:DELIVRD err:000 text:hi' }));
-      expect(parseDlrQuery(url.searchParams)).to.deep.equal({ ok: true, reference: 'tok', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000, foreignId: 'M01', carrierStatus: 'kannel:1' });
+      const url = new URL(
+        kannelFills(buildDlrUrl('http://c', 'tok'), {
+          d: '1',
+          T: '1767225600',
+          F: 'M01',
+          A: 'id:M01 sub:001 dlvrd:001 submit date:2601010000 done date:2601010000 stat:DELIVRD err:000 text:hi',
+        }),
+      );
+      expect(parseDlrQuery(url.searchParams)).to.deep.equal({
+        ok: true,
+        reference: 'tok',
+        state: 'delivered',
+        carrierError: null,
+        occurredAt: 1_767_225_600_000,
+        foreignId: 'M01',
+        carrierStatus: 'kannel:1',
+      });
     });
 
     it('reads a failed receipt with its error code, and an SMSC rejection with its answer', () => {
-      const failed = parseDlrQuery(new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '2', T: '1767225600', F: 'M02', A: 'id:M02 sub:001 dlvrd:000 stat:UNDELIV err:034 text:' })).searchParams);
-      expect(failed).to.deep.include({ ok: true, state: 'undelivered', carrierError: 'UNDELIV err:034', carrierStatus: 'kannel:2 UNDELIV err:034' });
-      const rejected = parseDlrQuery(new URL(kannelFills(buildDlrUrl('http://c', 'tok'), { d: '16', T: '1767225600', F: '', A: 'NACK/0x0000000b/Invalid Destination Address' })).searchParams);
-      expect(rejected).to.deep.include({ ok: true, state: 'rejected', carrierError: 'NACK/0x0000000b/Invalid Destination Address', foreignId: null });
+      const failed = parseDlrQuery(
+        new URL(
+          kannelFills(buildDlrUrl('http://c', 'tok'), {
+            d: '2',
+            T: '1767225600',
+            F: 'M02',
+            A: 'id:M02 sub:001 dlvrd:000 stat:UNDELIV err:034 text:',
+          }),
+        ).searchParams,
+      );
+      expect(failed).to.deep.include({
+        ok: true,
+        state: 'undelivered',
+        carrierError: 'UNDELIV err:034',
+        carrierStatus: 'kannel:2 UNDELIV err:034',
+      });
+      const rejected = parseDlrQuery(
+        new URL(
+          kannelFills(buildDlrUrl('http://c', 'tok'), {
+            d: '16',
+            T: '1767225600',
+            F: '',
+            A: 'NACK/0x0000000b/Invalid Destination Address',
+          }),
+        ).searchParams,
+      );
+      expect(rejected).to.deep.include({
+        ok: true,
+        state: 'rejected',
+        carrierError: 'NACK/0x0000000b/Invalid Destination Address',
+        foreignId: null,
+      });
     });
 
     it('refuses a report without token or with an unknown type; an unfilled %T leaves the time to the clock', () => {
@@ -150,9 +206,20 @@ describe('Kannel link', () => {
     it('maps smsbox answers', () => {
       expect(classifySendsmsAnswer(202, '0: Accepted for delivery')).to.deep.equal({ kind: 'accepted' });
       expect(classifySendsmsAnswer(202, '3: Queued for later delivery')).to.deep.equal({ kind: 'accepted' });
-      expect(classifySendsmsAnswer(403, 'Authorization failed for sendsms')).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 403 Authorization failed for sendsms', message: 'Authorization failed for sendsms' });
-      expect(classifySendsmsAnswer(400, '')).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 400', message: 'smsbox answered 400' });
-      expect(classifySendsmsAnswer(503, 'Temporal failure, try again later.')).to.deep.equal({ kind: 'retry', reason: 'smsbox answered 503: Temporal failure, try again later.' });
+      expect(classifySendsmsAnswer(403, 'Authorization failed for sendsms')).to.deep.equal({
+        kind: 'rejected',
+        carrierStatus: 'kannel:HTTP 403 Authorization failed for sendsms',
+        message: 'Authorization failed for sendsms',
+      });
+      expect(classifySendsmsAnswer(400, '')).to.deep.equal({
+        kind: 'rejected',
+        carrierStatus: 'kannel:HTTP 400',
+        message: 'smsbox answered 400',
+      });
+      expect(classifySendsmsAnswer(503, 'Temporal failure, try again later.')).to.deep.equal({
+        kind: 'retry',
+        reason: 'smsbox answered 503: Temporal failure, try again later.',
+      });
     });
 
     it('builds the query: UTF-8 text, coding by encoding, forced smsc, default sender, dlr-mask and dlr-url', () => {
@@ -174,7 +241,9 @@ describe('Kannel link', () => {
       expect(ucs2.get('coding')).to.equal('2');
       expect(ucs2.get('text')).to.equal('Привет 🙂');
       expect(ucs2.get('from')).to.equal('DEFAULT');
-      const noSender = new URLSearchParams(sendsmsQuery(parseKannelSettings({ sendsmsHost: 'k', username: 'gw', password: '' }), job({ sender_id: null }), 'u'));
+      const noSender = new URLSearchParams(
+        sendsmsQuery(parseKannelSettings({ sendsmsHost: 'k', username: 'gw', password: '' }), job({ sender_id: null }), 'u'),
+      );
       expect(noSender.has('from')).to.equal(false);
       expect(noSender.has('smsc')).to.equal(false);
     });
@@ -200,7 +269,11 @@ describe('Kannel link', () => {
     });
 
     async function started(extra: Record<string, unknown> = {}, onReport?: (report: CarrierReport) => Promise<void>): Promise<KannelLink> {
-      link = createKannelLink(settingsFor(fake.port, extra), { logger: silentLogger, clock: { now: () => 1_000_000 }, newToken: () => `tok${++tokens}` });
+      link = createKannelLink(settingsFor(fake.port, extra), {
+        logger: silentLogger,
+        clock: { now: () => 1_000_000 },
+        newToken: () => `tok${++tokens}`,
+      });
       await link.start(
         onReport ??
           ((report) => {
@@ -226,9 +299,18 @@ describe('Kannel link', () => {
     it('4xx is rejected with kannel:HTTP <status> and the text of smsbox, 5xx is retried', async () => {
       const kannel = await started();
       fake.answer = () => ({ status: 400, body: 'Receiver number not accepted' });
-      expect(await kannel.submit(job())).to.deep.equal({ kind: 'rejected', carrierStatus: 'kannel:HTTP 400 Receiver number not accepted', message: 'Receiver number not accepted', acceptedReferences: [] });
+      expect(await kannel.submit(job())).to.deep.equal({
+        kind: 'rejected',
+        carrierStatus: 'kannel:HTTP 400 Receiver number not accepted',
+        message: 'Receiver number not accepted',
+        acceptedReferences: [],
+      });
       fake.answer = () => ({ status: 503, body: 'Temporal failure, try again later.' });
-      expect(await kannel.submit(job())).to.deep.equal({ kind: 'retry', delayMs: 250, reason: 'smsbox answered 503: Temporal failure, try again later.' });
+      expect(await kannel.submit(job())).to.deep.equal({
+        kind: 'retry',
+        delayMs: 250,
+        reason: 'smsbox answered 503: Temporal failure, try again later.',
+      });
     });
 
     it('no answer in time is an uncertain retry; smsbox down is a plain retry and not live', async () => {
@@ -261,14 +343,16 @@ describe('Kannel link', () => {
 
     it('answers a report 200 only once onReport resolved, 503 when it failed, and ignores unreadable reports', async () => {
       let settle: ((ok: boolean) => void) | null = null;
-      const kannel = await started({}, (report) =>
-        new Promise<void>((resolve, reject) => {
-          reports.push(report);
-          settle = (ok) => {
-            if (ok) resolve();
-            else reject(new Error('not recorded'));
-          };
-        }),
+      const kannel = await started(
+        {},
+        (report) =>
+          new Promise<void>((resolve, reject) => {
+            reports.push(report);
+            settle = (ok) => {
+              if (ok) resolve();
+              else reject(new Error('not recorded'));
+            };
+          }),
       );
       const dlr = kannelFills(buildDlrUrl(kannel.dlrBaseUrl(), 'tok7'), { d: '1', T: '1767225600', F: 'M1', A: 'stat:DELIVRD err:000' });
       let answered: { status: number; body: string } | null = null;
@@ -279,7 +363,13 @@ describe('Kannel link', () => {
       (settle as unknown as (ok: boolean) => void)(true);
       await first;
       expect(answered).to.deep.include({ status: 200 });
-      expect(reports[0]).to.deep.equal({ reference: 'tok7', state: 'delivered', carrierError: null, occurredAt: 1_767_225_600_000, carrierStatus: 'kannel:1' });
+      expect(reports[0]).to.deep.equal({
+        reference: 'tok7',
+        state: 'delivered',
+        carrierError: null,
+        occurredAt: 1_767_225_600_000,
+        carrierStatus: 'kannel:1',
+      });
 
       settle = null;
       const second = callListener(dlr);
@@ -306,4 +396,3 @@ describe('Kannel link', () => {
     });
   });
 });
-

@@ -16,8 +16,21 @@ function failure(env: Record<string, string>): KannelSettingsError {
 describe('Kannel settings', () => {
   it('takes defaults for everything but the smsbox host, username and password', () => {
     const settings = loadKannelSettings(BASE);
-    expect(settings.sendsms).to.deep.equal({ host: 'kannel.internal', port: 13013, path: '/cgi-bin/sendsms', username: 'gateway', password: 'pw' });
-    expect(settings).to.deep.include({ smsc: null, defaultSender: null, dlrMask: 31, requestTimeoutMs: 10_000, maxConcurrentRequests: 2, maxSubmitsPerSecond: 50 });
+    expect(settings.sendsms).to.deep.equal({
+      host: 'kannel.internal',
+      port: 13013,
+      path: '/cgi-bin/sendsms',
+      username: 'gateway',
+      password: 'pw',
+    });
+    expect(settings).to.deep.include({
+      smsc: null,
+      defaultSender: null,
+      dlrMask: 31,
+      requestTimeoutMs: 10_000,
+      maxConcurrentRequests: 2,
+      maxSubmitsPerSecond: 50,
+    });
     expect(settings.dlrListener).to.deep.equal({ host: '0.0.0.0', port: 13080, publicUrl: 'http://127.0.0.1:13080' });
   });
 
@@ -39,7 +52,16 @@ describe('Kannel settings', () => {
       KANNEL_STOP_TIMEOUT_MS: '2000',
     });
     expect(settings.sendsms).to.deep.include({ port: 14013, path: '/sms/send' });
-    expect(settings).to.deep.include({ smsc: 'operator-a', defaultSender: 'ACME', dlrMask: 31, requestTimeoutMs: 3000, maxConcurrentRequests: 4, maxSubmitsPerSecond: 20, retryDelayMs: 1000, stopTimeoutMs: 2000 });
+    expect(settings).to.deep.include({
+      smsc: 'operator-a',
+      defaultSender: 'ACME',
+      dlrMask: 31,
+      requestTimeoutMs: 3000,
+      maxConcurrentRequests: 4,
+      maxSubmitsPerSecond: 20,
+      retryDelayMs: 1000,
+      stopTimeoutMs: 2000,
+    });
     expect(settings.dlrListener).to.deep.equal({ host: '10.0.0.5', port: 8080, publicUrl: 'http://connector-1.internal:8080' });
   });
 
@@ -60,6 +82,10 @@ describe('Kannel settings', () => {
   it('describes every setting with its variable', () => {
     const described = describeKannelSettings();
     expect(described.every((s) => s.env.startsWith('KANNEL_') && s.description !== '')).to.equal(true);
-    expect(described.filter((s) => s.required).map((s) => s.env)).to.deep.equal(['KANNEL_SENDSMS_HOST', 'KANNEL_USERNAME', 'KANNEL_PASSWORD']);
+    expect(described.filter((s) => s.required).map((s) => s.env)).to.deep.equal([
+      'KANNEL_SENDSMS_HOST',
+      'KANNEL_USERNAME',
+      'KANNEL_PASSWORD',
+    ]);
   });
 });

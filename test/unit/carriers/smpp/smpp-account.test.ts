@@ -6,7 +6,17 @@ const BASE = { SMPP_HOST: 'smsc.example.net', SMPP_SYSTEM_ID: 'gateway', SMPP_PA
 describe('SMPP account', () => {
   it('takes defaults for everything but host, system_id and password', () => {
     const account = loadSmppAccount(BASE);
-    expect(account).to.deep.include({ host: 'smsc.example.net', port: 2775, tls: false, tlsCa: null, bindMode: 'transceiver', binds: 1, window: 10, registeredDelivery: 1, longMessageMethod: 'udh' });
+    expect(account).to.deep.include({
+      host: 'smsc.example.net',
+      port: 2775,
+      tls: false,
+      tlsCa: null,
+      bindMode: 'transceiver',
+      binds: 1,
+      window: 10,
+      registeredDelivery: 1,
+      longMessageMethod: 'udh',
+    });
     expect(account.sourceAddress).to.deep.equal({ defaultSender: '', shortCodeTon: 3, shortCodeNpi: 0 });
   });
 
@@ -27,7 +37,16 @@ describe('SMPP account', () => {
       },
       (file) => `pem of ${file}`,
     );
-    expect(account).to.deep.include({ port: 2776, tls: true, tlsCa: 'pem of /ca.pem', bindMode: 'transmitter_receiver', binds: 3, window: 20, maxSubmitsPerSecond: 100, longMessageMethod: 'sar' });
+    expect(account).to.deep.include({
+      port: 2776,
+      tls: true,
+      tlsCa: 'pem of /ca.pem',
+      bindMode: 'transmitter_receiver',
+      binds: 3,
+      window: 20,
+      maxSubmitsPerSecond: 100,
+      longMessageMethod: 'sar',
+    });
     expect(account.sourceAddress).to.deep.equal({ defaultSender: 'ACME', shortCodeTon: 6, shortCodeNpi: 0 });
   });
 
@@ -42,7 +61,9 @@ describe('SMPP account', () => {
   ];
   for (const [env, variable] of BAD) {
     it(`names ${variable} when it is wrong`, () => {
-      expect(() => loadSmppAccount(env)).to.throw(SmppAccountError, variable).with.property('variable', variable);
+      expect(() => loadSmppAccount(env))
+        .to.throw(SmppAccountError, variable)
+        .with.property('variable', variable);
     });
   }
 

@@ -14,7 +14,8 @@ import {
 } from '../../../../src/carriers/smpp/smpp-encoding.js';
 import { decodeGsmSeptets } from '../../../helpers/test-smsc.js';
 
-const GSM_BASIC = '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
+const GSM_BASIC =
+  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
 const GSM_EXTENSION = '\f^{}\\[~]|€';
 const gsmChar = fc.constantFrom(...Array.from(GSM_BASIC + GSM_EXTENSION));
 const anyChar = fc.oneof(gsmChar, fc.constantFrom('ж', 'é', '😀', '中', 'ü', '€', '\u{1F680}', 'ß'));
@@ -55,19 +56,24 @@ describe('SMPP encoding', () => {
 
   it('gives exactly the segments the gateway counted, whatever the method', () => {
     fc.assert(
-      fc.property(anyText, fc.constantFrom<LongMessageMethod>('udh', 'sar'), fc.integer({ min: 0, max: 255 }), (text, method, reference) => {
-        const analysis = analyseMessage(text);
-        const encoded = encodeMessage(text, analysis.encoding, method, reference);
-        expect(encoded.segments).to.equal(analysis.segments);
-        expect(encoded.parts).to.have.length(analysis.segments);
-        expect(encoded.dataCoding).to.equal(analysis.encoding === 'GSM-7' ? 0 : 8);
-        const texts = encoded.parts.map((part) => {
-          const userData = part.esmClass & 0x40 ? part.shortMessage.subarray(6) : part.shortMessage;
-          return decodeText(userData, encoded.dataCoding);
-        });
-        expect(texts).to.deep.equal(analysis.parts);
-        for (const part of encoded.parts) expect(part.shortMessage.length).to.be.at.most(160);
-      }),
+      fc.property(
+        anyText,
+        fc.constantFrom<LongMessageMethod>('udh', 'sar'),
+        fc.integer({ min: 0, max: 255 }),
+        (text, method, reference) => {
+          const analysis = analyseMessage(text);
+          const encoded = encodeMessage(text, analysis.encoding, method, reference);
+          expect(encoded.segments).to.equal(analysis.segments);
+          expect(encoded.parts).to.have.length(analysis.segments);
+          expect(encoded.dataCoding).to.equal(analysis.encoding === 'GSM-7' ? 0 : 8);
+          const texts = encoded.parts.map((part) => {
+            const userData = part.esmClass & 0x40 ? part.shortMessage.subarray(6) : part.shortMessage;
+            return decodeText(userData, encoded.dataCoding);
+          });
+          expect(texts).to.deep.equal(analysis.parts);
+          for (const part of encoded.parts) expect(part.shortMessage.length).to.be.at.most(160);
+        },
+      ),
     );
   });
 

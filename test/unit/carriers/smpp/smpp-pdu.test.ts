@@ -7,7 +7,13 @@ describe('SMPP raw PDU bytes', () => {
   it('reads short_message bytes the package would turn into other characters', () => {
     captureRawPdus();
     const text = Buffer.from('id:a_b@c stat:DELIVRD err:000', 'latin1');
-    const wire = new smpp.PDU('deliver_sm', { esm_class: 0x04, data_coding: 0, source_addr: '243', short_message: text, sequence_number: 7 }).toBuffer();
+    const wire = new smpp.PDU('deliver_sm', {
+      esm_class: 0x04,
+      data_coding: 0,
+      source_addr: '243',
+      short_message: text,
+      sequence_number: 7,
+    }).toBuffer();
     const parsed = new smpp.PDU(wire);
     // the package's own decoding loses '_' and '@'
     expect((parsed.short_message as { message: string }).message).to.not.equal(text.toString('latin1'));

@@ -40,7 +40,10 @@ describe('SMPP receipts', () => {
       expect(stateFromStat(stat)).to.equal(state);
       expect(stateFromMessageState(messageState)).to.equal(state);
       const fromText = readInbound(body(0x04, receiptText('abc_1@', stat)), ADDRESSES, NOW);
-      expect(fromText).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` } });
+      expect(fromText).to.deep.equal({
+        kind: 'receipt',
+        report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` },
+      });
       const fromTlv = readInbound(
         body(0x04, '', [
           [TLV.receipted_message_id, Buffer.from('abc_1@\0')],
@@ -49,12 +52,16 @@ describe('SMPP receipts', () => {
         ADDRESSES,
         NOW,
       );
-      expect(fromTlv).to.deep.equal({ kind: 'receipt', report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` } });
+      expect(fromTlv).to.deep.equal({
+        kind: 'receipt',
+        report: { reference: 'abc_1@', state, carrierError: null, occurredAt: NOW, carrierStatus: `smpp:${stat}` },
+      });
     });
   }
 
   it('dates a report by its done date: to the minute, at the latest moment of that minute not after now; to the second, as given', () => {
-    const text = (done: string): Buffer => Buffer.from(`id:X9 sub:001 dlvrd:001 submit date:2601020300 done date:${done} stat:DELIVRD err:000 text:`, 'latin1');
+    const text = (done: string): Buffer =>
+      Buffer.from(`id:X9 sub:001 dlvrd:001 submit date:2601020300 done date:${done} stat:DELIVRD err:000 text:`, 'latin1');
     const at = (done: string, now: number): number | null => {
       const inbound = readInbound(body(0x04, text(done).toString('latin1')), ADDRESSES, now);
       return inbound.kind === 'receipt' ? inbound.report.occurredAt : null;
@@ -82,7 +89,10 @@ describe('SMPP receipts', () => {
       ADDRESSES,
       NOW,
     );
-    expect(inbound).to.deep.equal({ kind: 'receipt', report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: NOW, carrierStatus: 'smpp:UNDELIV err:012' } });
+    expect(inbound).to.deep.equal({
+      kind: 'receipt',
+      report: { reference: 'tlv-id', state: 'undelivered', carrierError: '012', occurredAt: NOW, carrierStatus: 'smpp:UNDELIV err:012' },
+    });
   });
 
   it('takes the error from network_error_code when the text has none', () => {
@@ -123,7 +133,9 @@ describe('SMPP receipts', () => {
   });
 
   it('parses the standard text, with seconds in the dates and case-insensitive keys', () => {
-    expect(parseReceiptText('ID:77 SUB:001 DLVRD:001 SUBMIT DATE:2601020300 DONE DATE:260102030455 STAT:DELIVRD ERR:000 TEXT:a b')).to.deep.equal({
+    expect(
+      parseReceiptText('ID:77 SUB:001 DLVRD:001 SUBMIT DATE:2601020300 DONE DATE:260102030455 STAT:DELIVRD ERR:000 TEXT:a b'),
+    ).to.deep.equal({
       id: '77',
       sub: '001',
       dlvrd: '001',

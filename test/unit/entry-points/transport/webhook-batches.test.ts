@@ -5,10 +5,24 @@ import sinon from 'sinon';
 import type { ActorRouter } from '../../../../src/cluster/actor-router.js';
 import type { DeadLetter, DeadLetters } from '../../../../src/libraries/persistence/dead-letters-port.js';
 import type { RelayedEntry } from '../../../../src/libraries/persistence/outbox-relay.js';
-import { ACK, retryAfter, type Delivery, type Disposition, type PublishOptions, type Transport } from '../../../../src/libraries/transport/transport-port.js';
+import {
+  ACK,
+  retryAfter,
+  type Delivery,
+  type Disposition,
+  type PublishOptions,
+  type Transport,
+} from '../../../../src/libraries/transport/transport-port.js';
 import type { WebhookEvent } from '../../../../src/webhooks/event-envelope.js';
 import type { AttemptResult } from '../../../../src/webhooks/retry-plan.js';
-import { createWebhookRelay, jobId, WEBHOOK_BATCH_MAX_EVENTS, type WebhookBatch, type WebhookJob, type WebhookOutboxPayload } from '../../../../src/webhooks/webhook-jobs.js';
+import {
+  createWebhookRelay,
+  jobId,
+  WEBHOOK_BATCH_MAX_EVENTS,
+  type WebhookBatch,
+  type WebhookJob,
+  type WebhookOutboxPayload,
+} from '../../../../src/webhooks/webhook-jobs.js';
 import type { WebhookSender } from '../../../../src/webhooks/webhook-sender.js';
 import { createWebhookWorker } from '../../../../src/entry-points/transport/webhook-worker.js';
 import { busyMerchantDelayMs } from '../../../../src/webhooks/merchant-slots.js';
@@ -18,7 +32,8 @@ const clock = { now: () => NOW };
 const KEY_URL = 'https://merchant.example/hooks';
 const CALLBACK_URL = 'https://callback.example/sms';
 
-const event = (n: number): WebhookEvent => ({ event_id: `evt_${n}`, event_type: 'sms.sent', timestamp: '2026-11-23T09:00:00Z', data: {} }) as unknown as WebhookEvent;
+const event = (n: number): WebhookEvent =>
+  ({ event_id: `evt_${n}`, event_type: 'sms.sent', timestamp: '2026-11-23T09:00:00Z', data: {} }) as unknown as WebhookEvent;
 
 /** A transport that records publishes (and fails those `failWhen` picks) and hands the consumer's handler to the test. */
 function recordingTransport(failWhen: (payload: unknown) => boolean = () => false) {
@@ -51,13 +66,26 @@ function recordingTransport(failWhen: (payload: unknown) => boolean = () => fals
 function routerWith(webhooks: Record<string, string | null>): ActorRouter {
   return {
     apiKey: (merchantId: string, keyId: string) => ({
-      ask: () => Promise.resolve({ ok: true, target: { merchantId, webhook: webhooks[keyId] ? { url: webhooks[keyId], username: null, password: null } : null, signingSecret: null } }),
+      ask: () =>
+        Promise.resolve({
+          ok: true,
+          target: {
+            merchantId,
+            webhook: webhooks[keyId] ? { url: webhooks[keyId], username: null, password: null } : null,
+            signingSecret: null,
+          },
+        }),
     }),
   } as unknown as ActorRouter;
 }
 
 /** An outbox entry of event n; entries of one journal record share its key and sequence number. */
-function entry(n: number, keyId: string, callbackUrl: string | null = null, record = `message:msg_${n}`): RelayedEntry<WebhookOutboxPayload> {
+function entry(
+  n: number,
+  keyId: string,
+  callbackUrl: string | null = null,
+  record = `message:msg_${n}`,
+): RelayedEntry<WebhookOutboxPayload> {
   return {
     id: `out_${String(n).padStart(3, '0')}`,
     key: record,
@@ -69,10 +97,19 @@ function entry(n: number, keyId: string, callbackUrl: string | null = null, reco
   };
 }
 
-const batchOf = (events: readonly WebhookEvent[], url = KEY_URL): WebhookBatch => ({ version: 1, kind: 'batch', merchantId: 'mer_a', keyId: 'key_a', url, auth: 'none', events, dueAt: NOW });
+const batchOf = (events: readonly WebhookEvent[], url = KEY_URL): WebhookBatch => ({
+  version: 1,
+  kind: 'batch',
+  merchantId: 'mer_a',
+  keyId: 'key_a',
+  url,
+  auth: 'none',
+  events,
+  dueAt: NOW,
+});
 
 describe('webhook batches: the relay', () => {
-  it('when entries of two keys are relayed, then each record\'s events go out in batches per URL of at most 64, each event once per distinct URL, and every entry is done', async () => {
+  it("when entries of two keys are relayed, then each record's events go out in batches per URL of at most 64, each event once per distinct URL, and every entry is done", async () => {
     const { transport, published } = recordingTransport();
     const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL, key_b: null }), transport, clock });
     const entries = [
@@ -99,7 +136,7 @@ describe('webhook batches: the relay', () => {
     expect(new Set(toKeyUrl).size).to.equal(71);
   });
 
-  it('when a later pass carries a record\'s entries out again in another order or beside other entries, then it forms the same batches with the same publish ids', async () => {
+  it("when a later pass carries a record's entries out again in another order or beside other entries, then it forms the same batches with the same publish ids", async () => {
     const { transport, published } = recordingTransport();
     const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
     const record = Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big'));
@@ -134,7 +171,12 @@ describe('webhook batches: the relay', () => {
 
     const done = await relay.handle(entries);
 
-    expect([...done].sort()).to.deep.equal(entries.slice(0, WEBHOOK_BATCH_MAX_EVENTS).map((e) => e.id).sort());
+    expect([...done].sort()).to.deep.equal(
+      entries
+        .slice(0, WEBHOOK_BATCH_MAX_EVENTS)
+        .map((e) => e.id)
+        .sort(),
+    );
     expect(errors).to.have.length(1);
   });
 });
@@ -178,7 +220,13 @@ describe('webhook batches: the worker', () => {
     take: () => Promise.resolve(null),
   };
 
-  async function startWorker(transport: Transport, sender: WebhookSender, concurrencyPerMerchant: number, workerClock: { now(): number } = clock, concurrency = 64) {
+  async function startWorker(
+    transport: Transport,
+    sender: WebhookSender,
+    concurrencyPerMerchant: number,
+    workerClock: { now(): number } = clock,
+    concurrency = 64,
+  ) {
     const worker = createWebhookWorker({
       transport,
       router: routerWith({}),

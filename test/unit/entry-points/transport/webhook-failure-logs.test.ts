@@ -29,7 +29,17 @@ const EVENT = {
 type LogLine = Record<string, unknown>;
 
 function jobOf(attempt: number, auth: 'key' | 'none' = 'key'): WebhookJob {
-  return { version: 1, jobId: `${EVENT.event_id}:abc`, merchantId: 'mer_logged', keyId: 'key_logged', url: URL_WITH_SECRETS, auth, event: EVENT, attempt, dueAt: NOW };
+  return {
+    version: 1,
+    jobId: `${EVENT.event_id}:abc`,
+    merchantId: 'mer_logged',
+    keyId: 'key_logged',
+    url: URL_WITH_SECRETS,
+    auth,
+    event: EVENT,
+    attempt,
+    dueAt: NOW,
+  };
 }
 
 /**
@@ -44,7 +54,8 @@ async function workerAnswering(result: AttemptResult, options: { sealedWith?: Bu
   const password: StoredSecret = sealing.seal(PASSWORD, secretContext.webhookPassword('key_logged'));
   const router = {
     apiKey: () => ({
-      ask: () => Promise.resolve({ ok: true, target: { webhook: { url: URL_WITH_SECRETS, username: 'shop', password }, signingSecret: null } }),
+      ask: () =>
+        Promise.resolve({ ok: true, target: { webhook: { url: URL_WITH_SECRETS, username: 'shop', password }, signingSecret: null } }),
     }),
   } as unknown as ActorRouter;
   const sender: WebhookSender = {
@@ -93,7 +104,9 @@ async function workerAnswering(result: AttemptResult, options: { sealedWith?: Bu
   return {
     async deliver(job: WebhookJob, disposition: Disposition = ACK): Promise<LogLine[]> {
       if (!handler) throw new Error('no consumer');
-      expect(await handler({ subject: 'webhook.jobs.mer_logged', id: 'd1', payload: job, headers: {}, deliveryCount: 1 })).to.deep.equal(disposition);
+      expect(await handler({ subject: 'webhook.jobs.mer_logged', id: 'd1', payload: job, headers: {}, deliveryCount: 1 })).to.deep.equal(
+        disposition,
+      );
       return raw.map((line) => JSON.parse(line) as LogLine);
     },
     raw,
@@ -111,7 +124,7 @@ const WHO = {
 };
 
 describe('webhook worker: one log line per failed attempt', () => {
-  it('when an attempt answers 503 and a retry follows, then one warn line names the event, the attempt, http_503 and the next attempt\'s time', async () => {
+  it("when an attempt answers 503 and a retry follows, then one warn line names the event, the attempt, http_503 and the next attempt's time", async () => {
     const worker = await workerAnswering({ type: 'response', status: 503 });
 
     const lines = await worker.deliver(jobOf(1));
@@ -134,7 +147,11 @@ describe('webhook worker: one log line per failed attempt', () => {
 
   for (const [label, result, outcome] of [
     ['times out', { type: 'timeout' }, 'timeout'],
-    ['is refused a connection', { type: 'connection_error', kind: 'connection_refused', reason: 'connect ECONNREFUSED 203.0.113.9:8443' }, 'connection_refused'],
+    [
+      'is refused a connection',
+      { type: 'connection_error', kind: 'connection_refused', reason: 'connect ECONNREFUSED 203.0.113.9:8443' },
+      'connection_refused',
+    ],
     ['answers a redirect', { type: 'response', status: 302 }, 'http_302'],
   ] as const) {
     it(`when an attempt ${label}, then its line says ${outcome} and when the next attempt is due`, async () => {
@@ -143,7 +160,13 @@ describe('webhook worker: one log line per failed attempt', () => {
       const lines = await worker.deliver(jobOf(2, 'none'));
 
       expect(lines).to.have.length(1);
-      expect(lines[0]).to.deep.include({ ...WHO, attempt: 2, outcome, target: 'callback_url', next_attempt_at: new Date(NOW + ATTEMPT_MS + RETRY_DELAYS_MS[1]!).toISOString() });
+      expect(lines[0]).to.deep.include({
+        ...WHO,
+        attempt: 2,
+        outcome,
+        target: 'callback_url',
+        next_attempt_at: new Date(NOW + ATTEMPT_MS + RETRY_DELAYS_MS[1]!).toISOString(),
+      });
       // the error's own text is not logged (it may quote an address); the outcome names it
       expect(worker.raw.join('')).not.to.include('ECONNREFUSED');
     });
@@ -155,7 +178,14 @@ describe('webhook worker: one log line per failed attempt', () => {
     const lines = await worker.deliver(jobOf(3));
 
     expect(lines).to.have.length(1);
-    expect(lines[0]).to.deep.include({ level: 40, msg: 'webhook attempt failed: event dead-lettered', ...WHO, attempt: 3, outcome: 'http_500', dead_letter: 'retries_exhausted' });
+    expect(lines[0]).to.deep.include({
+      level: 40,
+      msg: 'webhook attempt failed: event dead-lettered',
+      ...WHO,
+      attempt: 3,
+      outcome: 'http_500',
+      dead_letter: 'retries_exhausted',
+    });
     expect(lines[0]).not.to.have.property('next_attempt_at');
     expect(worker.letters.map((letter) => letter.reason)).to.deep.equal(['retries_exhausted']);
     expect(worker.published).to.deep.equal([]);
@@ -171,7 +201,11 @@ describe('webhook worker: one log line per failed attempt', () => {
   });
 
   it('when the address policy refuses the address dialled, then the line says refused_address and the event is dead-lettered as such', async () => {
-    const worker = await workerAnswering({ type: 'connection_error', kind: 'refused_address', reason: 'refused_address: 10.0.0.1 is not a public address' });
+    const worker = await workerAnswering({
+      type: 'connection_error',
+      kind: 'refused_address',
+      reason: 'refused_address: 10.0.0.1 is not a public address',
+    });
 
     const lines = await worker.deliver(jobOf(1));
 
@@ -180,14 +214,20 @@ describe('webhook worker: one log line per failed attempt', () => {
     expect(worker.letters.map((letter) => letter.reason)).to.deep.equal(['refused_address']);
   });
 
-  it('when the key\'s Basic password cannot be opened, then nothing is sent and the line says secret_unreadable with the next attempt', async () => {
+  it("when the key's Basic password cannot be opened, then nothing is sent and the line says secret_unreadable with the next attempt", async () => {
     const worker = await workerAnswering({ type: 'response', status: 200 }, { sealedWith: Buffer.alloc(32, 9) });
 
     const lines = await worker.deliver(jobOf(1));
 
     expect(lines).to.have.length(1);
     // no attempt was made: the clock did not move
-    expect(lines[0]).to.deep.include({ ...WHO, attempt: 1, outcome: 'secret_unreadable', duration_ms: 0, next_attempt_at: new Date(NOW + RETRY_DELAYS_MS[0]!).toISOString() });
+    expect(lines[0]).to.deep.include({
+      ...WHO,
+      attempt: 1,
+      outcome: 'secret_unreadable',
+      duration_ms: 0,
+      next_attempt_at: new Date(NOW + RETRY_DELAYS_MS[0]!).toISOString(),
+    });
   });
 
   it('when the retry cannot be published, then the failed attempt still has its line and the delivery comes back to be made again', async () => {
@@ -205,14 +245,22 @@ describe('webhook worker: one log line per failed attempt', () => {
     expect(await worker.deliver(jobOf(2))).to.deep.equal([]);
   });
 
-  it('never logs the Basic password, the URL\'s userinfo, its query string or its fragment', async () => {
+  it("never logs the Basic password, the URL's userinfo, its query string or its fragment", async () => {
     for (const result of [{ type: 'response', status: 503 }, { type: 'response', status: 400 }, { type: 'timeout' }] as const) {
       const worker = await workerAnswering(result);
 
       await worker.deliver(jobOf(1));
 
       const text = worker.raw.join('');
-      for (const secret of [PASSWORD, Buffer.from(`shop:${PASSWORD}`).toString('base64'), 'in-url-pass', 'shop:', 'query-secret', 'token=', 'frag']) {
+      for (const secret of [
+        PASSWORD,
+        Buffer.from(`shop:${PASSWORD}`).toString('base64'),
+        'in-url-pass',
+        'shop:',
+        'query-secret',
+        'token=',
+        'frag',
+      ]) {
         expect(text, secret).not.to.include(secret);
       }
     }

@@ -4,18 +4,27 @@ import { createGroupCommit, settledTogether, type PendingWrite } from '../../../
 const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A write queue whose statements are recorded and finished by the test. */
-function recordingQueue(options: { maxBatch: number; maxConcurrentBatches: number; groupCommit?: boolean; firstWrite?: 'end-of-turn' | 'at-once'; keyOf?: (item: number) => string }) {
+function recordingQueue(options: {
+  maxBatch: number;
+  maxConcurrentBatches: number;
+  groupCommit?: boolean;
+  firstWrite?: 'end-of-turn' | 'at-once';
+  keyOf?: (item: number) => string;
+}) {
   const statements: number[][] = [];
   const open: (() => void)[] = [];
-  const write = createGroupCommit<number>({ groupCommit: options.groupCommit ?? true, ...options }, (batch: readonly PendingWrite<number>[]) => {
-    statements.push(batch.map((pending) => pending.item));
-    return new Promise<void>((resolve) => {
-      open.push(() => {
-        for (const pending of batch) pending.resolve();
-        resolve();
+  const write = createGroupCommit<number>(
+    { groupCommit: options.groupCommit ?? true, ...options },
+    (batch: readonly PendingWrite<number>[]) => {
+      statements.push(batch.map((pending) => pending.item));
+      return new Promise<void>((resolve) => {
+        open.push(() => {
+          for (const pending of batch) pending.resolve();
+          resolve();
+        });
       });
-    });
-  });
+    },
+  );
   const finishOldest = () => open.shift()?.();
   return { write, statements, finishOldest };
 }
@@ -67,7 +76,11 @@ describe('group commit', () => {
 
   it('when writes of one key follow each other, then a later one waits while an earlier one of its key is in a statement, and other keys go ahead', async () => {
     // items: key = tens digit (11, 12 are key 1; 21 is key 2)
-    const { write, statements, finishOldest } = recordingQueue({ maxBatch: 256, maxConcurrentBatches: 4, keyOf: (item) => String(Math.floor(item / 10)) });
+    const { write, statements, finishOldest } = recordingQueue({
+      maxBatch: 256,
+      maxConcurrentBatches: 4,
+      keyOf: (item) => String(Math.floor(item / 10)),
+    });
     const first = write(11);
     await endOfTurn();
     const later = [write(12), write(21), write(13)];
@@ -82,7 +95,12 @@ describe('group commit', () => {
   });
 
   it('when group commit is off and writes share a key, then each is its own statement, one after the other', async () => {
-    const { write, statements, finishOldest } = recordingQueue({ maxBatch: 1, maxConcurrentBatches: 1, groupCommit: false, keyOf: () => 'same' });
+    const { write, statements, finishOldest } = recordingQueue({
+      maxBatch: 1,
+      maxConcurrentBatches: 1,
+      groupCommit: false,
+      keyOf: () => 'same',
+    });
     const first = write(1);
     const second = write(2);
     expect(statements).to.deep.equal([[1]]);
@@ -108,8 +126,19 @@ describe('group commit', () => {
   it('when a batch written together fails, then every write of it fails, or with aloneOnFailure only the bad one', async () => {
     const writeItems = (items: readonly number[]) => (items.includes(13) ? Promise.reject(new Error('refused 13')) : Promise.resolve());
     const together = createGroupCommit<number>({ groupCommit: true, maxBatch: 10, maxConcurrentBatches: 1 }, settledTogether(writeItems));
-    expect((await Promise.allSettled([11, 12, 13].map((item) => together(item)))).map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
-    const alone = createGroupCommit<number>({ groupCommit: true, maxBatch: 10, maxConcurrentBatches: 1 }, settledTogether(writeItems, { aloneOnFailure: true }));
-    expect((await Promise.allSettled([11, 12, 13].map((item) => alone(item)))).map((r) => r.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected']);
+    expect((await Promise.allSettled([11, 12, 13].map((item) => together(item)))).map((r) => r.status)).to.deep.equal([
+      'rejected',
+      'rejected',
+      'rejected',
+    ]);
+    const alone = createGroupCommit<number>(
+      { groupCommit: true, maxBatch: 10, maxConcurrentBatches: 1 },
+      settledTogether(writeItems, { aloneOnFailure: true }),
+    );
+    expect((await Promise.allSettled([11, 12, 13].map((item) => alone(item)))).map((r) => r.status)).to.deep.equal([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+    ]);
   });
 });

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { anyPayload, createOutboxRelay, FRESH_ENTRY_MS, LANE_CHUNKS_AT_ONCE, type RelayedEntry, type TopicHandler } from '../../../../src/libraries/persistence/outbox-relay.js';
+import {
+  anyPayload,
+  createOutboxRelay,
+  FRESH_ENTRY_MS,
+  LANE_CHUNKS_AT_ONCE,
+  type RelayedEntry,
+  type TopicHandler,
+} from '../../../../src/libraries/persistence/outbox-relay.js';
 import { requestDeadline, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
@@ -156,7 +163,13 @@ describe('outbox relay: waking the lanes', () => {
       if (gate) await gate;
       return query(options);
     });
-    const relay = createOutboxRelay({ outbox: journal, clock: { now: () => Date.now() }, handlers: { 'carrier.dispatch': dispatch }, pollIntervalMs: 1_000, batchSize: 50 });
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: { 'carrier.dispatch': dispatch },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+    });
     relay.start();
     await advance(0);
     gate = new Promise<void>((resolve) => {
@@ -188,7 +201,13 @@ describe('outbox relay: waking the lanes', () => {
     await advance(0);
     await relay.stop();
     // written while the relay was not listening
-    await journal.append({ key: 'message:m2', seq: 1, events: [{ type: 'x' }], outbox: [{ id: 'evt-quiet', topic: 'webhook.event', payload: {}, shard: 0 }], at: Date.now() });
+    await journal.append({
+      key: 'message:m2',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'evt-quiet', topic: 'webhook.event', payload: {}, shard: 0 }],
+      at: Date.now(),
+    });
     await relay.drain();
     expect(webhook.seen).to.deep.equal(['evt-quiet']);
   });
@@ -236,10 +255,21 @@ describe('outbox relay: waking the lanes', () => {
         return entries.map((e) => e.id);
       },
     };
-    const relay = createOutboxRelay({ outbox: journal, clock: { now: () => Date.now() }, handlers: { 'webhook.event': slow }, pollIntervalMs: 1_000, batchSize: 2 });
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: { 'webhook.event': slow },
+      pollIntervalMs: 1_000,
+      batchSize: 2,
+    });
     relay.start();
     await advance(0);
-    const outbox = Array.from({ length: 2 * (LANE_CHUNKS_AT_ONCE + 2) }, (_, i) => ({ id: `evt-${i}`, topic: 'webhook.event', payload: {}, shard: 0 }));
+    const outbox = Array.from({ length: 2 * (LANE_CHUNKS_AT_ONCE + 2) }, (_, i) => ({
+      id: `evt-${i}`,
+      topic: 'webhook.event',
+      payload: {},
+      shard: 0,
+    }));
     await journal.append({ key: 'message:m1', seq: 1, events: [{ type: 'x' }], outbox, at: Date.now() });
     await advance(0);
 

@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import type { PendingOutboxEntry } from '../../../../src/libraries/persistence/journal-port.js';
 import { runEntryTasks } from '../../../../src/libraries/persistence/outbox-relay.js';
 
-const entry = (id: string, recipients: number): PendingOutboxEntry => ({ id, topic: 'carrier.dispatch', payload: { recipients }, shard: 0, key: `message:${id}`, seq: 1, createdAt: 0 });
+const entry = (id: string, recipients: number): PendingOutboxEntry => ({
+  id,
+  topic: 'carrier.dispatch',
+  payload: { recipients },
+  shard: 0,
+  key: `message:${id}`,
+  seq: 1,
+  createdAt: 0,
+});
 
 describe('outbox relay: the tasks of a batch (runEntryTasks)', () => {
   it('when every task succeeds, then every entry is done, in entry order, and never more than the limit ran at once', async () => {
@@ -52,6 +60,13 @@ describe('outbox relay: the tasks of a batch (runEntryTasks)', () => {
   });
 
   it('when the batch is empty, then nothing runs and nothing is done', async () => {
-    expect(await runEntryTasks([], () => [], 8, () => undefined)).to.deep.equal([]);
+    expect(
+      await runEntryTasks(
+        [],
+        () => [],
+        8,
+        () => undefined,
+      ),
+    ).to.deep.equal([]);
   });
 });
