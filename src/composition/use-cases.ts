@@ -13,6 +13,7 @@ import { createSendMessageUseCase, type SendMessageDependencies } from '../messa
 import { createCalculateUseCase } from '../pricing/calculate-use-case.js';
 import { createWalletUseCases } from '../wallets/wallet-use-cases.js';
 import { webhookUrlPolicyOf } from '../webhooks/url-guard.js';
+import type { UseCases } from '../entry-points/use-cases.js';
 
 /** What the use cases read besides the actors: who owns a message, and the merchants with their pricing. */
 export function createReadModels(options: { readonly config: Config; readonly persistence: Persistence; readonly clock: Clock }) {
@@ -62,7 +63,7 @@ export function createUseCases(options: UseCaseOptions) {
     followUpDone,
     ...(options.faults ? { faults: options.faults } : {}),
   });
-  const useCases = {
+  const useCases: UseCases = {
     sendMessage: sending.sendMessage,
     getStatus: createGetStatusUseCase({ router, directory }),
     manageSchedule: createManageScheduleUseCase({ router, directory, clock, decidedWaitMs: requestBudgetMs, followUpDone }),
@@ -83,4 +84,4 @@ export function createUseCases(options: UseCaseOptions) {
   return { useCases, completeCreation: sending.completeCreation };
 }
 
-export type UseCases = ReturnType<typeof createUseCases>['useCases'];
+export type { UseCases };

@@ -1,4 +1,4 @@
-import { EXIT, runCli } from './run-cli.js';
+import { EXIT, runCli } from '../../composition/cli.js';
 
 /** Operator CLI entry (`npm run cli -- help`). runCli maps failures to exit codes; this catches what escapes it. */
 function crash(error: unknown): never {

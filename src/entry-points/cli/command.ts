@@ -1,13 +1,26 @@
-import type { CommandNode } from '../../composition/command-node.js';
+import type { ActorRouter } from '../../cluster/actor-router.js';
+import type { Clock } from '../../libraries/clock/clock.js';
+import type { Config } from '../../libraries/config/config.js';
+import type { Persistence } from '../../libraries/persistence/persistence.js';
+import type { MerchantCatalog } from '../../merchants/merchant-catalog.js';
+import type { OccurrenceScheduler } from '../jobs/occurrence-scheduler.js';
+import type { UseCases } from '../use-cases.js';
 
 /**
  * What a command needs of the node it runs on: its use cases, its store (for reads) and its settings; `scheduler` is
  * there (not started: it only reads Agenda's jobs) for the commands that ask for it. A started gateway has all of it.
  */
-export type CliGateway = Pick<
-  CommandNode,
-  'config' | 'clock' | 'persistence' | 'catalog' | 'useCases' | 'router' | 'scheduler' | 'replayDeadLetter'
->;
+export interface CliGateway {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly persistence: Persistence;
+  readonly catalog: MerchantCatalog;
+  readonly useCases: UseCases;
+  readonly router: ActorRouter;
+  readonly scheduler: OccurrenceScheduler | null;
+  /** Operator: a dropped webhook event goes out again as a first attempt; false when there is nothing to replay. */
+  readonly replayDeadLetter: (id: string) => Promise<boolean>;
+}
 
 /**
  * A command's answer. `text` is for people, `json` for scripts (`--json`); `notices` go to stderr in both modes

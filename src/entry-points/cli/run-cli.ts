@@ -1,13 +1,6 @@
 import path from 'node:path';
-import { openPersistence } from '../../composition/persistence.js';
-import { createCommandNode } from '../../composition/command-node.js';
 import { loadConfig, type Config } from '../../libraries/config/config.js';
-import { hasPgliteDatabase } from '../../libraries/persistence/sql/sql-executor.js';
 import { ConfigError, DataDirectoryInUseError, EnvironmentMismatchError, InternalError } from '../../libraries/errors/internal-errors.js';
-import { silentLogger } from '../../libraries/logger/logger.js';
-import type { Transport } from '../../libraries/transport/transport-port.js';
-import { openAgendaReader } from '../../composition/agenda.js';
-import { openTransport } from '../../composition/transport.js';
 import type { CliGateway, CommandOutcome } from './command.js';
 import { parseCommandLine } from './command-line.js';
 
@@ -23,10 +16,10 @@ export interface CliIo {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   /**
-   * Opens the node the command runs on; the real one by default (tests may pass their own). `scheduler`: the
-   * command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
+   * Opens the node the command runs on (the composition root gives the real one; tests may pass their own).
+   * `scheduler`: the command reads Agenda's jobs; `createDatabase`: it may start a new embedded database.
    */
-  readonly openGateway?: (
+  readonly openGateway: (
     config: Config,
     err: (text: string) => void,
     needs: GatewayNeeds,
@@ -38,72 +31,9 @@ export interface GatewayNeeds {
   readonly createDatabase: boolean;
 }
 
-/**
- * How the CLI reaches the actors. Embedded mode, or server mode with no live node: it runs them itself (nobody else
- * writes). Server mode with live nodes: it joins the cluster as a client (owns no shard) over NATS, so every command
- * reaches the actor on its shard's owner, exactly as an HTTP request on any node would; without NATS_URL it refuses
- * rather than write beside the owners.
- */
-async function openRealGateway(config: Config, err: (text: string) => void, needs: GatewayNeeds) {
-  const onIncident = ({ what, error }: { what: string; error: unknown }) => {
-    err(`incident: ${what}: ${error instanceof Error ? error.message : String(error)}\n`);
-  };
-  const newDatabase = config.mode === 'embedded' && !embeddedDatabaseFound(config, needs);
-  const persistence = await openPersistence(config);
-  if (newDatabase) err(`created a new gateway database in ${path.resolve(config.database.dataDir)}\n`);
-  let transport: Transport | null = null;
-  try {
-    const liveNodes = config.mode === 'server' ? await persistence.leases.liveNodes() : [];
-    if (liveNodes.length > 0 && !config.nats.url) {
-      throw new CliRefusal(`nodes are running (${liveNodes.join(', ')}): set NATS_URL so the CLI reaches their actors`);
-    }
-    // the database bus in embedded mode (a replayed webhook waits there for the server), NATS in a running cluster
-    if (config.mode === 'embedded' || liveNodes.length > 0) transport = await openTransport(config, persistence, silentLogger);
-    // only what a command runs on: no relay, no consumers, nothing started (a CLI run carries out its own command)
-    const node = createCommandNode({
-      config,
-      persistence,
-      ...(transport ? { transport } : {}),
-      ...(liveNodes.length > 0 ? { role: 'client' as const } : {}),
-      ...(needs.scheduler ? { agendaBackend: await openAgendaReader(config, persistence) } : {}),
-      onIncident,
-    });
-    const opened = transport;
-    return {
-      ...node,
-      async stop() {
-        try {
-          await node.stop();
-        } finally {
-          await opened?.close();
-          await persistence.close();
-        }
-      },
-    };
-  } catch (error) {
-    await transport?.close();
-    await persistence.close();
-    throw error;
-  }
-}
-
 /** A condition that stops the CLI before any command runs (exit code 1, message on stderr). */
-class CliRefusal extends InternalError {
+export class CliRefusal extends InternalError {
   readonly kind = 'cli_refusal';
-}
-
-/**
- * Whether DATA_DIR holds a database. Opening one that does not creates an empty database: a CLI pointed at the
- * wrong directory (the default ./data, the server running elsewhere) would report "No merchants." from it. Only a
- * command that creates merchants may start one; the others refuse, naming the directory.
- */
-function embeddedDatabaseFound(config: Config, needs: GatewayNeeds): boolean {
-  const dataDir = path.resolve(config.database.dataDir);
-  if (hasPgliteDatabase(dataDir)) return true;
-  if (needs.createDatabase) return false;
-  throw new CliRefusal(
-    `no gateway database in ${dataDir}: set DATA_DIR to the gateway's data directory, or run \`merchants create\` to start a new one`,
-  );
 }
 
 /** PGlite serves one process: the server (or another CLI run) holding the directory is reported, not a crash. */
@@ -158,7 +88,7 @@ async function runOnce(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   }
   let gateway;
   try {
-    gateway = await (io.openGateway ?? openRealGateway)(config, io.err, {
+    gateway = await io.openGateway(config, io.err, {
       scheduler: parsed.needsScheduler,
       createDatabase: parsed.createsDatabase,
     });

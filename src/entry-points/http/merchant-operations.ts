@@ -1,7 +1,7 @@
 import type { Authentication, IdentifiedKey } from '../../api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateBucket } from '../../api-keys/rate-limiter.js';
 import { isNotApplied } from '../../cluster/cluster-router.js';
-import type { Gateway } from '../../gateway.js';
+import type { UseCases } from '../use-cases.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
 import type { Logger } from '../../libraries/logger/logger.js';
@@ -24,8 +24,6 @@ const SCHEDULE_ACTIONS: readonly string[] = ['cancel', 'pause', 'resume'] satisf
 
 /** Reads change nothing: an unanswered read is unavailable (503), never an unknown outcome. */
 export const isReadOnly = (operation: MerchantOperation): boolean => operation.route === 'status' || operation.route === 'balance';
-
-type UseCases = Gateway['useCases'];
 
 /**
  * 503/1402 only when nothing was applied: a step refused at its deadline, no owner, a failed or fenced write. An

@@ -17,7 +17,7 @@ import {
 } from '../../../src/entry-points/cli/key-commands.js';
 import { createMerchant, listMerchants, showMerchant } from '../../../src/entry-points/cli/merchant-commands.js';
 import { importPricing, listPricing } from '../../../src/entry-points/cli/pricing-commands.js';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import { openWallet, topUp, walletBalance, walletLedger } from '../../../src/entry-points/cli/wallet-commands.js';
 import { runCommand, type CommandResult } from '../../helpers/command-process.js';
 import { gatewayOnPostgres } from '../../helpers/gateway-fixture.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import { DEMO_MERCHANT_ID, DEMO_PRICING, DEMO_UNIT_PRICE, seedDemoMerchant } from '../../../src/merchants/demo-merchant.js';
 import { NUMBERS } from '../../helpers/api-helpers.js';
 import { gatewayOnPostgres } from '../../helpers/gateway-fixture.js';

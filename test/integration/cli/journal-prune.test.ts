@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import type { SqlExecutor } from '../../../src/libraries/persistence/sql/sql-executor.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { eventually } from '../../helpers/webhook-receiver.js';

@@ -4,7 +4,7 @@ import type { Gateway } from '../../../src/gateway.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
 import type { CommandOutcome } from '../../../src/entry-points/cli/command.js';
 import { parseCommandLine } from '../../../src/entry-points/cli/command-line.js';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import { listSchedules, showSchedule } from '../../../src/entry-points/cli/schedule-commands.js';
 import { NUMBERS } from '../../helpers/api-helpers.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import { API_ROOT, call, startApi } from '../../helpers/http-fixture.js';
 import { gatewayOnPostgres, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import { startMain } from '../../helpers/main-process.js';
 
 /** Server mode without SECRETS_KEY stops before anything connects: the node and the CLI, with a message naming it. */

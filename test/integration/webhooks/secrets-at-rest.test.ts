@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { verifyBasicAuth, verifyWebhookSignature } from '../../../src/client/webhook-verification.js';
-import { runCli } from '../../../src/entry-points/cli/run-cli.js';
+import { runCli } from '../../../src/composition/cli.js';
 import type { Config, DeepPartial } from '../../../src/libraries/config/config.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { secretKeyId } from '../../../src/libraries/secrets/secret-box.js';

@@ -1,13 +1,13 @@
 import type express from 'express';
-import type { Gateway } from '../../../gateway.js';
 import type { Clock } from '../../../libraries/clock/clock.js';
 import type { Logger } from '../../../libraries/logger/logger.js';
 import type { ForwardedRequest } from '../merchant-operations.js';
+import type { UseCases } from '../../use-cases.js';
 import type { HealthReport } from './health.js';
 
 /** What the merchant API needs from the node that serves it. */
 export interface HttpAppDependencies {
-  readonly useCases: Gateway['useCases'];
+  readonly useCases: UseCases;
   readonly environment: 'sandbox' | 'production';
   readonly version: string;
   readonly bodyLimitBytes: number;
