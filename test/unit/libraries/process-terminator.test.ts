@@ -238,6 +238,13 @@ describe('process terminator: the force-quit window on real timers', () => {
         outcomes.push([...h.exits]);
         resolve();
       }, 1);
+      // block the event loop well past both timers: Node stamps each timer with the loop's time read afresh, so on a
+      // busy machine this one may be a millisecond younger than the window's; once both are overdue they run in
+      // creation order in one timers phase, as a signal read after a long block is
+      const blockedFrom = performance.now();
+      while (performance.now() - blockedFrom < 20) {
+        // busy: the event loop is blocked
+      }
     });
     await new Promise<void>((resolve) => {
       setImmediate(resolve);
