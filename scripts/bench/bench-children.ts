@@ -121,12 +121,14 @@ export interface SmppConnectorOptions {
 
 /**
  * `npm run connector:smpp` taking the sandbox's `simulator` slug, against the centre on `port`; resolves once it
- * logged that it consumes and every bind is up.
+ * logged that it consumes and every bind is up. BENCH_CONNECTOR_ARGS (space-separated) are added to its `node`
+ * arguments (`--cpu-prof --cpu-prof-dir=…`, say).
  */
 export async function startSmppConnector(options: SmppConnectorOptions): Promise<ConnectorProcess> {
   const entry = fileURLToPath(new URL('../../src/carriers/smpp/smpp-main.ts', import.meta.url));
   const concurrency = options.connectorConcurrency ?? '';
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const nodeArgs = (process.env.BENCH_CONNECTOR_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     env: {
       ...process.env,
       NATS_URL: options.natsUrl,

@@ -38,6 +38,9 @@
  *   --messages M            messages of (b) (BENCH_MESSAGES, 5000)
  *   --only kannel|gateway   one system only (BENCH_ONLY)
  *   --timeout-s S           give up waiting for the reports of a phase after this long (BENCH_TIMEOUT_S, 300)
+ *
+ * BENCH_NODE_ARGS, when set, are added to the gateway node's `node` arguments (space-separated), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its CPU goes.
  */
 import { Agent, request } from 'node:http';
 import os from 'node:os';
@@ -344,6 +347,7 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
       RATE_LIMIT_CALCULATE: MANY,
       RATE_LIMIT_MANAGEMENT: MANY,
     },
+    nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
   });
   cleanups.unshift(() => cluster.stop());
   const connector = await startSmppConnector({ natsUrl: cluster.nats.url, port: smsc.port, binds: BINDS, window: WINDOW });

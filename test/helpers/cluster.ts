@@ -64,8 +64,14 @@ interface Spawned {
   output(): string;
 }
 
-function spawnTs(entry: string, env: Record<string, string>, tailChars = 40_000, logFile?: string): Spawned {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, path.join(REPO_ROOT, entry)], {
+function spawnTs(
+  entry: string,
+  env: Record<string, string>,
+  tailChars = 40_000,
+  logFile?: string,
+  nodeArgs: readonly string[] = [],
+): Spawned {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', TSX_LOADER, path.join(REPO_ROOT, entry)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -137,6 +143,8 @@ export interface ClusterOptions {
   readonly failoverDeadlineMs?: number;
   /** Extra environment of every node (rate limits, ...). */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra arguments of every node's `node` (a benchmark's `--cpu-prof`, say). */
+  readonly nodeArgs?: readonly string[];
   /** Start the simulator connector process (default true). */
   readonly simulator?: boolean;
   /** How much of each node's output `output()` keeps (the last 40 000 characters by default). */
@@ -359,6 +367,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
         },
         options.outputTailChars,
         logFile(id),
+        options.nodeArgs,
       );
       const baseUrl = `http://127.0.0.1:${port}`;
       const node: ClusterNode = {
