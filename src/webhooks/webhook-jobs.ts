@@ -11,21 +11,82 @@ import { isWebhookEvent, type WebhookEvent } from './event-envelope.js';
 /** Outbox topic of a message's webhook events (carried out by createWebhookRelay). */
 export const WEBHOOK_TOPIC = 'webhook.event';
 
-/** Payload of a `webhook.event` outbox entry: the event and where it goes. */
-export interface WebhookOutboxPayload {
+/** Whose events they are and where they go besides the key's webhook. */
+interface WebhookOrigin {
   readonly merchantId: string;
   readonly keyId: string;
   readonly callbackUrl: string | null;
+}
+
+/**
+ * Payload of a `webhook.event` outbox entry: the events one journal record of a message yields, in order, stored as
+ * one entry (one row) instead of one per event. The entry's id is its first event's id.
+ */
+export interface WebhookEventsPayload extends WebhookOrigin {
+  readonly events: readonly [WebhookEvent, ...WebhookEvent[]];
+}
+
+/**
+ * One event per entry: how entries were written before a record's events were stored together. Still read, so that
+ * entries pending when a node is upgraded go out; never written.
+ */
+export interface SingleWebhookEventPayload extends WebhookOrigin {
   readonly event: WebhookEvent;
 }
 
+export type WebhookOutboxPayload = WebhookEventsPayload | SingleWebhookEventPayload;
+
 export type WebhookEffect = EffectOf<typeof WEBHOOK_TOPIC, WebhookOutboxPayload>;
 
-/** A `webhook.event` payload read back from the outbox. */
+/** The events an entry carries, in order. */
+export function eventsOf(payload: WebhookOutboxPayload): readonly WebhookEvent[] {
+  return 'events' in payload ? payload.events : [payload.event];
+}
+
+/** The entry holding `events` (at least one) of a message for `origin`. */
+export function webhookEventsEffect(origin: WebhookOrigin, events: readonly [WebhookEvent, ...WebhookEvent[]]): WebhookEffect {
+  const payload: WebhookEventsPayload = { merchantId: origin.merchantId, keyId: origin.keyId, callbackUrl: origin.callbackUrl, events };
+  return { id: events[0].event_id, topic: WEBHOOK_TOPIC, payload };
+}
+
+/**
+ * The effects of one journal record with its webhook entries merged: one entry per origin holding all their events,
+ * in order, where the first of them stood. Every other effect is left as and where it is.
+ */
+export function mergeWebhookEffects<F extends { readonly topic: string }>(effects: readonly F[]): (F | WebhookEffect)[] {
+  const isWebhook = (effect: F | WebhookEffect): effect is WebhookEffect => effect.topic === WEBHOOK_TOPIC;
+  if (effects.filter(isWebhook).length < 2) return [...effects];
+  const merged: (F | WebhookEffect)[] = [];
+  const byOrigin = new Map<string, { index: number; origin: WebhookOrigin; events: WebhookEvent[] }>();
+  for (const effect of effects) {
+    if (!isWebhook(effect)) {
+      merged.push(effect);
+      continue;
+    }
+    const { merchantId, keyId, callbackUrl } = effect.payload;
+    const originKey = `${merchantId}\u0000${keyId}\u0000${callbackUrl ?? ''}`;
+    const group = byOrigin.get(originKey);
+    if (group) group.events.push(...eventsOf(effect.payload));
+    else {
+      byOrigin.set(originKey, { index: merged.length, origin: effect.payload, events: [...eventsOf(effect.payload)] });
+      merged.push(effect);
+    }
+  }
+  for (const { index, origin, events } of byOrigin.values()) {
+    const [first, ...rest] = events;
+    if (first && rest.length > 0) merged[index] = webhookEventsEffect(origin, [first, ...rest]);
+  }
+  return merged;
+}
+
+/** A `webhook.event` payload read back from the outbox (either shape). */
 export function isWebhookOutboxPayload(value: unknown): value is WebhookOutboxPayload {
-  return (
-    isRecord(value) && isText(value.merchantId) && isText(value.keyId) && isNullableText(value.callbackUrl) && isWebhookEvent(value.event)
-  );
+  if (!isRecord(value) || !isText(value.merchantId) || !isText(value.keyId) || !isNullableText(value.callbackUrl)) return false;
+  if ('events' in value) {
+    const events = value.events;
+    return Array.isArray(events) && events.length > 0 && events.every(isWebhookEvent);
+  }
+  return isWebhookEvent(value.event);
 }
 
 /** Where and whose: what every webhook job message carries. */
@@ -137,9 +198,11 @@ export function createWebhookRelay(deps: {
     const keyUrl = target.ok ? (target.target.webhook?.url ?? null) : null;
     const parts: { url: string; auth: 'key' | 'none'; entry: Entry; event: WebhookEvent }[] = [];
     for (const entry of entries) {
-      const { event, callbackUrl } = entry.payload;
-      if (keyUrl) parts.push({ url: keyUrl, auth: 'key', entry, event });
-      if (callbackUrl && callbackUrl !== keyUrl) parts.push({ url: callbackUrl, auth: 'none', entry, event });
+      const { callbackUrl } = entry.payload;
+      for (const event of eventsOf(entry.payload)) {
+        if (keyUrl) parts.push({ url: keyUrl, auth: 'key', entry, event });
+        if (callbackUrl && callbackUrl !== keyUrl) parts.push({ url: callbackUrl, auth: 'none', entry, event });
+      }
     }
     // a batch holds the events of one journal record to one URL, in entry order: whichever pass carries the same
     // entries out (the append's notice, a poll, a retry after a publish timed out), it forms the same batches with

@@ -2,7 +2,7 @@ import { loadConfig, type Config, type DeepPartial } from '../../src/libraries/c
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
 import { mustParseMoney } from '../../src/pricing/money.js';
-import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../src/webhooks/webhook-jobs.js';
+import { eventsOf, WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../src/webhooks/webhook-jobs.js';
 import type { WebhookEvent } from '../../src/webhooks/event-envelope.js';
 
 /** The configuration tests run with: test profile, server mode on the given database. */
@@ -69,5 +69,5 @@ export async function seedMerchant(
 /** Webhook events still in the outbox (a node without transport keeps them: nothing carries them out), for one message. */
 export async function outboxEvents(gateway: Gateway, messageId: string): Promise<WebhookEvent[]> {
   const entries = await gateway.persistence.outbox.pending({ limit: 10_000, topics: [WEBHOOK_TOPIC] });
-  return entries.map((entry) => (entry.payload as WebhookOutboxPayload).event).filter((event) => event.message_id === messageId);
+  return entries.flatMap((entry) => eventsOf(entry.payload as WebhookOutboxPayload)).filter((event) => event.message_id === messageId);
 }

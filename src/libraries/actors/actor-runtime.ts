@@ -331,7 +331,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         if (crash) self.queue.unshift(...untake(batch.slice(crash.index + 1)));
 
         if (events.length > 0 || effects.length > 0 || retire.length > 0) {
-          const outbox = effects.map((effect) => ({ ...effect, shard: self.shard }));
+          const outbox = (policy.packEffects ? policy.packEffects(effects) : effects).map((effect) => ({ ...effect, shard: self.shard }));
           const record: StoredRecord = retire.length > 0 ? { events, outbox, retire, at: now } : { events, outbox, at: now };
           const fence = hostOptions.fenceOf?.(self.shard);
           try {

@@ -112,6 +112,12 @@ export interface HostPolicy<S, C extends Command, E> {
    * there is nothing to add.
    */
   withInputs?(state: S, command: C): C;
+  /**
+   * The effects of one record as they are stored (several commands' effects meet in one record): a behaviour whose
+   * commands yield many small entries of one kind may merge them into fewer (a message's webhook events, one entry
+   * per record). Ids must stay stable: the same effects give the same entries.
+   */
+  packEffects?(effects: readonly Effect[]): readonly Effect[];
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {

@@ -2,6 +2,7 @@ import type { Behaviour, BehaviourContext, HostPolicy } from '../../libraries/ac
 import { multiply, ZERO } from '../../pricing/money.js';
 import type { WalletAdjustment } from '../../wallets/wallet-adjustments.js';
 import type { WebhookPresence } from '../../webhooks/webhook-presence.js';
+import { mergeWebhookEffects } from '../../webhooks/webhook-jobs.js';
 import { applySignal, isTerminal, type RecipientSignal, type RecipientState } from '../recipient-state.js';
 import {
   adjustment,
@@ -339,6 +340,8 @@ export function messageHostPolicy(keys?: Pick<WebhookPresence, 'mayHaveWebhook'>
     // a batch of receipts is as much work as that many single receipts
     weightOf: (command) => (command.type === 'apply_receipts' ? Math.max(1, command.receipts.length) : 1),
     settled: isSettled,
+    // the webhook events of a record (a batch of receipts yields several per recipient) go as one outbox entry
+    packEffects: mergeWebhookEffects,
     ...(keys ? { withInputs: (state: MessageState, command: MessageCommand) => withKeyWebhook(keys, state, command) } : {}),
   };
 }

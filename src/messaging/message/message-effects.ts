@@ -4,8 +4,8 @@ import { toIsoUtc } from '../../libraries/clock/clock.js';
 import { toDecimalNumber, type Money } from '../../pricing/money.js';
 import { SCHEDULE_REGISTER_TOPIC, type ScheduleRegistrationEffect } from '../../scheduling/schedule-registration.js';
 import { WALLET_ADJUST_TOPIC, type WalletAdjustment, type WalletAdjustmentEffect } from '../../wallets/wallet-adjustments.js';
-import { buildEvent, recipientEventData, type EventType, type WebhookEvent } from '../../webhooks/event-envelope.js';
-import { WEBHOOK_TOPIC, type WebhookEffect, type WebhookOutboxPayload } from '../../webhooks/webhook-jobs.js';
+import { buildEvent, recipientEventData, type EventType } from '../../webhooks/event-envelope.js';
+import { webhookEventsEffect, type WebhookEffect } from '../../webhooks/webhook-jobs.js';
 import { RECEIPT_TIMEOUT_TOPIC, receiptDeadlineId, type ReceiptDeadline, type ReceiptDeadlineEffect } from '../receipt-deadlines.js';
 import { isTerminal, type RecipientState } from '../recipient-state.js';
 import type { KeyWebhook, MessageSpec, MessageState } from './message-types.js';
@@ -23,11 +23,6 @@ export function scheduleRegistrationEffect(spec: MessageSpec, at: number): Sched
     topic: SCHEDULE_REGISTER_TOPIC,
     payload: { merchantId: spec.merchantId, messageId: spec.messageId, at },
   };
-}
-
-function webhookEffect(spec: MessageSpec, event: WebhookEvent): WebhookEffect {
-  const payload: WebhookOutboxPayload = { merchantId: spec.merchantId, keyId: spec.keyId, callbackUrl: spec.callbackUrl, event };
-  return { id: event.event_id, topic: WEBHOOK_TOPIC, payload };
 }
 
 /**
@@ -104,7 +99,7 @@ export function queuedEffects(spec: MessageSpec, context: BehaviourContext, want
     context.newId(),
     context.now,
   );
-  return [webhookEffect(spec, event)];
+  return [webhookEventsEffect(spec, [event])];
 }
 
 /** The instant an event reports (`sent_at`, `delivered_at`, `failed_at`): when the carrier says it happened. */
@@ -115,7 +110,7 @@ function eventInstant(type: Exclude<EventType, 'sms.queued'>, recipient: Recipie
   return null;
 }
 
-/** Recipient events of one transition, each with its own id fixed now. */
+/** Recipient events of one transition, each with its own id fixed now, in one entry. */
 export function recipientEffects(
   state: MessageState,
   occurrenceIndex: number,
@@ -129,7 +124,7 @@ export function recipientEffects(
   const occurrence = state.occurrences[occurrenceIndex];
   const recipient = spec?.recipients[recipientIndex];
   if (!spec || !occurrence || !recipient || !wanted) return [];
-  return types.map((type) => {
+  const events = types.map((type) => {
     const at = eventInstant(type, next) ?? context.now;
     const data = recipientEventData({
       type,
@@ -142,8 +137,10 @@ export function recipientEffects(
       errorCode: next.errorCode,
       errorMessage: next.errorMessage,
     });
-    return webhookEffect(spec, buildEvent(type, spec.messageId, data, context.newId(), context.now));
+    return buildEvent(type, spec.messageId, data, context.newId(), context.now);
   });
+  const [first, ...rest] = events;
+  return first ? [webhookEventsEffect(spec, [first, ...rest])] : [];
 }
 
 export function adjustment(spec: MessageSpec, refundId: string, amount: Money, settle: boolean): WalletAdjustment {

@@ -3,6 +3,7 @@ import type { Receipt } from '../../../src/carriers/carrier-protocol.js';
 import type { Gateway } from '../../../src/gateway.js';
 import { gatewayOnPostgres, outboxEvents, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
+import { eventsOf, isWebhookOutboxPayload, WEBHOOK_TOPIC } from '../../../src/webhooks/webhook-jobs.js';
 import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { numberEnding, send, startPipeline, statusOf, type Pipeline } from './pipeline-fixture.js';
 
@@ -56,6 +57,21 @@ describe('webhook events are recorded when they can go somewhere', function () {
       const id = await sendWith({ callback_url: 'https://shop.example/callback' });
       await deliver(id);
       expect(await recorded(id)).to.include.members(['sms.queued', 'sms.delivered']);
+    });
+
+    it("when one receipt yields several events, then the record's events are one outbox row, in order, under the first event's id", async () => {
+      const id = await sendWith({ callback_url: 'https://shop.example/callback' });
+      // delivered first: processing, sent and delivered at once
+      await deliver(id);
+      const entries = (await gateway.persistence.outbox.pending({ limit: 10_000, topics: [WEBHOOK_TOPIC] })).filter(
+        (entry) => isWebhookOutboxPayload(entry.payload) && eventsOf(entry.payload)[0]?.message_id === id,
+      );
+      const rows = entries
+        .map((entry) => (isWebhookOutboxPayload(entry.payload) ? eventsOf(entry.payload) : []))
+        .map((events) => events.map((e) => e.event_type));
+      expect(rows).to.have.deep.members([['sms.queued'], ['sms.processing', 'sms.sent', 'sms.delivered']]);
+      for (const entry of entries)
+        expect(entry.id).to.equal(isWebhookOutboxPayload(entry.payload) ? eventsOf(entry.payload)[0]?.event_id : null);
     });
   });
 

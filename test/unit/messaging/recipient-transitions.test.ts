@@ -15,7 +15,7 @@ import {
   type MessageSpec,
   type MessageState,
 } from '../../../src/messaging/message-behaviour.js';
-import type { WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
+import { eventsOf, type WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
 import { fromUnits } from '../../../src/pricing/money.js';
 
 const T0 = Date.UTC(2026, 2, 2, 9, 0, 0);
@@ -74,8 +74,8 @@ function journalOf(policy: typeof recordingAll, batches: readonly (readonly Mess
       events.push(...decision.events);
       for (const effect of decision.effects ?? []) {
         if (effect.topic !== 'webhook.event') continue;
-        const type = (effect.payload as WebhookOutboxPayload).event.event_type;
-        if (type !== 'sms.queued') webhookStatuses.push(type.slice('sms.'.length));
+        for (const { event_type: type } of eventsOf(effect.payload as WebhookOutboxPayload))
+          if (type !== 'sms.queued') webhookStatuses.push(type.slice('sms.'.length));
       }
     }
     if (events.length > 0) records.push({ before, events });

@@ -12,7 +12,7 @@ import {
   type MessageSpec,
   type MessageState,
 } from '../../../src/messaging/message-behaviour.js';
-import { WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
+import { eventsOf, WEBHOOK_TOPIC, type WebhookOutboxPayload } from '../../../src/webhooks/webhook-jobs.js';
 import { fromUnits } from '../../../src/pricing/money.js';
 import { createWebhookPresence, withWebhookPresence, type WebhookPresence } from '../../../src/webhooks/webhook-presence.js';
 
@@ -143,7 +143,7 @@ describe('webhook presence: which keys have a webhook, as the key actors of this
       run({ type: 'apply_receipt', receipt: receipt('delivered') });
       const events = effects
         .filter((effect) => effect.topic === WEBHOOK_TOPIC)
-        .map((effect) => (effect.payload as WebhookOutboxPayload).event.event_type);
+        .flatMap((effect) => eventsOf(effect.payload as WebhookOutboxPayload).map((event) => event.event_type));
       return { topics: effects.map((effect) => effect.topic), events, state };
     }
 

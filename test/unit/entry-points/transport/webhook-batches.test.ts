@@ -181,6 +181,65 @@ describe('webhook batches: the relay', () => {
   });
 });
 
+describe("webhook batches: the relay, entries holding a record's events", () => {
+  /** The entry one journal record of a message writes today: all its events, the first one's id. */
+  function recordEntry(first: number, count: number, keyId: string, callbackUrl: string | null = null): RelayedEntry<WebhookOutboxPayload> {
+    const [head, ...rest] = Array.from({ length: count }, (_, i) => event(first + i));
+    if (!head) throw new Error('an entry holds at least one event');
+    return {
+      id: head.event_id,
+      key: `message:msg_${first}`,
+      seq: 2,
+      topic: 'webhook.event',
+      shard: 0,
+      createdAt: NOW,
+      payload: { merchantId: 'mer_a', keyId, callbackUrl, events: [head, ...rest] },
+    };
+  }
+
+  it('when an entry holds several events, then each goes once to each distinct URL, in their order, in one batch per URL, and the entry is done', async () => {
+    const { transport, published } = recordingTransport();
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
+    const held = recordEntry(10, 3, 'key_a', CALLBACK_URL);
+
+    const done = await relay.handle([held]);
+
+    expect(done).to.deep.equal([held.id]);
+    const batches = published.map((p) => p.payload as WebhookBatch);
+    expect(batches.map((b) => [b.url, b.events.map((e) => e.event_id)])).to.have.deep.members([
+      [KEY_URL, ['evt_10', 'evt_11', 'evt_12']],
+      [CALLBACK_URL, ['evt_10', 'evt_11', 'evt_12']],
+    ]);
+  });
+
+  it('when an entry holds more events than a batch takes, then they go in batches of at most 64, and a failed one keeps the whole entry pending', async () => {
+    const failing = (payload: unknown) => (payload as WebhookBatch).events.some((e) => e.event_id === 'evt_69');
+    const { transport, published } = recordingTransport(failing);
+    const errors: unknown[] = [];
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock, onError: (error) => errors.push(error) });
+    const big = recordEntry(0, 70, 'key_a');
+    const small = recordEntry(100, 2, 'key_a');
+
+    const done = await relay.handle([big, small]);
+
+    expect(done).to.deep.equal([small.id]);
+    expect(published.map((p) => (p.payload as WebhookBatch).events.length)).to.have.members([WEBHOOK_BATCH_MAX_EVENTS, 2]);
+    expect(errors).to.have.length(1);
+  });
+
+  it("when entries of both shapes wait together (one event each, written before an upgrade, and a record's events), then all their events go out", async () => {
+    const { transport, published } = recordingTransport();
+    const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
+    const entries = [entry(1, 'key_a'), recordEntry(20, 2, 'key_a')];
+
+    const done = await relay.handle(entries);
+
+    expect([...done].sort()).to.deep.equal(entries.map((e) => e.id).sort());
+    const sent = published.flatMap((p) => (p.payload as WebhookBatch).events.map((e) => e.event_id));
+    expect(sent.sort()).to.deep.equal(['evt_1', 'evt_20', 'evt_21']);
+  });
+});
+
 describe('webhook batches: the worker', () => {
   /** A sender answering per event id (200 unless told), optionally holding every answer until released. */
   function scriptedSender(statusOf: (eventId: string) => number = () => 200) {

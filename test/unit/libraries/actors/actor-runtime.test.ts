@@ -257,6 +257,24 @@ describe('actor runtime', () => {
     expect(pending[0]).to.include({ id: reply.id, topic: 'test.topic', shard: 7, key: 'counter:fx', seq: 1 });
   });
 
+  it("when the host policy packs effects, then a record's outbox holds what packEffects made of all its commands' effects", async () => {
+    // a policy that merges every entry of a record into one, listing the ids it took
+    const packing = {
+      packEffects: (effects: readonly { readonly id: string; readonly topic: string; readonly payload: unknown }[]) =>
+        effects.length === 0 ? [] : [{ id: effects.map((e) => e.id).join('+'), topic: 'packed', payload: effects.length }],
+    };
+    const counters = runtime.host(counterBehaviour, HOST, packing);
+    const replies = await Promise.all([
+      counters.ref('pack', 7).ask({ type: 'announce', topic: 'a' }),
+      counters.ref('pack', 7).ask({ type: 'announce', topic: 'b' }),
+    ]);
+    expect(journal.records('counter:pack'), 'both commands in one record').to.have.length(1);
+    const pending = await journal.pending({ limit: 10 });
+    expect(pending.map((entry) => [entry.id, entry.topic, entry.payload, entry.shard])).to.deep.equal([
+      [replies.map((r) => r.id).join('+'), 'packed', 2, 7],
+    ]);
+  });
+
   describe('onRecorded: each durable record, with the state before it', () => {
     type Recorded = RecordedEvents<CounterState, CounterEvent>;
 
