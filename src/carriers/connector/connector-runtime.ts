@@ -297,19 +297,34 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   // ---- dispatch records ----
 
-  async function readRecord(key: string): Promise<{ record: DispatchRecord | null; revision: number }> {
+  /**
+   * A dispatch record and the revision it was read or written at (revision 0: no key). Every KV read is a round
+   * trip to the server, so the instance submitting a job keeps the record it wrote last and writes on top of it
+   * without reading: its writes are conditional on the revision, so a record that moved on meanwhile is refused,
+   * then read.
+   */
+  interface RecordAt {
+    readonly record: DispatchRecord | null;
+    readonly revision: number;
+  }
+
+  async function readRecord(key: string): Promise<RecordAt> {
     const entry = await bucket(dispatches).get(key);
     // a deleted record's marker has a revision too: the next write must be a create (revision 0 is "no key")
     return { record: fromEntry<DispatchRecord>(entry), revision: entry?.operation === 'PUT' ? entry.revision : 0 };
   }
 
-  /** Writes `next` computed from the current record, retrying on concurrent writers. Null from `change`: no write. */
+  /**
+   * Writes `next` computed from the current record, retrying on concurrent writers. Null from `change`: no write.
+   * `from`: the record as this instance last wrote or read it, tried first instead of reading it.
+   */
   async function changeRecord(
     key: string,
     change: (record: DispatchRecord | null) => DispatchRecord | null,
-  ): Promise<{ record: DispatchRecord | null; revision: number }> {
+    from?: RecordAt,
+  ): Promise<RecordAt> {
+    let current = from ?? (await readRecord(key));
     for (;;) {
-      const current = await readRecord(key);
       const next = change(current.record);
       if (next === null) return current;
       try {
@@ -321,45 +336,68 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       } catch (error) {
         if (!isConflict(error)) throw error;
       }
+      current = await readRecord(key);
     }
   }
 
   type Claim =
-    { kind: 'claimed'; revision: number } | { kind: 'done'; why: string; unknownOutcome?: true } | { kind: 'busy'; retryInMs: number };
+    | { kind: 'claimed'; written: RecordAt }
+    | { kind: 'done'; why: string; record: DispatchRecord; unknownOutcome?: true }
+    | { kind: 'busy'; retryInMs: number };
+
+  const submittingRecord = (now: number): DispatchRecord => ({
+    version: 1,
+    state: 'submitting',
+    instance: connectorId,
+    claimed_at: now,
+    renewed_at: now,
+  });
 
   async function claim(key: string): Promise<Claim> {
+    // a fresh dispatch has no record yet: create it without reading first. @nats-io/kv's create also writes over a
+    // deleted record's marker (a submission handed back); it is refused only when a record is there
+    const fresh = submittingRecord(clock.now());
+    try {
+      return { kind: 'claimed', written: { record: fresh, revision: await bucket(dispatches).create(key, toBytes(fresh)) } };
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
     for (;;) {
       const now = clock.now();
       const { record, revision } = await readRecord(key);
-      const submitting: DispatchRecord = { version: 1, state: 'submitting', instance: connectorId, claimed_at: now, renewed_at: now };
+      const submitting = submittingRecord(now);
       if (record === null) {
         try {
           return {
             kind: 'claimed',
-            revision:
-              revision === 0
-                ? await bucket(dispatches).create(key, toBytes(submitting))
-                : await bucket(dispatches).update(key, toBytes(submitting), revision),
+            written: {
+              record: submitting,
+              revision:
+                revision === 0
+                  ? await bucket(dispatches).create(key, toBytes(submitting))
+                  : await bucket(dispatches).update(key, toBytes(submitting), revision),
+            },
           };
         } catch (error) {
           if (isConflict(error)) continue;
           throw error;
         }
       }
-      if (record.state === 'submitted') return { kind: 'done', why: 'already submitted' };
-      if (record.state === 'rejected') return { kind: 'done', why: 'already refused by the carrier' };
+      if (record.state === 'submitted') return { kind: 'done', why: 'already submitted', record };
+      if (record.state === 'rejected') return { kind: 'done', why: 'already refused by the carrier', record };
       const silentFor = now - record.renewed_at;
       if (silentFor <= ackWaitMs) return { kind: 'busy', retryInMs: Math.max(1_000, ackWaitMs - silentFor + 1_000) };
       if (uncertainSubmission === 'hold') {
         return {
           kind: 'done',
           why: `instance ${record.instance} stopped renewing it while submitting: outcome unknown, not sent again`,
+          record,
           unknownOutcome: true,
         };
       }
       try {
         const next: DispatchRecord = { ...submitting, ...(record.parts ? { parts: record.parts } : {}) };
-        return { kind: 'claimed', revision: await bucket(dispatches).update(key, toBytes(next), revision) };
+        return { kind: 'claimed', written: { record: next, revision: await bucket(dispatches).update(key, toBytes(next), revision) } };
       } catch (error) {
         if (isConflict(error)) continue;
         throw error;
@@ -367,17 +405,23 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
-  /** Keeps a `submitting` record fresh while the link works, so no instance takes it for a dead one. */
-  function renewWhileSubmitting(key: string, startRevision: number): { stop(): Promise<number> } {
-    let revision = startRevision;
+  /**
+   * Keeps a `submitting` record fresh while the link works, so no instance takes it for a dead one. Starts from the
+   * record the claim wrote; `stop` gives the record as the renewals last wrote or read it.
+   */
+  function renewWhileSubmitting(key: string, claimed: RecordAt): { stop(): Promise<RecordAt> } {
+    let known = claimed;
     let renewing: Promise<void> = Promise.resolve();
     const timer = setInterval(
       () => {
         renewing = renewing.then(async () => {
           try {
-            const { record, revision: current } = await readRecord(key);
-            if (record?.state !== 'submitting' || record.instance !== connectorId) return;
-            revision = await bucket(dispatches).update(key, toBytes({ ...record, renewed_at: clock.now() }), current);
+            known = await changeRecord(
+              key,
+              (record) =>
+                record?.state === 'submitting' && record.instance === connectorId ? { ...record, renewed_at: clock.now() } : null,
+              known,
+            );
           } catch (error) {
             log.warn({ err: error, key }, 'dispatch record not renewed');
           }
@@ -389,7 +433,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       async stop() {
         clearInterval(timer);
         await renewing;
-        return revision;
+        return known;
       },
     };
   }
@@ -425,25 +469,26 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       counters.jobsSkipped++;
       if (claimed.unknownOutcome) log.warn({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
       else log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
-      await resolveOrphansOf(job.dispatch_id, key);
+      await resolveOrphansOf(claimed.record);
       return ACK;
     }
     if (claimed.kind === 'busy') return retryAfter(claimed.retryInMs);
 
     counters.jobsTaken++;
-    const renewal = renewWhileSubmitting(key, claimed.revision);
+    const renewal = renewWhileSubmitting(key, claimed.written);
     let outcome: SubmitOutcome;
+    let written: RecordAt;
     try {
       outcome = await link.submit(job);
     } finally {
-      await renewal.stop();
+      written = await renewal.stop();
     }
     switch (outcome.kind) {
       case 'accepted':
-        await onAccepted(job, key, outcome.references);
+        await onAccepted(job, key, written, outcome.references);
         return ACK;
       case 'rejected':
-        await onRejected(job, key, outcome.carrierStatus, outcome.message, outcome.acceptedReferences);
+        await onRejected(job, key, written, outcome.carrierStatus, outcome.message, outcome.acceptedReferences);
         return ACK;
       case 'retry':
         if (outcome.uncertain === true && uncertainSubmission === 'hold') {
@@ -453,17 +498,20 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
           return ACK;
         }
         counters.jobsRetried++;
-        await releaseRecord(key);
+        await releaseRecord(key, written);
         log.info({ dispatch_id: job.dispatch_id, reason: outcome.reason, delay_ms: outcome.delayMs }, 'dispatch job handed back for later');
         if (!link.isLive()) void refreshPresence();
         return retryAfter(outcome.delayMs);
     }
   }
 
-  /** Nothing reached the carrier: the record goes, so the next delivery (here or elsewhere) submits it. */
-  async function releaseRecord(key: string): Promise<void> {
-    for (;;) {
-      const { record, revision } = await readRecord(key);
+  /**
+   * Nothing reached the carrier: the record goes, so the next delivery (here or elsewhere) submits it. `from`: the
+   * record as this instance last wrote or read it; read again only when it moved on since.
+   */
+  async function releaseRecord(key: string, from: RecordAt): Promise<void> {
+    for (let current = from; ; current = await readRecord(key)) {
+      const { record, revision } = current;
       if (record?.state !== 'submitting' || record.instance !== connectorId) return;
       try {
         await bucket(dispatches).delete(key, { previousSeq: revision });
@@ -487,7 +535,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
-  async function onAccepted(job: DispatchJob, key: string, refs: readonly string[]): Promise<void> {
+  async function onAccepted(job: DispatchJob, key: string, written: RecordAt, refs: readonly string[]): Promise<void> {
     counters.jobsAccepted++;
     const parts = refs.length;
     try {
@@ -498,13 +546,17 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         }
       });
       await persistently('recording the submission', () =>
-        changeRecord(key, (record) => ({
-          version: 1,
-          state: 'submitted',
-          references: refs,
-          submitted_at: clock.now(),
-          ...(record?.state === 'submitting' && record.parts ? { parts: record.parts } : {}),
-        })),
+        changeRecord(
+          key,
+          (record) => ({
+            version: 1,
+            state: 'submitted',
+            references: refs,
+            submitted_at: clock.now(),
+            ...(record?.state === 'submitting' && record.parts ? { parts: record.parts } : {}),
+          }),
+          written,
+        ),
       );
     } catch (error) {
       // the job is acknowledged all the same: the carrier has it, and sending it again would be a duplicate
@@ -528,19 +580,24 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   async function onRejected(
     job: DispatchJob,
     key: string,
+    written: RecordAt,
     carrierStatus: string,
     message: string,
     acceptedReferences: readonly string[],
   ): Promise<void> {
     counters.jobsRejected++;
     log.info({ dispatch_id: job.dispatch_id, carrier_status: carrierStatus, message }, 'carrier refused the message');
-    await changeRecord(key, () => ({
-      version: 1,
-      state: 'rejected',
-      carrier_status: carrierStatus,
-      accepted_references: acceptedReferences,
-      rejected_at: clock.now(),
-    }));
+    await changeRecord(
+      key,
+      () => ({
+        version: 1,
+        state: 'rejected',
+        carrier_status: carrierStatus,
+        accepted_references: acceptedReferences,
+        rejected_at: clock.now(),
+      }),
+      written,
+    );
     await publishPatiently({
       version: 1,
       receipt_id: `${job.dispatch_id}:rejected`,
@@ -719,14 +776,12 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
-  /** A redelivered job already submitted: settle reports still kept for its references (an earlier pass failed). */
-  async function resolveOrphansOf(dispatchId: string, key: string): Promise<void> {
-    try {
-      const { record } = await readRecord(key);
-      if (record?.state === 'submitted') await resolveOrphans(record.references);
-    } catch (error) {
-      log.warn({ err: error, dispatch_id: dispatchId }, 'kept reports not checked');
-    }
+  /**
+   * A redelivered job already submitted: settle reports still kept for its references (an earlier pass failed). The
+   * record is the one the claim read: a submitted record's references never change.
+   */
+  async function resolveOrphansOf(record: DispatchRecord): Promise<void> {
+    if (record.state === 'submitted') await resolveOrphans(record.references);
   }
 
   // ---- presence and taking jobs ----

@@ -1,9 +1,17 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
-import { NO_NAMESPACE, PRESENCE_BUCKET, dispatchBucket, dispatchSubject } from '../../../src/libraries/transport/nats-names.js';
+import {
+  NO_NAMESPACE,
+  PRESENCE_BUCKET,
+  dispatchBucket,
+  dispatchSubject,
+  orphanBucket,
+  referenceBucket,
+} from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
@@ -15,7 +23,7 @@ import {
   type ConnectorSettings,
 } from '../../../src/carriers/connector/connector-runtime.js';
 import type { ConnectorPresence } from '../../../src/carriers/connector/connector-presence.js';
-import { encodeKey, type DispatchRecord } from '../../../src/carriers/connector/connector-records.js';
+import { encodeKey, type DispatchRecord, type PartRecord } from '../../../src/carriers/connector/connector-records.js';
 import { FakeCarrierLink } from '../../helpers/fake-carrier-link.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 
@@ -36,6 +44,26 @@ async function waitFor<T>(
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface KvRequests {
+  /** Gets of a bucket's keys (direct or through the stream API): each one a round trip to the server. */
+  reads(bucket: string): number;
+  /** Puts, creates, updates and deletes of a bucket's keys, refused ones included. */
+  writes(bucket: string): number;
+}
+
+/** Watches the requests a connection sends from now on: every KV operation is one request to the server. */
+function countKvRequests(connection: NatsConnection): KvRequests {
+  const spy = sinon.spy(connection, 'request');
+  const subjects = (): string[] => spy.getCalls().map((call) => call.args[0]);
+  return {
+    reads: (bucket) =>
+      subjects().filter(
+        (subject) => subject.startsWith(`$JS.API.DIRECT.GET.KV_${bucket}.`) || subject === `$JS.API.STREAM.MSG.GET.KV_${bucket}`,
+      ).length,
+    writes: (bucket) => subjects().filter((subject) => subject.startsWith(`$KV.${bucket}.`)).length,
+  };
+}
 
 let jobCounter = 0;
 function job(overrides: Partial<DispatchJob> = {}): DispatchJob {
@@ -89,6 +117,8 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   interface Started {
     readonly runtime: ConnectorRuntime;
     readonly link: FakeCarrierLink;
+    /** The connection the runtime opens its buckets on. */
+    readonly kv: NatsConnection;
     stop(): Promise<void>;
   }
 
@@ -122,7 +152,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       await kvConnection.close();
     };
     cleanups.push(stop);
-    return { runtime, link, stop };
+    return { runtime, link, kv: kvConnection, stop };
   }
 
   async function receipts(carrier: string): Promise<Receipt[]> {
@@ -400,6 +430,122 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect(slowLink.submissions.length + other.link.submissions.length).to.equal(1);
     if (!slowHasIt) expect(other.link.submissions).to.have.length(1);
     expect(slow.runtime.stats().jobsTaken + other.runtime.stats().jobsTaken).to.equal(1);
+  });
+
+  async function settled(carrier: string): Promise<void> {
+    await waitFor(`the jobs of ${carrier} to be settled`, async () => {
+      const consumer = await jsm.consumers.info('SMS_DISPATCH', `connector-${carrier}`);
+      return consumer.num_ack_pending + consumer.num_pending === 0;
+    });
+  }
+
+  async function storedRecord(carrier: string, dispatchId: string): Promise<DispatchRecord | null> {
+    const entry = await (await new Kvm(nc).open(dispatchBucket(carrier))).get(encodeKey(dispatchId));
+    return entry?.operation === 'PUT' ? entry.json<DispatchRecord>() : null;
+  }
+
+  it('takes and records a fresh dispatch without reading its record: a create before the submission, an update of the revision it wrote after', async () => {
+    const carrier = 'rt-kv-fresh';
+    const { kv } = await startConnector(carrier);
+    const requests = countKvRequests(kv);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    expect(requests.reads(dispatchBucket(carrier))).to.equal(0);
+    expect(requests.writes(dispatchBucket(carrier))).to.equal(2);
+    expect(requests.reads(referenceBucket(carrier))).to.equal(0);
+    expect(requests.writes(referenceBucket(carrier))).to.equal(1);
+    // the one read left: a report the carrier sent before answering is kept there, and once the correlation is
+    // written only this side can find it
+    expect(requests.reads(orphanBucket(carrier))).to.equal(1);
+    expect(await storedRecord(carrier, dispatch.dispatch_id)).to.deep.include({
+      state: 'submitted',
+      references: [accepted.carrier_reference],
+    });
+  });
+
+  it('records a refusal without reading the record it claimed', async () => {
+    const carrier = 'rt-kv-reject';
+    const link = new FakeCarrierLink('kv-rej', {
+      decide: () => ({ kind: 'rejected', carrierStatus: 'smpp:0x00000045 ESME_RSUBMITFAIL', message: 'no', acceptedReferences: [] }),
+    });
+    const { kv } = await startConnector(carrier, { link });
+    const requests = countKvRequests(kv);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    await waitReceipt(carrier, dispatch.dispatch_id, 'rejected');
+    await settled(carrier);
+    expect(requests.reads(dispatchBucket(carrier))).to.equal(0);
+    expect(requests.writes(dispatchBucket(carrier))).to.equal(2);
+    expect(await storedRecord(carrier, dispatch.dispatch_id)).to.include({ state: 'rejected' });
+  });
+
+  it('releases a record it claimed without reading it, and claims it again over its deletion', async () => {
+    const carrier = 'rt-kv-release';
+    let attempts = 0;
+    const link = new FakeCarrierLink('kv-release');
+    link.decide = (dispatch) => {
+      attempts++;
+      return attempts === 1 ? { kind: 'retry', delayMs: 200, reason: 'throttled' } : link.accept(dispatch.segments);
+    };
+    const { kv, runtime } = await startConnector(carrier, { link });
+    const requests = countKvRequests(kv);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(2);
+    expect(runtime.stats().jobsRetried).to.equal(1);
+    // @nats-io/kv's create writes over a deleted key's marker once it read the marker's revision: that read is the
+    // only one left on this path
+    expect(requests.reads(dispatchBucket(carrier))).to.be.at.most(1);
+  });
+
+  it('renews the record of a slow submission without reading it', async () => {
+    const carrier = 'rt-kv-renew';
+    const link = new FakeCarrierLink('kv-renew');
+    let requests: KvRequests | null = null;
+    const renewed = (): boolean => (requests?.writes(dispatchBucket(carrier)) ?? 0) >= 2;
+    link.decide = async (dispatch) => {
+      // the claim's create, then one renewal (a third of the ack wait later)
+      await waitFor('a renewal of the record', renewed);
+      return link.accept(dispatch.segments);
+    };
+    const started = await startConnector(carrier, { link, settings: { ackWaitMs: 3_000, concurrency: 1 } });
+    requests = countKvRequests(started.kv);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+    expect(requests.writes(dispatchBucket(carrier))).to.be.at.least(3);
+    expect(requests.reads(dispatchBucket(carrier))).to.equal(0);
+  });
+
+  it('keeps what another writer added to the record during the submission: the update of the known revision is refused, the record read again', async () => {
+    const carrier = 'rt-kv-moved';
+    const earlierReport: PartRecord = { state: 'delivered', carrier_error: null, occurred_at: Date.parse('2026-01-01T10:00:00Z') };
+    const link = new FakeCarrierLink('kv-moved');
+    link.decide = async (dispatch) => {
+      // a report for a part an earlier attempt submitted lands on the record meanwhile
+      const record = await storedRecord(carrier, dispatch.dispatch_id);
+      if (record?.state !== 'submitting') throw new Error('no submitting record');
+      await writeRecord(carrier, dispatch.dispatch_id, { ...record, parts: [earlierReport] });
+      return link.accept(dispatch.segments);
+    };
+    const { kv } = await startConnector(carrier, { link });
+    const requests = countKvRequests(kv);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    expect(await storedRecord(carrier, dispatch.dispatch_id)).to.deep.include({
+      state: 'submitted',
+      references: [accepted.carrier_reference],
+      parts: [earlierReport],
+    });
+    expect(requests.reads(dispatchBucket(carrier))).to.equal(1);
   });
 
   it('on stop, finishes the submission in hand before stopping the link, and removes its presence entry', async () => {
