@@ -1,4 +1,6 @@
+import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
+import path from 'node:path';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -88,5 +90,69 @@ describe('NATS connection: writes gathered per turn of the event loop (private n
       echoed = next;
     }
     expect(echoed).to.equal('after');
+  });
+});
+
+describe('NATS connection: an answered request builds no error to close itself (private nats-server)', function () {
+  this.timeout(30_000);
+  let server: TestNats;
+  let connection: NatsConnection;
+  /** The client's errors module, as its request code reaches it (the same module instance). */
+  const errorsModule = createRequire(import.meta.url)(
+    path.join(path.dirname(createRequire(import.meta.url).resolve('@nats-io/nats-core/internal')), 'errors.js'),
+  ) as { RequestError: new (message?: string) => Error };
+
+  before(async () => {
+    server = await startTestNats();
+    connection = await connectNats({ servers: server.url, name: 'requests', noAsyncTraces: true });
+    connection.subscribe('echo', {
+      callback: (_error, message) => {
+        message.respond(message.data);
+      },
+    });
+    connection.subscribe('silent', { callback: () => undefined });
+    await connection.flush();
+  });
+  after(async () => {
+    sinon.restore();
+    await connection.close();
+    await server.stop();
+  });
+
+  /** RequestError instances the client builds while `work` runs. */
+  async function requestErrorsDuring(work: () => Promise<void>): Promise<number> {
+    const built = sinon.spy(errorsModule, 'RequestError');
+    try {
+      await work();
+      return built.callCount;
+    } finally {
+      built.restore();
+    }
+  }
+
+  it('when requests are answered, then each resolves with its answer and none builds a RequestError', async () => {
+    const answers: string[] = [];
+    const built = await requestErrorsDuring(async () => {
+      for (let i = 0; i < 20; i++) answers.push((await connection.request('echo', `r${i}`, { timeout: 5_000 })).string());
+    });
+    expect(answers).to.deep.equal(Array.from({ length: 20 }, (_, i) => `r${i}`));
+    expect(built, 'RequestError built for answered requests').to.equal(0);
+  });
+
+  it('when a request has no responder or no answer in time, then it still fails with the client’s own error', async () => {
+    const noResponder = await connection.request('nobody.here', 'x', { timeout: 5_000 }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(noResponder).to.be.instanceOf(Error);
+    expect((noResponder as Error).message).to.not.include('after its answer');
+    expect(String((noResponder as Error & { cause?: unknown }).cause ?? noResponder)).to.match(/no responders/i);
+
+    const late = await connection.request('silent', 'x', { timeout: 100 }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(late).to.be.instanceOf(Error);
+    expect((late as Error).message).to.match(/timeout/i);
   });
 });
