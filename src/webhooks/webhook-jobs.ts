@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
 import type { RelayedEntry, TopicHandler } from '../libraries/persistence/outbox-relay.js';
@@ -110,8 +111,16 @@ export interface WebhookJob extends WebhookDestination {
   readonly attempt: number;
 }
 
+/** Digests of the URLs jobs went to lately: a merchant's URLs are few, its events many. */
+const urlDigests = new LRUCache<string, string>({ max: 4_096 });
+
 export function jobId(eventId: string, url: string): string {
-  return `${eventId}:${createHash('sha256').update(url).digest('hex').slice(0, 16)}`;
+  let digest = urlDigests.get(url);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(url).digest('hex').slice(0, 16);
+    urlDigests.set(url, digest);
+  }
+  return `${eventId}:${digest}`;
 }
 
 export async function publishJob(transport: Transport, job: WebhookJob, publishId?: string): Promise<void> {

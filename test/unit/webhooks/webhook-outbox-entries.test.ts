@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import type { WebhookEvent } from '../../../src/webhooks/event-envelope.js';
+import { createHash } from 'node:crypto';
 import {
   eventsOf,
   isWebhookOutboxPayload,
+  jobId,
   mergeWebhookEffects,
   webhookEventsEffect,
   WEBHOOK_TOPIC,
@@ -82,5 +84,12 @@ describe('webhook outbox entries: the events of one record in one entry', () => 
       expect(isWebhookOutboxPayload({ ...ORIGIN, event: { event_id: 'evt_2' } })).to.equal(false);
       expect(isWebhookOutboxPayload({ merchantId: 'mer_a', keyId: 'key_a', events: [event(1)] }), 'no callbackUrl').to.equal(false);
     });
+  });
+
+  it('when a job id is made for an event and a URL, then it is the event id and the URL’s SHA-256 prefix, the same on every call and for every URL on its own', () => {
+    const digest = (url: string) => createHash('sha256').update(url).digest('hex').slice(0, 16);
+    const urls = Array.from({ length: 5 }, (_, i) => `https://shop${i}.example/hooks`);
+    for (let round = 0; round < 3; round++)
+      for (const [i, url] of urls.entries()) expect(jobId(`evt_${i}`, url)).to.equal(`evt_${i}:${digest(url)}`);
   });
 });
