@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   buildEvent,
   EVENT_TYPES,
+  isWebhookEvent,
   recipientEventData,
   type DeliveredData,
   type EventType,
@@ -202,6 +203,123 @@ describe('webhook event envelope', () => {
           },
         ),
       );
+    });
+  });
+
+  describe('isWebhookEvent', () => {
+    const RECIPIENT_DATA = { recipient_index: 0, recipient_phone: '+243810000001', carrier: 'vodacom-cd' };
+    // One valid `data` per event type, and for each of its required fields values of the wrong kind.
+    const VALID_DATA: Readonly<Record<EventType, Readonly<Record<string, unknown>>>> = {
+      'sms.queued': { total_recipients: 2, total_messages: 4, total_cost: 0.04, currency: 'USD', scheduled_at: null },
+      'sms.processing': RECIPIENT_DATA,
+      'sms.sent': { ...RECIPIENT_DATA, sent_at: AT_ISO },
+      'sms.delivered': { ...RECIPIENT_DATA, delivered_at: AT_ISO, segments: 1 },
+      'sms.failed': { ...RECIPIENT_DATA, failed_at: AT_ISO, error_code: '1502', error_message: 'Number unreachable', retryable: true },
+    };
+    const NOT_TEXT = [42, null, true, {}];
+    const NOT_FINITE_NUMBER = ['1', null, Number.NaN, Number.POSITIVE_INFINITY];
+    const WRONG_VALUES: Readonly<Record<string, readonly unknown[]>> = {
+      total_recipients: NOT_FINITE_NUMBER,
+      total_messages: NOT_FINITE_NUMBER,
+      total_cost: NOT_FINITE_NUMBER,
+      currency: NOT_TEXT,
+      scheduled_at: [0, false, {}],
+      recipient_index: NOT_FINITE_NUMBER,
+      recipient_phone: NOT_TEXT,
+      carrier: NOT_TEXT,
+      sent_at: NOT_TEXT,
+      delivered_at: NOT_TEXT,
+      segments: NOT_FINITE_NUMBER,
+      failed_at: NOT_TEXT,
+      error_code: [1502, null],
+      error_message: NOT_TEXT,
+      retryable: ['true', 1, null],
+    };
+
+    const envelope = (type: EventType, data: unknown = VALID_DATA[type]): Record<string, unknown> => ({
+      event_id: EVENT_ID,
+      event_type: type,
+      timestamp: AT_ISO,
+      message_id: 'msg-42',
+      data,
+    });
+    const without = (record: Readonly<Record<string, unknown>>, field: string): Record<string, unknown> =>
+      Object.fromEntries(Object.entries(record).filter(([key]) => key !== field));
+
+    for (const type of EVENT_TYPES) {
+      describe(type, () => {
+        it('when the envelope and every data field are of their kind, then the event is accepted', () => {
+          expect(isWebhookEvent(envelope(type))).to.equal(true);
+        });
+
+        for (const field of Object.keys(VALID_DATA[type])) {
+          it(`when data lacks ${field}, then the event is refused`, () => {
+            expect(isWebhookEvent(envelope(type, without(VALID_DATA[type], field)))).to.equal(false);
+          });
+
+          it(`when data's ${field} is of another kind, then the event is refused`, () => {
+            const wrongValues = WRONG_VALUES[field] ?? [];
+            expect(wrongValues, `the test names wrong values for ${field}`).not.to.be.empty;
+            for (const wrong of wrongValues) {
+              expect(isWebhookEvent(envelope(type, { ...VALID_DATA[type], [field]: wrong })), `${field}: ${String(wrong)}`).to.equal(false);
+            }
+          });
+        }
+      });
+    }
+
+    it('when sms.queued is scheduled, then its scheduled_at as text is accepted', () => {
+      expect(isWebhookEvent(envelope('sms.queued', { ...VALID_DATA['sms.queued'], scheduled_at: SCHEDULED_ISO }))).to.equal(true);
+    });
+
+    it('when a recipient event names its occurrence (occurrence_index, scheduled_at), then it is accepted', () => {
+      const data = { ...VALID_DATA['sms.sent'], occurrence_index: 3, scheduled_at: SCHEDULED_ISO };
+
+      expect(isWebhookEvent(envelope('sms.sent', data))).to.equal(true);
+    });
+
+    it('when an event comes from buildEvent and recipientEventData, then it is accepted', () => {
+      for (const type of RECIPIENT_EVENT_TYPES) {
+        const data = recipientEventData(facts(type, { occurrence: { index: 1, scheduledAt: SCHEDULED } }));
+
+        expect(isWebhookEvent(buildEvent(type, 'msg-42', data, EVENT_ID, AT)), type).to.equal(true);
+      }
+    });
+
+    for (const field of ['event_id', 'timestamp', 'message_id']) {
+      it(`when the envelope lacks ${field}, then the event is refused`, () => {
+        expect(isWebhookEvent(without(envelope('sms.sent'), field))).to.equal(false);
+      });
+
+      it(`when the envelope's ${field} is not text, then the event is refused`, () => {
+        expect(isWebhookEvent({ ...envelope('sms.sent'), [field]: 42 })).to.equal(false);
+        expect(isWebhookEvent({ ...envelope('sms.sent'), [field]: null })).to.equal(false);
+      });
+    }
+
+    it('when the event type is not one of the five (unknown, another case, missing), then the event is refused', () => {
+      expect(isWebhookEvent({ ...envelope('sms.sent'), event_type: 'sms.bounced' })).to.equal(false);
+      expect(isWebhookEvent({ ...envelope('sms.sent'), event_type: 'SMS.SENT' })).to.equal(false);
+      expect(isWebhookEvent(without(envelope('sms.sent'), 'event_type'))).to.equal(false);
+    });
+
+    it('when data is not an object (missing, null, a list, text), then the event is refused', () => {
+      expect(isWebhookEvent(without(envelope('sms.sent'), 'data'))).to.equal(false);
+      expect(isWebhookEvent(envelope('sms.sent', null))).to.equal(false);
+      expect(isWebhookEvent(envelope('sms.sent', [VALID_DATA['sms.sent']]))).to.equal(false);
+      expect(isWebhookEvent(envelope('sms.sent', 'data'))).to.equal(false);
+    });
+
+    it("when data is another type's (sms.sent's data under sms.delivered), then the event is refused", () => {
+      expect(isWebhookEvent(envelope('sms.delivered', VALID_DATA['sms.sent']))).to.equal(false);
+      expect(isWebhookEvent(envelope('sms.processing', VALID_DATA['sms.queued']))).to.equal(false);
+    });
+
+    it('when the value is not an object at all (null, text, a list of events), then it is refused', () => {
+      expect(isWebhookEvent(null)).to.equal(false);
+      expect(isWebhookEvent(undefined)).to.equal(false);
+      expect(isWebhookEvent(JSON.stringify(envelope('sms.sent')))).to.equal(false);
+      expect(isWebhookEvent([envelope('sms.sent')])).to.equal(false);
     });
   });
 });
