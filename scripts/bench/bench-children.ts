@@ -117,6 +117,8 @@ export interface SmppConnectorOptions {
   readonly connectorConcurrency?: string;
   /** Extra environment (NATS_NAMESPACE, ...). */
   readonly env?: Readonly<Record<string, string>>;
+  /** Run it from the compiled build (`dist/`, as the image does) instead of the sources under tsx. */
+  readonly fromBuild?: boolean;
 }
 
 /**
@@ -125,10 +127,12 @@ export interface SmppConnectorOptions {
  * arguments (`--cpu-prof --cpu-prof-dir=…`, say).
  */
 export async function startSmppConnector(options: SmppConnectorOptions): Promise<ConnectorProcess> {
-  const entry = fileURLToPath(new URL('../../src/carriers/smpp/smpp-main.ts', import.meta.url));
+  const entry = fileURLToPath(
+    new URL(options.fromBuild ? '../../dist/carriers/smpp/smpp-main.js' : '../../src/carriers/smpp/smpp-main.ts', import.meta.url),
+  );
   const concurrency = options.connectorConcurrency ?? '';
   const nodeArgs = (process.env.BENCH_CONNECTOR_ARGS ?? '').split(' ').filter((arg) => arg !== '');
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(options.fromBuild ? [] : ['--import', 'tsx']), entry], {
     env: {
       ...process.env,
       NATS_URL: options.natsUrl,

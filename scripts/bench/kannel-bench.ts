@@ -38,13 +38,17 @@
  *   --messages M            messages of (b) (BENCH_MESSAGES, 5000)
  *   --only kannel|gateway   one system only (BENCH_ONLY)
  *   --timeout-s S           give up waiting for the reports of a phase after this long (BENCH_TIMEOUT_S, 300)
+ *   --from-build            run the node and the connector from the compiled build, as the image does: the bench
+ *                           runs `npm run build` (into dist/) first (BENCH_FROM_BUILD=1); by default both run their
+ *                           TypeScript sources under tsx, as `npm start` does
  *
  * BENCH_NODE_ARGS, when set, are added to the gateway node's `node` arguments (space-separated), e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its CPU goes.
  */
+import { execFileSync } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
-import { startCluster, type TestCluster } from '../../test/helpers/cluster.js';
+import { REPO_ROOT, startCluster, type TestCluster } from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { kannelInstalled, startTestKannel, type TestKannel } from '../../test/helpers/kannel.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
@@ -80,7 +84,7 @@ import { sampleProcessCpu } from './process-cpu.js';
 
 const USAGE =
   'usage: npm run bench:kannel -- [--rounds N] [--concurrency C] [--kannel-connections K] [--duration-s S] [--warmup-s S] ' +
-  '[--messages M] [--only kannel|gateway] [--timeout-s S]';
+  '[--messages M] [--only kannel|gateway] [--timeout-s S] [--from-build]';
 
 const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'rounds', env: 'BENCH_ROUNDS', kind: 'value' },
@@ -91,6 +95,7 @@ const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'messages', env: 'BENCH_MESSAGES', kind: 'value' },
   { flag: 'only', env: 'BENCH_ONLY', kind: 'value' },
   { flag: 'timeout-s', env: 'BENCH_TIMEOUT_S', kind: 'value' },
+  { flag: 'from-build', env: 'BENCH_FROM_BUILD', kind: 'boolean' },
 ];
 
 const options = parseBenchOptions(process.argv.slice(2), OPTION_SPECS, USAGE);
@@ -109,6 +114,8 @@ const ONLY = options.get('only');
 if (ONLY !== undefined && ONLY !== 'kannel' && ONLY !== 'gateway')
   throw new Error(`--only takes kannel or gateway, got ${JSON.stringify(ONLY)}\n${USAGE}`);
 const SYSTEMS: readonly BenchSystem[] = ONLY === undefined ? ['kannel', 'gateway'] : [ONLY];
+/** The node and the connector from the compiled build (`npm run build` first, into dist/), as the image runs them. */
+const FROM_BUILD = !['', '0', 'false'].includes(options.get('from-build') ?? '');
 
 /** The gateway's connector binds and window; Kannel gets one bind with BINDS × WINDOW submits in flight. */
 const BINDS = 2;
@@ -348,9 +355,16 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
       RATE_LIMIT_MANAGEMENT: MANY,
     },
     nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
+    fromBuild: FROM_BUILD,
   });
   cleanups.unshift(() => cluster.stop());
-  const connector = await startSmppConnector({ natsUrl: cluster.nats.url, port: smsc.port, binds: BINDS, window: WINDOW });
+  const connector = await startSmppConnector({
+    natsUrl: cluster.nats.url,
+    port: smsc.port,
+    binds: BINDS,
+    window: WINDOW,
+    fromBuild: FROM_BUILD,
+  });
   cleanups.unshift(() => connector.stop());
   const shop = await seedMerchant(cluster.operator, { name: 'Bench shop', prepaid: '100000000' });
   if (!(await cluster.operator.useCases.apiKeys.setWebhook(shop.keyId, { url: receiver.url, username: null, password: null })))
@@ -479,6 +493,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  if (FROM_BUILD && SYSTEMS.includes('gateway')) {
+    process.stderr.write('bench:kannel: npm run build (the node and the connector run from dist/)\n');
+    execFileSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   const loadBefore = os.loadavg();
   const pg = SYSTEMS.includes('gateway') ? await startTestPostgres() : null;
   const rounds: SystemRound[] = [];
@@ -507,7 +525,8 @@ async function main(): Promise<void> {
   console.log(
     `Shape: ${fmt(ROUNDS)} round(s), ${SYSTEMS.join(' then ')} in each; ${fmt(CONCURRENCY)} requests in flight over ${fmt(KANNEL_CONNECTIONS)} keep-alive connections to smsbox / ` +
       `${fmt(CONCURRENCY)} to the node; ${fmt(WARMUP_S)} s warm-up; test SMSC in its own process (receipts 10 ms after acceptance), gateway connector:smpp ${fmt(BINDS)} binds × window ${fmt(WINDOW)}, ` +
-      `Kannel one bind with max-pending-submits ${fmt(BINDS * WINDOW)}; report receiver in its own process.`,
+      `Kannel one bind with max-pending-submits ${fmt(BINDS * WINDOW)}; report receiver in its own process; ` +
+      `the gateway's node and connector ${FROM_BUILD ? 'from the compiled build (dist/, as the image runs them)' : 'from their TypeScript sources under tsx (as npm start runs them)'}.`,
   );
   console.log(
     `Load average (1, 5, 15 min) at the start ${load(loadBefore)}, at the end ${load(loadAfter)} (${fmt(os.cpus().length)} CPUs; other work on the machine counts).`,

@@ -71,7 +71,9 @@ function spawnTs(
   logFile?: string,
   nodeArgs: readonly string[] = [],
 ): Spawned {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', TSX_LOADER, path.join(REPO_ROOT, entry)], {
+  // compiled JavaScript (the build an image runs) needs no loader; TypeScript sources go through tsx
+  const loader = entry.endsWith('.ts') ? ['--import', TSX_LOADER] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, path.join(REPO_ROOT, entry)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -145,6 +147,8 @@ export interface ClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Extra arguments of every node's `node` (a benchmark's `--cpu-prof`, say). */
   readonly nodeArgs?: readonly string[];
+  /** Run the nodes from the compiled build (`npm run build`: `dist/main.js`, as the image does) instead of the sources under tsx. */
+  readonly fromBuild?: boolean;
   /** Start the simulator connector process (default true). */
   readonly simulator?: boolean;
   /** How much of each node's output `output()` keeps (the last 40 000 characters by default). */
@@ -343,7 +347,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
       const port = await freePort();
       const metricsPort = await freePort();
       const spawned = spawnTs(
-        'src/main.ts',
+        options.fromBuild ? 'dist/main.js' : 'src/main.ts',
         {
           NODE_ENV: 'test',
           GATEWAY_MODE: 'server',
