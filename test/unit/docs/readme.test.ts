@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { configurationTable } from '../../../src/libraries/config/config-table.js';
 import { describeSettings } from '../../../src/libraries/config/config.js';
@@ -12,6 +12,16 @@ const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.
 
 /** Environment variables the README may name besides the settings: Node's, the MongoDB suite's switch, the fuzzing's depth, the chaos suite's choices. */
 const OTHER_VARIABLES = ['NODE_ENV', 'TEST_MONGO_URL', 'FUZZ_SCALE', 'CHAOS_PROFILE', 'CHAOS_FAULTS'];
+
+/** The benchmarks' own variables (`BENCH_…`): those the scripts of scripts/bench name. */
+const BENCH_DIR = new URL('../../../scripts/bench/', import.meta.url);
+const BENCH_VARIABLES = new Set(
+  readdirSync(BENCH_DIR)
+    .filter((file) => file.endsWith('.ts'))
+    .flatMap((file) =>
+      [...readFileSync(new URL(file, BENCH_DIR), 'utf8').matchAll(/\b(BENCH_[A-Z0-9_]+)\b/g)].map((match) => String(match[1])),
+    ),
+);
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string): string =>
@@ -60,6 +70,7 @@ describe('README', () => {
       ...describeSmppSettings().map((setting) => setting.env),
       ...describeKannelSettings().map((setting) => setting.env),
       ...OTHER_VARIABLES,
+      ...BENCH_VARIABLES,
     ]);
     const inline = [...README.matchAll(/`[^`\n]*`/g)]
       .flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? [])
