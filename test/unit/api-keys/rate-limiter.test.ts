@@ -5,11 +5,14 @@ import {
   EMPTY_RATE_STATE,
   RATE_BUCKETS,
   decide,
+  ratePolicyOf,
+  type AdmissionLog,
   type RateBucket,
   type RateDecision,
   type RateLimitPolicy,
   type RateState,
 } from '../../../src/api-keys/rate-limiter.js';
+import { loadConfig } from '../../../src/libraries/config/config.js';
 
 /** v1's caps (send, status, balance) and the product's own (calculate, management, 1302 suspension). */
 const POLICY: RateLimitPolicy = {
@@ -229,6 +232,121 @@ describe('rate limiter', () => {
         policy,
       );
       expect(burst.filter((s) => s.decision.outcome === 'admitted')).to.have.length(1);
+    });
+  });
+
+  describe('the admission log storage', () => {
+    /** Short windows and a high cap, so that many admissions leave the window without any rejection. */
+    const roomy: RateLimitPolicy = { ...POLICY, windowMs: 1_000, limits: { ...POLICY.limits, status: 5_000 } };
+
+    function logOf(state: RateState, bucket: RateBucket): AdmissionLog {
+      const log = state.admitted[bucket];
+      expect(log, bucket).to.not.equal(undefined);
+      return log!;
+    }
+
+    /** `count` status admissions at the instant `at`, from `start`. */
+    function admittedAt(count: number, at: number, start: RateState = EMPTY_RATE_STATE): RateState {
+      const steps = run(
+        start,
+        Array.from({ length: count }, () => ['status', at] as [RateBucket, number]),
+        roomy,
+      );
+      expect(steps.every((s) => s.decision.outcome === 'admitted')).to.equal(true);
+      return lastState(steps, start);
+    }
+
+    it('when admissions follow one another, then each extends the same storage instead of copying the log', () => {
+      const steps = run(EMPTY_RATE_STATE, burst('send', 4, T0));
+
+      const second = logOf(steps[1]!.state, 'send');
+      const fourth = logOf(steps[3]!.state, 'send');
+      expect(fourth.instants).to.equal(second.instants);
+      expect([fourth.start, fourth.end]).to.deep.equal([second.start, second.end + 2]);
+    });
+
+    it('when a limited request finds no admission leaving the window, then the bucket keeps the very same log', () => {
+      const full = filled('balance', T0);
+
+      const decision = limited(decide(full, 'balance', T0 + 1, POLICY));
+
+      expect(decision.state.admitted.balance).to.equal(full.admitted.balance);
+    });
+
+    it('when only a few admissions have left the window, then the log still grows in place', () => {
+      const before = run(EMPTY_RATE_STATE, burst('send', 3, T0)).at(-1)!.state;
+
+      // T0 and T0 + 1 leave; two of the three stored instants are dead, but far fewer than 1 024
+      const after = decide(before, 'send', T0 + 60_001, POLICY).state;
+
+      expect(logOf(after, 'send').instants).to.equal(logOf(before, 'send').instants);
+      expect(admissionsOf(after, 'send')).to.deep.equal([T0 + 2, T0 + 60_001]);
+    });
+
+    it('when exactly 1 024 dead instants are held, then the log still grows in place; at 1 025 it is compacted', () => {
+      const at1024 = admittedAt(1_024, T0);
+      const at1025 = admittedAt(1_025, T0);
+
+      const kept = decide(at1024, 'status', T0 + 1_000, roomy).state;
+      const compacted = decide(at1025, 'status', T0 + 1_000, roomy).state;
+
+      expect(logOf(kept, 'status').instants).to.equal(logOf(at1024, 'status').instants);
+      expect(logOf(compacted, 'status')).to.deep.equal({ instants: [T0 + 1_000], start: 0, end: 1 });
+      expect(admissionsOf(kept, 'status')).to.deep.equal([T0 + 1_000]);
+    });
+
+    it('when exactly half of the held instants are dead, then the log still grows in place; past half it is compacted', () => {
+      // 1 025 at T0 and 1 025 at T0 + 500: at T0 + 1 000 the first 1 025 leave, exactly half of 2 050
+      const half = admittedAt(1_025, T0 + 500, admittedAt(1_025, T0));
+      // 1 026 at T0 and 1 025 at T0 + 500: at T0 + 1 000, 1 026 of 2 051 leave
+      const past = admittedAt(1_025, T0 + 500, admittedAt(1_026, T0));
+
+      const kept = decide(half, 'status', T0 + 1_000, roomy).state;
+      const compacted = decide(past, 'status', T0 + 1_000, roomy).state;
+
+      expect(logOf(kept, 'status').instants).to.equal(logOf(half, 'status').instants);
+      expect(logOf(compacted, 'status')).to.include({ start: 0, end: 1_026 });
+      expect(logOf(compacted, 'status').instants).to.have.length(1_026);
+      expect(admissionsOf(kept, 'status')).to.have.length(1_026);
+    });
+
+    it('when a cap of 1 sees 3 000 admissions one window apart, then the storage never holds more than 1 025 instants', () => {
+      const policy: RateLimitPolicy = { ...roomy, limits: { ...roomy.limits, balance: 1 } };
+      let state = EMPTY_RATE_STATE;
+      let largest = 0;
+      for (let i = 0; i < 3_000; i++) {
+        const decision = decide(state, 'balance', T0 + i * 1_000, policy);
+        expect(decision.outcome).to.equal('admitted');
+        state = decision.state;
+        largest = Math.max(largest, logOf(state, 'balance').instants.length);
+      }
+
+      expect(largest).to.equal(1_025);
+      expect(admissionsOf(state, 'balance')).to.deep.equal([T0 + 2_999_000]);
+    });
+  });
+
+  describe('the configured policy', () => {
+    it('when the rate limits are configured, then the policy carries the window, every bucket cap and the suspension rule', () => {
+      const config = loadConfig({
+        env: {
+          RATE_LIMIT_WINDOW_MS: '30000',
+          RATE_LIMIT_SEND: '7',
+          RATE_LIMIT_STATUS: '8',
+          RATE_LIMIT_BALANCE: '9',
+          RATE_LIMIT_CALCULATE: '10',
+          RATE_LIMIT_MANAGEMENT: '11',
+          SUSPEND_AFTER_REJECTIONS: '5',
+          SUSPENSION_MS: '120000',
+        },
+      });
+
+      expect(ratePolicyOf(config)).to.deep.equal({
+        windowMs: 30_000,
+        limits: { send: 7, status: 8, balance: 9, calculate: 10, management: 11 },
+        suspendAfterRejections: 5,
+        suspensionMs: 120_000,
+      });
     });
   });
 

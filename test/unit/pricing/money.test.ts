@@ -3,12 +3,15 @@ import fc from 'fast-check';
 import {
   add,
   fromUnits,
+  isMoney,
   min,
   MONEY_DECIMALS,
   MONEY_SCALE,
   multiply,
   mustParseMoney,
   parseMoney,
+  parsePrice,
+  PRICE_RULE,
   subtract,
   sum,
   toDecimal,
@@ -92,6 +95,29 @@ describe('money', () => {
     });
   });
 
+  describe('parsePrice', () => {
+    it('when the text is a positive amount, then it is the price in units', () => {
+      expect(parsePrice('0.025')).to.equal(250);
+      expect(parsePrice('0.0001')).to.equal(1);
+      expect(parsePrice(' 12 ')).to.equal(120_000);
+    });
+
+    it('when the amount is zero, then it is no price', () => {
+      expect(parsePrice('0')).to.equal(null);
+      expect(parsePrice('0.0000')).to.equal(null);
+    });
+
+    it('when the text is not an amount, then it is no price', () => {
+      expect(parsePrice('-0.025')).to.equal(null);
+      expect(parsePrice('0.00001')).to.equal(null);
+      expect(parsePrice('free')).to.equal(null);
+    });
+
+    it('when a price is refused, then the field message says what a price must be', () => {
+      expect(PRICE_RULE).to.equal('must be a positive amount with at most 4 decimals');
+    });
+  });
+
   describe('mustParseMoney', () => {
     it('when the text is an amount, then it returns its units', () => {
       expect(mustParseMoney('0.05')).to.equal(500);
@@ -100,6 +126,21 @@ describe('money', () => {
     it('when the text is not an amount, then it throws a RangeError naming it', () => {
       expect(() => mustParseMoney('0.00001')).to.throw(RangeError, /at most 4 decimals: 0\.00001/);
       expect(() => mustParseMoney(-2)).to.throw(RangeError, /-2/);
+    });
+  });
+
+  describe('isMoney', () => {
+    it('when a stored value is a safe integer count of units, then it is money (negative and zero included)', () => {
+      expect(isMoney(1_500)).to.equal(true);
+      expect(isMoney(0)).to.equal(true);
+      expect(isMoney(-250)).to.equal(true);
+      expect(isMoney(Number.MAX_SAFE_INTEGER)).to.equal(true);
+    });
+
+    it('when a stored value is fractional, unsafe, not a number or missing, then it is not money', () => {
+      for (const value of [1.5, Number.MAX_SAFE_INTEGER + 1, Number.NaN, Number.POSITIVE_INFINITY, '1500', 1_500n, null, undefined]) {
+        expect(isMoney(value), String(value)).to.equal(false);
+      }
     });
   });
 

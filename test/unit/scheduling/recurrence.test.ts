@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import {
   expandRecurrence,
+  isRecurrenceRule,
   validateRule,
   type ExpansionWindow,
   type Frequency,
@@ -649,6 +650,15 @@ describe('scheduling: recurrence', () => {
       });
     });
 
+    it('when start_date is not a calendar date, then validateRule reports it and still returns a civil start date', () => {
+      const { start, end, issues } = validateRule(rule({ startDate: '2026-02-30', endDate: '2026-03-01' }));
+
+      expect(issues.map((i) => i.type)).to.deep.equal(['date.invalid']);
+      expect(start).to.have.all.keys('year', 'month', 'day');
+      expect([start.year, start.month, start.day].every(Number.isInteger)).to.equal(true);
+      expect(end).to.deep.equal({ year: 2026, month: 3, day: 1 });
+    });
+
     it('when end_date is one day before start_date, then validateRule reports date.min; the same day is fine', () => {
       expect(validateRule(rule({ startDate: '2026-05-01', endDate: '2026-04-30' })).issues.map((i) => i.type)).to.deep.equal(['date.min']);
       expect(validateRule(rule({ startDate: '2026-05-01', endDate: '2026-05-01' })).issues).to.deep.equal([]);
@@ -701,6 +711,34 @@ describe('scheduling: recurrence', () => {
     });
   });
 
+  describe('a rule read back from storage (isRecurrenceRule)', () => {
+    const stored = { startDate: '2026-05-01', endDate: '2026-06-01', frequency: 'weekly', interval: 2, times: ['08:00', '18:30'] };
+
+    it('when every field has its type, then it is a rule (an open end included)', () => {
+      expect(isRecurrenceRule(stored)).to.equal(true);
+      expect(isRecurrenceRule({ ...stored, endDate: null })).to.equal(true);
+      expect(isRecurrenceRule({ ...stored, times: [] })).to.equal(true);
+    });
+
+    const broken: [string, unknown][] = [
+      ['not a record', null],
+      ['an array', [stored]],
+      ['a start date that is not text', { ...stored, startDate: 20260501 }],
+      ['no start date', { ...stored, startDate: undefined }],
+      ['an end date that is not text', { ...stored, endDate: 20260601 }],
+      ['an unknown frequency', { ...stored, frequency: 'hourly' }],
+      ['a fractional interval', { ...stored, interval: 1.5 }],
+      ['an interval as text', { ...stored, interval: '2' }],
+      ['times that are not a list', { ...stored, times: '08:00' }],
+      ['a time that is not text', { ...stored, times: ['08:00', 1830] }],
+    ];
+    for (const [what, value] of broken) {
+      it(`when the stored value has ${what}, then it is not a rule`, () => {
+        expect(isRecurrenceRule(value)).to.equal(false);
+      });
+    }
+  });
+
   describe('the last year a date can be written in (9999)', () => {
     it('when monthly on the 31st runs through 9999, then every month of 9999 having a 31st counts', () => {
       const result = expandRecurrence(
@@ -726,6 +764,54 @@ describe('scheduling: recurrence', () => {
         window('2026-06-01T00:00:00Z'),
       );
       expect(instantsOf(result)).to.deep.equal(['9996-02-29T09:00:00.000Z']);
+    });
+
+    it('when an open-ended daily rule runs past 9999-12-31, then the days that cannot be written are left out', () => {
+      // the horizon reaches into year 10 000, whose dates have no YYYY-MM-DD form
+      const result = expandRecurrence(rule({ startDate: '9999-12-30', endDate: null }), KINSHASA, window('9999-06-01T00:00:00Z'));
+
+      expect(result).to.deep.equal({
+        ok: true,
+        instants: [Date.parse('9999-12-30T09:00:00Z'), Date.parse('9999-12-31T09:00:00Z')],
+        reachedLimit: false,
+      });
+    });
+  });
+
+  describe('dates far in the past (the clock is given)', () => {
+    it('when a monthly rule on the 31st lies before 1970, then the months lacking a 31st are skipped and the rule goes on', () => {
+      const result = expandRecurrence(
+        rule({ startDate: '1969-01-31', endDate: '1969-12-31', frequency: 'monthly' }),
+        KINSHASA,
+        window('1968-12-01T00:00:00Z'),
+      );
+
+      expect(instantsOf(result)).to.deep.equal([
+        '1969-01-31T09:00:00.000Z',
+        '1969-03-31T09:00:00.000Z',
+        '1969-05-31T09:00:00.000Z',
+        '1969-07-31T09:00:00.000Z',
+        '1969-08-31T09:00:00.000Z',
+        '1969-10-31T09:00:00.000Z',
+        '1969-12-31T09:00:00.000Z',
+      ]);
+    });
+
+    it('when the days lie before year 1000, then their dates are still written with four digits and expand', () => {
+      const result = expandRecurrence(rule({ startDate: '0999-12-30', endDate: '1000-01-01' }), 'UTC', window('0999-12-01T00:00:00Z'));
+
+      expect(instantsOf(result)).to.deep.equal(['0999-12-30T10:00:00.000Z', '0999-12-31T10:00:00.000Z', '1000-01-01T10:00:00.000Z']);
+    });
+
+    it('when a daily rule started in year 1, then the expansion skips ahead to now instead of walking two thousand years', () => {
+      const started = performance.now();
+
+      const result = expandRecurrence(rule({ startDate: '0001-01-01', endDate: null }), KINSHASA, window('2026-03-27T00:00:00Z'));
+
+      const elapsedMs = performance.now() - started;
+      expect(instantsOf(result)).to.have.length(365);
+      // walking every day since year 1 takes seconds; skipping ahead takes a few milliseconds
+      expect(elapsedMs).to.be.below(1_500);
     });
   });
 
