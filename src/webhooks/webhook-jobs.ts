@@ -56,7 +56,10 @@ export function webhookEventsEffect(origin: WebhookOrigin, events: readonly [Web
  */
 export function mergeWebhookEffects<F extends { readonly topic: string }>(effects: readonly F[]): (F | WebhookEffect)[] {
   const isWebhook = (effect: F | WebhookEffect): effect is WebhookEffect => effect.topic === WEBHOOK_TOPIC;
-  if (effects.filter(isWebhook).length < 2) return [...effects];
+  // most records hold one webhook entry or none: left as they are without building anything
+  let webhooks = 0;
+  for (const effect of effects) if (isWebhook(effect)) webhooks++;
+  if (webhooks < 2) return [...effects];
   const merged: (F | WebhookEffect)[] = [];
   const byOrigin = new Map<string, { index: number; origin: WebhookOrigin; events: WebhookEvent[] }>();
   for (const effect of effects) {

@@ -48,7 +48,7 @@ let requestsMended = false;
  * giving up, the connection closing) is the client's own, unchanged. The test of this module checks both paths
  * against the installed client, so an upgrade that changes them fails there.
  */
-export function mendRequestCancel(): void {
+function mendRequestCancel(): void {
   if (requestsMended) return;
   requestsMended = true;
   const prototype = RequestOne.prototype;
