@@ -112,7 +112,16 @@ async function expectOnly201sApplied(
     const spent = accepted.filter((a) => a.merchant === merchant).reduce((sum, a) => sum + a.cost, 0);
     // a 500 that was applied costs what the same send costs: one recipient at its price (0.02 here)
     const spentUnknown = unknownApplied.filter((a) => a.merchant === merchant).length * toUnits(0.02);
-    const balance = await call(`${cluster.running()[0]!.api}/balance`, { key: merchant.apiKey });
+    // shards may still be changing hands after a freeze: a 503/1402 there says "retry", so the read is retried
+    const balance = await eventually(
+      async () => {
+        const read = await call(`${cluster.running()[0]!.api}/balance`, { key: merchant.apiKey });
+        return read.status === 503 ? null : read;
+      },
+      60_000,
+      `the balance of ${merchant.merchantId}`,
+      250,
+    );
     expect(balance.status, balance.text).to.equal(200);
     expect(toUnits((balance.body as { data: { balance: number } }).data.balance), `balance of ${merchant.merchantId}`).to.equal(
       toUnits(Number(FUNDING)) - spent - spentUnknown,
