@@ -51,7 +51,6 @@ export function createUseCases(options: UseCaseOptions) {
   const { directory, catalog } = options.readModels;
   const sending = createSendMessageUseCase({
     router,
-    directory,
     catalog,
     clock,
     newMessageId: ids.messageId,
@@ -61,6 +60,7 @@ export function createUseCases(options: UseCaseOptions) {
     webhookUrlPolicy: webhookUrlPolicyOf(config),
     decidedWaitMs: requestBudgetMs,
     followUpDone,
+    ownerKnown: (messageId, merchantId) => { directory.rememberOwner(messageId, merchantId); },
     ...(options.faults ? { faults: options.faults } : {}),
   });
   const useCases: UseCases = {

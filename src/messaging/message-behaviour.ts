@@ -5,4 +5,4 @@
 export * from './message/message-types.js';
 export { applyMessageEvent, applyMessageEvents, EMPTY_MESSAGE, isSettled, recipientTransitions } from './message/message-evolve.js';
 export type { MessageEffect } from './message/message-effects.js';
-export { createMessageBehaviour, messageHostPolicy, withKeyWebhook } from './message/message-decide.js';
+export { createMessageBehaviour, messageHostPolicy, messageOwnerOf, withKeyWebhook } from './message/message-decide.js';

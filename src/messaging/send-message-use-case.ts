@@ -3,7 +3,6 @@ import type { ActorRouter } from '../cluster/actor-router.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
-import type { Directory } from '../libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
@@ -33,7 +32,6 @@ export interface SendMessageOutcome {
 
 export interface SendMessageDependencies {
   readonly router: ActorRouter;
-  readonly directory: Directory;
   readonly catalog: MerchantCatalog;
   readonly clock: Clock;
   readonly newMessageId: IdGenerator;
@@ -49,6 +47,11 @@ export interface SendMessageDependencies {
    * outbox (and answering 201 all the same: the creation is journaled with the charge).
    */
   readonly decidedWaitMs: number;
+  /**
+   * The message exists: its owner (recorded with its creation) may be remembered in memory, so its receipts and
+   * status reads find it without a lookup.
+   */
+  readonly ownerKnown?: (messageId: string, merchantId: string) => void;
   /** Marks the charge's follow-up done once the message exists (batched by the caller). */
   readonly followUpDone: (outboxId: string) => void;
   /** Test-only fault injection between the two writes of a send. */
@@ -72,12 +75,12 @@ function canonicalJson(value: unknown): string {
 
 export function createSendMessageUseCase(deps: SendMessageDependencies) {
   /**
-   * Second half of a send, also run by the outbox relay after a crash between the charge and the creation:
-   * ownership first (so status finds it), then the message. Both steps are idempotent.
+   * Second half of a send, also run by the outbox relay after a crash between the charge and the creation: the
+   * message, whose creation record also records its owner (so status finds it). Idempotent.
    */
   async function completeCreation(spec: MessageSpec): Promise<void> {
-    await deps.directory.recordMessageOwner(spec.messageId, spec.merchantId, deps.clock.now());
     await deps.router.message(spec.merchantId, spec.messageId).ask({ type: 'create', spec });
+    deps.ownerKnown?.(spec.messageId, spec.merchantId);
     deps.followUpDone(followUpId(spec.messageId));
   }
 

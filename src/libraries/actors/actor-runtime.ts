@@ -1,5 +1,5 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
-import { type Fence, type Journal, type OutboxEntry } from '../persistence/journal-port.js';
+import { type Fence, type Journal, type OutboxEntry, type OwnerEntry } from '../persistence/journal-port.js';
 import {
   applyEvents,
   COMPACT_JOURNAL,
@@ -103,6 +103,7 @@ interface StoredRecord {
   readonly events: readonly unknown[];
   readonly outbox: readonly OutboxEntry[];
   readonly retire?: readonly string[];
+  readonly owner?: OwnerEntry;
   readonly at: number;
 }
 
@@ -198,6 +199,7 @@ function journalEngine(
         events: record.events,
         outbox: record.outbox,
         ...(record.retire && record.retire.length > 0 ? { retire: record.retire } : {}),
+        ...(record.owner ? { owner: record.owner } : {}),
         at: record.at,
         ...(fence ? { fence: fence as Fence } : {}),
       });
@@ -332,7 +334,14 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
 
         if (events.length > 0 || effects.length > 0 || retire.length > 0) {
           const outbox = (policy.packEffects ? policy.packEffects(effects) : effects).map((effect) => ({ ...effect, shard: self.shard }));
-          const record: StoredRecord = retire.length > 0 ? { events, outbox, retire, at: now } : { events, outbox, at: now };
+          const owner = policy.ownerOf?.(events);
+          const record: StoredRecord = {
+            events,
+            outbox,
+            ...(retire.length > 0 ? { retire } : {}),
+            ...(owner ? { owner } : {}),
+            at: now,
+          };
           const fence = hostOptions.fenceOf?.(self.shard);
           try {
             await context.persist(record, [], ...(fence ? [fence] : []));

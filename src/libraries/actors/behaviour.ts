@@ -1,3 +1,5 @@
+import type { OwnerEntry } from '../persistence/journal-port.js';
+
 /** What a behaviour may use besides its state and command: the time and fresh ids, supplied by the wrapper. */
 export interface BehaviourContext {
   readonly now: number;
@@ -118,6 +120,11 @@ export interface HostPolicy<S, C extends Command, E> {
    * per record). Ids must stay stable: the same effects give the same entries.
    */
   packEffects?(effects: readonly Effect[]): readonly Effect[];
+  /**
+   * The owner a record's events establish (a message created for its merchant), written with the record so the
+   * directory finds the owner exactly when the creation is durable; undefined for a record that creates nothing.
+   */
+  ownerOf?(events: readonly E[]): OwnerEntry | undefined;
 }
 
 export function foldEvents<S, E>(apply: (state: S, event: E) => S, state: S, events: readonly E[]): S {

@@ -57,7 +57,6 @@ export interface Directory {
   replaceKeyHash(keyId: string, hash: string, display: string): Promise<void>;
   markKeyDeleted(keyId: string, at: number): Promise<void>;
 
-  /** Idempotent: recording the same owner twice is a no-op. */
-  recordMessageOwner(messageId: string, merchantId: string, at: number): Promise<void>;
+  /** The merchant owning a message, recorded with the message's creation (JournalAppend.owner); null if unknown. */
   messageOwner(messageId: string): Promise<string | null>;
 }

@@ -21,6 +21,16 @@ export interface Fence {
   readonly epoch: number;
 }
 
+/**
+ * Who owns what a record creates (the merchant of a message), for the directory's owner lookup
+ * (`Directory.messageOwner`): written with the record, in the same write, so the thing is findable exactly when its
+ * creation is durable. An owner already recorded for the id stays.
+ */
+export interface OwnerEntry {
+  readonly id: string;
+  readonly owner: string;
+}
+
 export interface JournalAppend {
   readonly key: string;
   /** The sequence number this append takes: one more than the last one the writer saw. */
@@ -34,6 +44,8 @@ export interface JournalAppend {
    * take a retired entry that was already on its way as a no-op.
    */
   readonly retire?: readonly string[];
+  /** The owner the record establishes, if it creates something owned (see OwnerEntry). */
+  readonly owner?: OwnerEntry;
   readonly at: number;
   readonly fence?: Fence;
 }

@@ -1,4 +1,5 @@
 import type { Behaviour, BehaviourContext, HostPolicy } from '../../libraries/actors/behaviour.js';
+import type { OwnerEntry } from '../../libraries/persistence/journal-port.js';
 import { multiply, ZERO } from '../../pricing/money.js';
 import type { WalletAdjustment } from '../../wallets/wallet-adjustments.js';
 import type { WebhookPresence } from '../../webhooks/webhook-presence.js';
@@ -342,8 +343,16 @@ export function messageHostPolicy(keys?: Pick<WebhookPresence, 'mayHaveWebhook'>
     settled: isSettled,
     // the webhook events of a record (a batch of receipts yields several per recipient) go as one outbox entry
     packEffects: mergeWebhookEffects,
+    // the record creating a message makes its merchant the owner status and receipts look up
+    ownerOf: messageOwnerOf,
     ...(keys ? { withInputs: (state: MessageState, command: MessageCommand) => withKeyWebhook(keys, state, command) } : {}),
   };
+}
+
+/** The owner a message's creation establishes: its merchant. */
+export function messageOwnerOf(events: readonly MessageEvent[]): OwnerEntry | undefined {
+  for (const event of events) if (event.type === 'message_created') return { id: event.spec.messageId, owner: event.spec.merchantId };
+  return undefined;
 }
 
 /** The command with what `keys` knows of the message's key, for the commands that can yield webhook events. */

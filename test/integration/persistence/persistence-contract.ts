@@ -176,6 +176,38 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       expect((await store.outbox.pending({ limit: 100 })).map((e) => e.id).sort()).to.deep.equal(keys.map((key) => `event:${key}`).sort());
     });
 
+    it('when an append establishes an owner, then the directory finds it; an id never recorded has none', async () => {
+      await store.journal.append(append('message:msg_1', 1, [{ type: 'message_created' }], { owner: { id: 'msg_1', owner: 'mer_1' } }));
+      expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
+      expect(await store.directory.messageOwner('msg_2')).to.equal(null);
+    });
+
+    it('when an append establishing an owner is refused, then no owner is recorded by it, and a recorded owner stays', async () => {
+      await store.journal.append(append('message:msg_1', 1, [{}], { owner: { id: 'msg_1', owner: 'mer_1' } }));
+      const refused = await store.journal
+        .append(append('message:msg_1', 1, [{}], { owner: { id: 'msg_1', owner: 'mer_2' } }))
+        .catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(JournalConflictError);
+      expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
+      // a later record naming another owner (a repeated creation) does not change it either
+      await store.journal.append(append('message:msg_1', 2, [{}], { owner: { id: 'msg_1', owner: 'mer_3' } }));
+      expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
+    });
+
+    it('when 600 appends establish owners at once (one batch), 100 of them repeats, then every message has its owner and appends without one record none', async () => {
+      const ids = Array.from({ length: 500 }, (_, i) => `msg_many_${i}`);
+      await Promise.all([
+        ...ids.map((id, i) => store.journal.append(append(`message:${id}`, 1, [{}], { owner: { id, owner: `mer_${i % 7}` } }))),
+        ...ids
+          .slice(0, 100)
+          .map((id, i) => store.journal.append(append(`message:${id}`, 2, [{}], { owner: { id, owner: `mer_${i % 7}` } }))),
+        ...Array.from({ length: 50 }, (_, i) => store.journal.append(append(`message:msg_none_${i}`, 1, [{}]))),
+      ]);
+      const owners = await Promise.all(ids.map((id) => store.directory.messageOwner(id)));
+      expect(owners).to.deep.equal(ids.map((_, i) => `mer_${i % 7}`));
+      expect(await store.directory.messageOwner('msg_none_0')).to.equal(null);
+    });
+
     it('when pending entries are listed, then they can be restricted to shards and to older entries, oldest first', async () => {
       await store.journal.append(append('a', 1, [{}], { at: 1000, outbox: [{ id: 'a1', topic: 't', payload: {}, shard: 1 }] }));
       await store.journal.append(append('b', 1, [{}], { at: 2000, outbox: [{ id: 'b1', topic: 't', payload: {}, shard: 2 }] }));
@@ -333,23 +365,6 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       expect((await store.directory.key('key_1'))?.deletedAt).to.equal(99);
       const duplicate = await store.directory.registerKey({ ...key, keyId: 'key_2', hash: 'b'.repeat(64) }).catch((e: unknown) => e);
       expect(duplicate).to.be.instanceOf(DuplicateRecordError);
-    });
-
-    it('when a message owner is recorded twice, then the first owner stays', async () => {
-      await store.directory.recordMessageOwner('msg_1', 'mer_1', 1);
-      await store.directory.recordMessageOwner('msg_1', 'mer_2', 2);
-      expect(await store.directory.messageOwner('msg_1')).to.equal('mer_1');
-      expect(await store.directory.messageOwner('msg_2')).to.equal(null);
-    });
-
-    it('when 600 owner records arrive at once, 100 of them repeats (a retried creation), then every message has its owner', async () => {
-      const ids = Array.from({ length: 500 }, (_, i) => `msg_many_${i}`);
-      await Promise.all([
-        ...ids.map((id, i) => store.directory.recordMessageOwner(id, `mer_${i % 7}`, 1_700_000_000_000 + i)),
-        ...ids.slice(0, 100).map((id, i) => store.directory.recordMessageOwner(id, `mer_${i % 7}`, 2)),
-      ]);
-      const owners = await Promise.all(ids.map((id) => store.directory.messageOwner(id)));
-      expect(owners).to.deep.equal(ids.map((_, i) => `mer_${i % 7}`));
     });
   });
 

@@ -867,6 +867,24 @@ describe('message behaviour', () => {
     });
   });
 
+  describe('owner (recorded with the creation, for status reads and receipts)', () => {
+    const ownerOf = (events: readonly MessageEvent[]) => messageHostPolicy().ownerOf?.(events);
+
+    it("when a record creates the message, then it establishes the spec's merchant as the owner of the message id", () => {
+      const story = createStory();
+      const created = story.create(immediateSpec());
+      expect(ownerOf(created.events)).to.deep.equal({ id: MESSAGE_ID, owner: MERCHANT });
+    });
+
+    it('when a record creates nothing (a repeated create, a receipt, a status read), then it establishes no owner', () => {
+      const story = createStory();
+      story.create(immediateSpec());
+      expect(ownerOf(story.create(immediateSpec()).events), 'a repeated create').to.equal(undefined);
+      expect(ownerOf(story.receipt(receipt(0, 'delivered', T0 + MINUTE)).events), 'a receipt').to.equal(undefined);
+      expect(ownerOf([]), 'no event').to.equal(undefined);
+    });
+  });
+
   describe('receipt deadlines (retired once nothing waits for them)', () => {
     it('when the receipt that makes the last recipient final arrives, then it retires the occurrence’s deadline, and no receipt before it does', () => {
       const story = createStory();

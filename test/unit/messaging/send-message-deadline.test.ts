@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { createDomainHosts, createLocalActorRouter } from '../../../src/cluster/actor-router.js';
+import { createDomainHosts, createLocalActorRouter, type ActorRouter, type MessageRef } from '../../../src/cluster/actor-router.js';
 import { createActorRuntime, type ActorRuntime } from '../../../src/libraries/actors/actor-runtime.js';
 import { withDeadline } from '../../../src/libraries/actors/request-deadline.js';
 import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
-import type { Directory, MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
+import type { MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../../../src/merchants/merchant-catalog.js';
 import { createSendMessageUseCase } from '../../../src/messaging/send-message-use-case.js';
 import { mustParseMoney } from '../../../src/pricing/money.js';
@@ -37,7 +37,8 @@ describe('send use case under a deadline', () => {
   const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
   /** Run inside each step of the fakes, in order: the test moves the clock there. */
   let onPricing: () => void;
-  let onRecordOwner: () => void;
+  let onCreate: () => void;
+  let ownersKnown: string[];
   let followUpsDone: string[];
   let sending: ReturnType<typeof useCase>['sending'];
 
@@ -52,7 +53,21 @@ describe('send use case under a deadline', () => {
       },
       idempotencyTtlMs: 86_400_000,
     });
-    const router = createLocalActorRouter(hosts, 4);
+    const routed = createLocalActorRouter(hosts, 4);
+    // the creation, the first step after the charge, runs onCreate just before it is asked
+    const router: ActorRouter = {
+      wallet: (merchantId) => routed.wallet(merchantId),
+      apiKey: (merchantId, keyId) => routed.apiKey(merchantId, keyId),
+      shardOf: (merchantId) => routed.shardOf(merchantId),
+      message(merchantId, messageId) {
+        const ref = routed.message(merchantId, messageId);
+        const ask: MessageRef['ask'] = (command, options) => {
+          if (command.type === 'create') onCreate();
+          return ref.ask(command, options);
+        };
+        return { key: ref.key, ask };
+      },
+    };
     const catalog = {
       merchant: () => Promise.resolve(MERCHANT),
       priceList: () => {
@@ -60,15 +75,8 @@ describe('send use case under a deadline', () => {
         return Promise.resolve(createPriceList([], mustParseMoney('0.01')));
       },
     } as unknown as MerchantCatalog;
-    const directory = {
-      recordMessageOwner: () => {
-        onRecordOwner();
-        return Promise.resolve();
-      },
-    } as unknown as Directory;
     const sending = createSendMessageUseCase({
       router,
-      directory,
       catalog,
       clock,
       newMessageId: createSequentialIds('msg'),
@@ -78,6 +86,7 @@ describe('send use case under a deadline', () => {
       webhookUrlPolicy: { publicAddressesOnly: false, allowHttpLocalhost: true },
       decidedWaitMs: BUDGET_MS,
       followUpDone: (id) => followUpsDone.push(id),
+      ownerKnown: (messageId, merchantId) => ownersKnown.push(`${messageId}:${merchantId}`),
     });
     return { router, sending };
   }
@@ -96,8 +105,9 @@ describe('send use case under a deadline', () => {
     journal = createMemoryJournal();
     runtime = createActorRuntime({ journal, clock, newId: createSequentialIds('id') });
     onPricing = () => undefined;
-    onRecordOwner = () => undefined;
+    onCreate = () => undefined;
     followUpsDone = [];
+    ownersKnown = [];
     const built = useCase();
     const router = built.router;
     sending = built.sending;
@@ -125,7 +135,7 @@ describe('send use case under a deadline', () => {
       clock.advance(BUDGET_MS - REAL_MARGIN_MS);
     };
     // the first step after the charge finds the deadline passed: it must go on all the same
-    onRecordOwner = () => {
+    onCreate = () => {
       clock.advance(REAL_MARGIN_MS + 10);
     };
     const result = await send();
@@ -133,11 +143,12 @@ describe('send use case under a deadline', () => {
     expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
     expect(journal.records('message:msg-1').flatMap((r) => r.events as { type: string }[])[0]?.type).to.equal('message_created');
     expect(followUpsDone).to.deep.equal(['create:msg-1']);
+    expect(ownersKnown, 'the owner the creation recorded, remembered').to.deep.equal(['msg-1:m1']);
   });
 
   it('when the creation keeps failing after the charge, then it is tried again until the bound, and the send is answered as accepted, left to the outbox', async () => {
     let attempts = 0;
-    onRecordOwner = () => {
+    onCreate = () => {
       attempts++;
       clock.advance(1_000);
       throw new Error('database unreachable');
@@ -148,6 +159,7 @@ describe('send use case under a deadline', () => {
     expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
     // the follow-up journaled with the charge stays in the outbox: the relay creates the message
     expect(followUpsDone).to.deep.equal([]);
+    expect(ownersKnown).to.deep.equal([]);
     expect((await journal.pending({ limit: 10 })).map((entry) => entry.id)).to.include('create:msg-1');
   });
 });

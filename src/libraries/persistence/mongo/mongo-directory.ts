@@ -168,15 +168,6 @@ export function createMongoDirectory(c: Collections): Directory {
       await c.apiKeys.updateOne({ _id: keyId, deletedAt: null }, { $set: { deletedAt: at } });
     },
 
-    async recordMessageOwner(messageId, merchantId, at) {
-      try {
-        await c.messageOwners.updateOne({ _id: messageId }, { $setOnInsert: { merchantId, createdAt: at } }, { upsert: true });
-      } catch (error) {
-        // two concurrent first recordings: the other one inserted, and the first owner stays either way
-        if (!isDuplicateKey(error)) throw error;
-      }
-    },
-
     async messageOwner(messageId) {
       const doc = await c.messageOwners.findOne({ _id: messageId });
       return doc?.merchantId ?? null;

@@ -138,6 +138,28 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
   }
 
   /**
+   * The owners the appends establish, recorded just before their records (no multi-document transaction on a
+   * standalone server). A failure between the two leaves an owner whose thing was never created, which a lookup
+   * answers like an unknown id (ids are never reused); the other order could leave a created thing nobody finds.
+   * Concurrent first recordings of one id: the first owner stays either way.
+   */
+  async function recordOwners(appends: readonly JournalAppend[]): Promise<void> {
+    const owners = appends.flatMap((a) => (a.owner ? [{ ...a.owner, at: a.at }] : []));
+    if (owners.length === 0) return;
+    try {
+      await c.messageOwners.bulkWrite(
+        owners.map((o) => ({
+          updateOne: { filter: { _id: o.id }, update: { $setOnInsert: { merchantId: o.owner, createdAt: o.at } }, upsert: true },
+        })),
+        { ordered: false },
+      );
+    } catch (error) {
+      const duplicatesOnly = error instanceof MongoBulkWriteError && listOf(error.writeErrors).every((e) => e.code === DUPLICATE_KEY);
+      if (!duplicatesOnly) throw error;
+    }
+  }
+
+  /**
    * What written appends retire, just after their insert (no multi-document transaction on a standalone server). The
    * appends are written whatever happens here: a failure leaves the entries pending, and their consumers take them
    * as the no-ops they have become.
@@ -201,6 +223,12 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
         }
       }
       if (docs.length === 0) return;
+      try {
+        await recordOwners(sending.map((pending) => pending.item));
+      } catch (error) {
+        for (const pending of sending) pending.reject(error);
+        return;
+      }
 
       let failed: ReadonlyMap<number, boolean> = new Map();
       let othersWritten = true;

@@ -1,6 +1,5 @@
 import type { GatewayEnvironment } from '../../config/config.js';
 import { type Directory, type KeyRecord, type MerchantRecord, type PricingRowRecord } from '../directory-port.js';
-import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, settledTogether, type GroupCommitOptions } from '../group-commit.js';
 import type { SqlExecutor } from './sql-executor.js';
 import { DuplicateRecordError } from '../../errors/internal-errors.js';
 
@@ -60,25 +59,7 @@ function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
 }
 
-interface OwnerRecord {
-  readonly messageId: string;
-  readonly merchantId: string;
-  readonly at: number;
-}
-
-export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOptions = DEFAULT_GROUP_COMMIT_OPTIONS): Directory {
-  // one statement for the owners of every send waiting at once
-  const recordOwner = createGroupCommit<OwnerRecord>(
-    groupCommit,
-    settledTogether(async (owners) => {
-      await db.query(
-        `INSERT INTO message_owners (message_id, merchant_id, created_at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) ON CONFLICT (message_id) DO NOTHING`,
-        [owners.map((o) => o.messageId), owners.map((o) => o.merchantId), owners.map((o) => o.at)],
-      );
-    }),
-  );
-
+export function createSqlDirectory(db: SqlExecutor): Directory {
   async function merchant(id: string): Promise<MerchantRecord | null> {
     const rows = await db.query<MerchantRow>(`SELECT ${MERCHANT_COLUMNS} FROM merchants WHERE id = $1`, [id]);
     return rows[0] ? toMerchant(rows[0]) : null;
@@ -215,8 +196,6 @@ export function createSqlDirectory(db: SqlExecutor, groupCommit: GroupCommitOpti
     async markKeyDeleted(keyId, at) {
       await db.query('UPDATE api_keys SET deleted_at = $2 WHERE key_id = $1 AND deleted_at IS NULL', [keyId, at]);
     },
-
-    recordMessageOwner: (messageId, merchantId, at) => recordOwner({ messageId, merchantId, at }),
 
     async messageOwner(messageId) {
       const rows = await db.query<{ merchant_id: string }>('SELECT merchant_id FROM message_owners WHERE message_id = $1', [messageId]);

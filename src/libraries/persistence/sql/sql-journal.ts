@@ -17,7 +17,7 @@ export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMM
 
 // One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
 // taken, writes the outbox entries of exactly the appends that went in, and removes the entries those appends
-// retire (only entries of their own key).
+// retire (only entries of their own key) and the owners they establish.
 const APPEND_BATCH_SQL = `
 WITH input AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
@@ -45,6 +45,12 @@ WITH input AS (
   USING jsonb_to_recordset($3::jsonb) AS r(id text, key text, seq bigint)
   JOIN written w ON w.key = r.key AND w.seq = r.seq
   WHERE outbox.id = r.id AND outbox.key = r.key
+), owned AS (
+  INSERT INTO message_owners (message_id, merchant_id, created_at)
+  SELECT o.id, o.owner, o.at
+  FROM jsonb_to_recordset($4::jsonb) AS o(id text, owner text, at bigint, key text, seq bigint)
+  JOIN written w ON w.key = o.key AND w.seq = o.seq
+  ON CONFLICT (message_id) DO NOTHING
 )
 SELECT key, seq::float8 AS seq FROM written`;
 
@@ -91,11 +97,12 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       })),
     );
     const retiredRows = appends.flatMap((a) => (a.retire ?? []).map((id) => ({ id, key: a.key, seq: a.seq })));
+    const ownerRows = appends.flatMap((a) => (a.owner ? [{ id: a.owner.id, owner: a.owner.owner, at: a.at, key: a.key, seq: a.seq }] : []));
     let written: readonly { key: string; seq: number }[];
     try {
       written = await db.query<{ key: string; seq: number }>(
         APPEND_BATCH_SQL,
-        [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows)],
+        [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows), JSON.stringify(ownerRows)],
         {
           prepare: true,
         },

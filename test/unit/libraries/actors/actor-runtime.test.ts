@@ -275,6 +275,27 @@ describe('actor runtime', () => {
     ]);
   });
 
+  it('when the host policy names an owner for a record, then its append carries it; a record without one carries none', async () => {
+    const appends: JournalAppend[] = [];
+    const append = journal.append.bind(journal);
+    journal.append = (a) => {
+      appends.push(a);
+      return append(a);
+    };
+    // the record whose events add 5 or more establishes an owner
+    const owning = {
+      ownerOf: (events: readonly CounterEvent[]) =>
+        events.some((e) => e.amount >= 5) ? { id: 'owned-thing', owner: 'someone' } : undefined,
+    };
+    const counters = runtime.host(counterBehaviour, HOST, owning);
+    await counters.ref('owner', 7).ask({ type: 'add', amount: 1 });
+    await counters.ref('owner', 7).ask({ type: 'add', amount: 5 });
+    expect(appends.map((a) => [a.seq, a.owner ?? null])).to.deep.equal([
+      [1, null],
+      [2, { id: 'owned-thing', owner: 'someone' }],
+    ]);
+  });
+
   describe('onRecorded: each durable record, with the state before it', () => {
     type Recorded = RecordedEvents<CounterState, CounterEvent>;
 

@@ -6,14 +6,9 @@ import { withMessageOwnerCache } from '../../../../src/libraries/persistence/mes
 function fakeDirectory() {
   const owners = new Map<string, string>();
   const waiting: (() => void)[] = [];
-  const calls = { lookups: 0, records: 0 };
+  const calls = { lookups: 0 };
   let failNext = false;
   const directory = {
-    recordMessageOwner(messageId: string, merchantId: string) {
-      calls.records++;
-      if (!owners.has(messageId)) owners.set(messageId, merchantId);
-      return Promise.resolve();
-    },
     messageOwner(messageId: string) {
       calls.lookups++;
       const fail = failNext;
@@ -25,7 +20,7 @@ function fakeDirectory() {
         });
       });
     },
-  } as Pick<Directory, 'recordMessageOwner' | 'messageOwner'> as Directory;
+  } as Pick<Directory, 'messageOwner'> as Directory;
   return {
     directory,
     owners,
@@ -48,12 +43,20 @@ async function lookup(fake: ReturnType<typeof fakeDirectory>, cached: Directory,
 }
 
 describe('message owner cache', () => {
-  it('when a message owner was recorded through the cache, then looking it up asks the database nothing', async () => {
+  it('when this node remembered a message owner (its creation just recorded it), then looking it up asks the database nothing', async () => {
     const fake = fakeDirectory();
     const cached = withMessageOwnerCache(fake.directory, 10);
-    await cached.recordMessageOwner('msg_1', 'mer_1', 1);
+    cached.rememberOwner('msg_1', 'mer_1');
     expect(await cached.messageOwner('msg_1')).to.equal('mer_1');
-    expect(fake.calls).to.deep.equal({ lookups: 0, records: 1 });
+    expect(fake.calls).to.deep.equal({ lookups: 0 });
+  });
+
+  it('when an owner is remembered again with another merchant, then the first stays (an owner never changes)', async () => {
+    const fake = fakeDirectory();
+    const cached = withMessageOwnerCache(fake.directory, 10);
+    cached.rememberOwner('msg_1', 'mer_1');
+    cached.rememberOwner('msg_1', 'mer_2');
+    expect(await cached.messageOwner('msg_1')).to.equal('mer_1');
   });
 
   it('when a known message is looked up twice, then the database is asked once', async () => {
@@ -98,10 +101,11 @@ describe('message owner cache', () => {
 
   it('when more owners than the limit are remembered, then the oldest is forgotten first', async () => {
     const fake = fakeDirectory();
+    fake.owners.set('msg_1', 'mer_1');
     const cached = withMessageOwnerCache(fake.directory, 2);
-    await cached.recordMessageOwner('msg_1', 'mer_1', 1);
-    await cached.recordMessageOwner('msg_2', 'mer_2', 2);
-    await cached.recordMessageOwner('msg_3', 'mer_3', 3);
+    cached.rememberOwner('msg_1', 'mer_1');
+    cached.rememberOwner('msg_2', 'mer_2');
+    cached.rememberOwner('msg_3', 'mer_3');
     expect(await cached.messageOwner('msg_3')).to.equal('mer_3');
     expect(await cached.messageOwner('msg_2')).to.equal('mer_2');
     expect(fake.calls.lookups, 'the two newest are remembered').to.equal(0);
