@@ -24,6 +24,8 @@
  *       gateway: the node, PostgreSQL's server and backends, nats-server, the connector);
  *   (d) the gateway's database rows per message during (b) (pg_stat_database tup_inserted + tup_deleted of its
  *       database, read after the statistics are flushed); Kannel keeps no database;
+ *   (e) the gateway's database transactions (pg_stat_database xact_commit) and NATS messages in and out (the
+ *       server's /varz) per message during (b);
  *   (a) then submit throughput: the same closed loop for --duration-s: requests/s, p50/p99 latency (accepted into
  *       the system's queue: what it leaves queued is not awaited).
  * Prints a Markdown table (medians over the rounds, ratios gateway / Kannel, then each round) and a JSON line.
@@ -74,9 +76,10 @@ import {
   type BenchSystem,
   type RowCounts,
   type SystemRound,
+  type TrafficCounts,
   type TableShape,
 } from './kannel-report.js';
-import { between, perSend, readDatabaseCounters, sendCosts, type CounterSample } from './cluster-costs.js';
+import { between, perSend, readDatabaseCounters, readNatsCounters, sendCosts, type CounterSample } from './cluster-costs.js';
 import { sampleProcessCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -273,6 +276,16 @@ function rowsBetween(before: CounterSample, after: CounterSample, messages: numb
   };
 }
 
+/** Database transactions and NATS messages per message between two readings (NaN for a counter not read). */
+function trafficBetween(before: CounterSample, after: CounterSample, messages: number): TrafficCounts {
+  const figures = perSend(between(before, after), messages);
+  return {
+    dbTransactions: figures['db.transactions'] ?? Number.NaN,
+    natsIn: figures['nats.in_msgs'] ?? Number.NaN,
+    natsOut: figures['nats.out_msgs'] ?? Number.NaN,
+  };
+}
+
 function cpuDelta(
   before: Readonly<Record<string, number>> | null,
   after: Readonly<Record<string, number>> | null,
@@ -356,6 +369,8 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
     },
     nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
     fromBuild: FROM_BUILD,
+    // /varz: the NATS messages per message
+    natsMonitoring: true,
   });
   cleanups.unshift(() => cluster.stop());
   const connector = await startSmppConnector({
@@ -413,7 +428,12 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
       const counters = await readDatabaseCounters(<T extends object>(text: string, params?: readonly unknown[]) =>
         cluster.sql<T>(text, params),
       );
-      return { atMs: performance.now(), counters: { ...counters, 'db.tup_inserted': total.inserted, 'db.tup_deleted': total.deleted } };
+      const monitorUrl = cluster.nats.monitorUrl;
+      const nats = monitorUrl === null ? {} : await readNatsCounters(monitorUrl);
+      return {
+        atMs: performance.now(),
+        counters: { ...counters, ...nats, 'db.tup_inserted': total.inserted, 'db.tup_deleted': total.deleted },
+      };
     },
   };
 }
@@ -448,10 +468,14 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
     const receiverCalls = (): number => (e2e.ids.length === 0 ? 0 : book.callsOf(e2e.ids) / e2e.ids.length);
     const e2eSeconds = ((complete ? reports.lastAt : performance.now()) - e2eStarted) / 1000;
     let rowsPerMessage: SystemRound['dbRowsPerMessage'] = null;
+    let trafficPerMessage: SystemRound['trafficPerMessage'] = null;
     if (rowsBefore !== null) {
       await sleep(STATS_FLUSH_MS);
       const rowsAfter = await running.rows();
-      if (rowsAfter !== null && e2e.ids.length > 0) rowsPerMessage = rowsBetween(rowsBefore, rowsAfter, e2e.ids.length);
+      if (rowsAfter !== null && e2e.ids.length > 0) {
+        rowsPerMessage = rowsBetween(rowsBefore, rowsAfter, e2e.ids.length);
+        trafficPerMessage = trafficBetween(rowsBefore, rowsAfter, e2e.ids.length);
+      }
     }
 
     // (a): a closed loop for DURATION_S (what it leaves queued is not awaited: the system is stopped after)
@@ -479,6 +503,7 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
       },
       cpuMsPerMessage: cpuDelta(cpuBefore, cpuAfter, e2e.ids.length),
       dbRowsPerMessage: rowsPerMessage,
+      trafficPerMessage,
     };
   } finally {
     for (const cleanup of cleanups) await cleanup().catch((error: unknown) => process.stderr.write(`cleanup: ${String(error)}\n`));

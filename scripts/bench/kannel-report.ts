@@ -13,6 +13,17 @@ export interface RowCounts {
   readonly byTable: Readonly<Record<string, { readonly inserted: number; readonly deleted: number }>>;
 }
 
+/**
+ * The gateway's round trips per message: database transactions committed (pg_stat_database xact_commit, reads
+ * included: with autocommit, one per statement) and the NATS server's messages in and out (/varz: published by
+ * clients, delivered to them; JetStream API requests and acknowledgements included). Background pollers count too.
+ */
+export interface TrafficCounts {
+  readonly dbTransactions: number;
+  readonly natsIn: number;
+  readonly natsOut: number;
+}
+
 /** One system's figures in one round. */
 export interface SystemRound {
   readonly system: BenchSystem;
@@ -44,6 +55,8 @@ export interface SystemRound {
   readonly cpuMsPerMessage: Readonly<Record<string, number>> | null;
   /** (d) Rows inserted and deleted in the system's database per message during (b); null: it has none. */
   readonly dbRowsPerMessage: RowCounts | null;
+  /** (e) Database transactions and NATS messages per message during (b); null: the system has neither. */
+  readonly trafficPerMessage: TrafficCounts | null;
 }
 
 export interface SendsmsRequest {
@@ -99,6 +112,7 @@ export interface SystemFigures {
   readonly cpuMsPerMessage: number;
   readonly cpuSplit: Readonly<Record<string, number>>;
   readonly dbRowsPerMessage: RowCounts | null;
+  readonly trafficPerMessage: TrafficCounts | null;
 }
 
 /** Medians of each count over rounds (a table missing from a round counts 0 there). */
@@ -124,6 +138,7 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
   const withCpu = rounds.filter((r) => r.cpuMsPerMessage !== null);
   const cpuSplit = Object.fromEntries(names.map((name) => [name, median(withCpu.map((r) => r.cpuMsPerMessage?.[name] ?? 0))]));
   const withRows = rounds.flatMap((r) => (r.dbRowsPerMessage === null ? [] : [r.dbRowsPerMessage]));
+  const withTraffic = rounds.flatMap((r) => (r.trafficPerMessage === null ? [] : [r.trafficPerMessage]));
   return {
     rounds: rounds.length,
     submitPerSecond: median(rounds.map((r) => r.submit.requests / r.submit.seconds)),
@@ -137,6 +152,14 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
       withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
     cpuSplit,
     dbRowsPerMessage: withRows.length === 0 ? null : medianRows(withRows),
+    trafficPerMessage:
+      withTraffic.length === 0
+        ? null
+        : {
+            dbTransactions: median(withTraffic.map((t) => t.dbTransactions)),
+            natsIn: median(withTraffic.map((t) => t.natsIn)),
+            natsOut: median(withTraffic.map((t) => t.natsOut)),
+          },
   };
 }
 
@@ -180,6 +203,10 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
   const cpu = (f: SystemFigures): string =>
     Number.isFinite(f.cpuMsPerMessage) ? `${fmt(f.cpuMsPerMessage, 2)} ms (${split(f.cpuSplit)})` : 'n/a';
   const rows = (f: SystemFigures, none: string): string => (f.dbRowsPerMessage === null ? none : rowsCell(f.dbRowsPerMessage));
+  const traffic = (f: SystemFigures, none: string): string =>
+    f.trafficPerMessage === null
+      ? none
+      : `${fmt(f.trafficPerMessage.dbTransactions, 2)} DB transactions · NATS ${fmt(f.trafficPerMessage.natsIn, 1)} in / ${fmt(f.trafficPerMessage.natsOut, 1)} out`;
   const lines = [
     '| per message, 1 recipient | Kannel (sendsms + dlr-url) | this gateway (POST /send + webhooks) | gateway / Kannel |',
     '|---|---|---|---:|',
@@ -188,6 +215,7 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
     `| report calls per message (dlr-url / webhooks) | ${fmt(kannel.receiverCallsPerMessage, 2)} | ${fmt(gateway.receiverCallsPerMessage, 2)} | ${ratio(gateway.receiverCallsPerMessage, kannel.receiverCallsPerMessage)} |`,
     `| CPU per message (all the system's processes, during the end-to-end run) | ${cpu(kannel)} | ${cpu(gateway)} | ${ratio(gateway.cpuMsPerMessage, kannel.cpuMsPerMessage)} |`,
     `| DB rows per message (inserted + deleted) | ${rows(kannel, 'none: no database (internal DLR storage, in memory)')} | ${rows(gateway, 'n/a')} | — (Kannel writes none) |`,
+    `| DB transactions and NATS messages per message | ${traffic(kannel, 'none (no database, no broker)')} | ${traffic(gateway, 'n/a')} | — |`,
     '',
     '| round | system | submit req/s | p50 / p99 | end to end msg/s | request → final report p50 / p99 | final reports | CPU ms per message |',
     '|---:|---|---:|---:|---:|---:|---:|---|',
@@ -231,6 +259,14 @@ export function summaryLine(rounds: readonly SystemRound[], shape: TableShape): 
                 .filter(([, t]) => t.inserted >= 0.0005 || t.deleted >= 0.0005)
                 .map(([name, t]) => [name, { inserted: finite(t.inserted), deleted: finite(t.deleted) }]),
             ),
+          },
+    trafficPerMessage:
+      f.trafficPerMessage === null
+        ? null
+        : {
+            dbTransactions: finite(f.trafficPerMessage.dbTransactions),
+            natsIn: finite(f.trafficPerMessage.natsIn),
+            natsOut: finite(f.trafficPerMessage.natsOut),
           },
   });
   const quotient = (a: number, b: number): number | null => finite(b > 0 ? a / b : Number.NaN);

@@ -8,6 +8,7 @@ import {
   systemFigures,
   type RowCounts,
   type SystemRound,
+  type TrafficCounts,
   type TableShape,
 } from '../../../scripts/bench/kannel-report.js';
 
@@ -16,7 +17,7 @@ const shape: TableShape = { concurrency: 32, kannelConnections: 10, gatewayConne
 function round(
   system: SystemRound['system'],
   n: number,
-  o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts; calls?: number },
+  o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts; traffic?: TrafficCounts; calls?: number },
 ): SystemRound {
   return {
     system,
@@ -34,6 +35,7 @@ function round(
     },
     cpuMsPerMessage: o.cpu,
     dbRowsPerMessage: o.rows ?? null,
+    trafficPerMessage: o.traffic ?? null,
   };
 }
 
@@ -44,6 +46,7 @@ const rounds: SystemRound[] = [
     e2e: 100,
     calls: 4,
     cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 },
+    traffic: { dbTransactions: 3, natsIn: 10, natsOut: 9 },
     rows: {
       inserted: 10,
       deleted: 7,
@@ -61,6 +64,7 @@ const rounds: SystemRound[] = [
     e2e: 150,
     calls: 4,
     cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 },
+    traffic: { dbTransactions: 4, natsIn: 12, natsOut: 10 },
     rows: { inserted: 12, deleted: 7, byTable: { journal: { inserted: 5, deleted: 0 }, outbox: { inserted: 7, deleted: 7 } } },
   }),
 ];
@@ -115,8 +119,10 @@ describe('bench:kannel report', () => {
     expect(kannel.cpuMsPerMessage).to.be.closeTo(2.3, 1e-9);
     expect(kannel.cpuSplit.smsbox).to.be.closeTo(2, 1e-9);
     expect(kannel.dbRowsPerMessage).to.equal(null);
+    expect(kannel.trafficPerMessage).to.equal(null);
     const gateway = systemFigures(rounds.filter((r) => r.system === 'gateway'));
     expect(gateway.cpuMsPerMessage).to.equal(6);
+    expect(gateway.trafficPerMessage).to.deep.equal({ dbTransactions: 3.5, natsIn: 11, natsOut: 9.5 });
     expect(gateway.dbRowsPerMessage).to.deep.equal({
       inserted: 11,
       deleted: 7,
@@ -146,6 +152,9 @@ describe('bench:kannel report', () => {
     expect(row('| DB rows per message'))
       .to.include('none: no database')
       .and.include('18.0 (11.0 inserted + 7.0 deleted: journal +4.5 · outbox +6.5 −7.0)');
+    expect(row('| DB transactions and NATS messages per message')).to.equal(
+      '| DB transactions and NATS messages per message | none (no database, no broker) | 3.50 DB transactions · NATS 11.0 in / 9.5 out | — |',
+    );
     const perRound = lines.filter((l) => /^\| \d \| (kannel|gateway) \|/.test(l));
     expect(perRound).to.have.length(4);
     expect(perRound[0]).to.include('| 900 ms / 2,500 ms |');
@@ -163,7 +172,7 @@ describe('bench:kannel report', () => {
     expect(line).to.not.include('\n');
     const summary = JSON.parse(line) as {
       kannel: { submitPerSecond: number };
-      gateway: { dbRowsPerMessage: unknown };
+      gateway: { dbRowsPerMessage: unknown; trafficPerMessage: unknown };
       gatewayOverKannel: { submitPerSecond: number; cpuMsPerMessage: number };
     };
     expect(summary.kannel.submitPerSecond).to.equal(600);
@@ -177,6 +186,7 @@ describe('bench:kannel report', () => {
         outbox: { inserted: 6.5, deleted: 7 },
       },
     });
+    expect(summary.gateway.trafficPerMessage).to.deep.equal({ dbTransactions: 3.5, natsIn: 11, natsOut: 9.5 });
     expect(summary.gatewayOverKannel.submitPerSecond).to.equal(0.25);
     expect(summary.gatewayOverKannel.cpuMsPerMessage).to.equal(2.609);
   });
