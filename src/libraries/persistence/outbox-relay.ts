@@ -9,12 +9,24 @@ import type { Outbox, PendingOutboxEntry } from './journal-port.js';
 export type RelayedEntry<P> = Omit<PendingOutboxEntry, 'payload'> & { readonly payload: P };
 
 /**
- * Relays one topic: returns the ids it has carried out (they are then marked done). `accepts` is the one place the
- * topic's payloads, read back from storage as unknown JSON, are checked: `handle` only ever sees what it accepted.
+ * What a handler carried out in part: `done` now, and `awaiting`, whose work goes on after `handle` returns; `later`
+ * resolves with those of `awaiting` that were done in the end (the others stay pending). Until it settles the relay
+ * keeps `awaiting` in flight: no poll carries them out again, and `stop()` and `drain()` wait for them.
+ */
+export interface HandledInPart {
+  readonly done: readonly string[];
+  readonly awaiting: readonly string[];
+  readonly later: Promise<readonly string[]>;
+}
+
+/**
+ * Relays one topic: returns the ids it has carried out (they are then marked done), or those and the ids it finishes
+ * later (HandledInPart). `accepts` is the one place the topic's payloads, read back from storage as unknown JSON, are
+ * checked: `handle` only ever sees what it accepted.
  */
 export interface TopicHandler<P = unknown> {
   accepts(payload: unknown): payload is P;
-  handle(entries: readonly RelayedEntry<P>[]): Promise<readonly string[]>;
+  handle(entries: readonly RelayedEntry<P>[]): Promise<readonly string[] | HandledInPart>;
   /** Leave entries younger than this alone (the normal path usually completes them first). */
   readonly graceMs?: number;
 }
@@ -65,8 +77,9 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
   /**
    * Each topic drains on its own: a slow one (webhook events ask each key for its endpoint) never holds another
    * (dispatches) up. `fresh`: entries handed over by appends, waiting; `inFlight`: ids being carried out now (a
-   * poll that meets them leaves them alone); `query`: a poll or drain asked for a pass over the outbox, with or
-   * without the freshness limit; `again`: a trigger arrived while its pass ran, so the pass goes round once more.
+   * poll that meets them leaves them alone, including ids a handler finishes later); `later`: those finishings,
+   * awaited by stop and drain; `query`: a poll or drain asked for a pass over the outbox, with or without the
+   * freshness limit; `again`: a trigger arrived while its pass ran, so the pass goes round once more.
    */
   const routes: [string, TopicHandler | undefined][] = Object.entries(options.handlers);
   const lanes = routes
@@ -78,6 +91,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       again: false,
       fresh: [] as PendingOutboxEntry[],
       inFlight: new Set<string>(),
+      later: new Set<Promise<void>>(),
       query: null as 'poll' | 'all' | null,
     }));
   type Lane = (typeof lanes)[number];
@@ -103,15 +117,49 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     return accepted;
   }
 
-  /** Carries a batch out and marks what was done; returns the ids done. */
-  async function carryOut(lane: Lane, entries: readonly PendingOutboxEntry[]): Promise<readonly string[]> {
+  /**
+   * Carries a batch out and marks what was done; returns how many entries were done or taken on to finish later.
+   * Ids a handler finishes later stay in flight until it has; what it finished then is marked done, the rest (or
+   * all, if it failed) stays pending for a poll.
+   */
+  async function carryOut(lane: Lane, entries: readonly PendingOutboxEntry[]): Promise<number> {
     for (const entry of entries) lane.inFlight.add(entry.id);
+    let awaiting: ReadonlySet<string> = new Set();
     try {
-      const done = await lane.handler.handle(readable(lane, entries));
+      const handled = await lane.handler.handle(readable(lane, entries));
+      const done = isHandledInPart(handled) ? handled.done : handled;
+      if (isHandledInPart(handled)) {
+        awaiting = new Set(handled.awaiting);
+        finishLater(lane, handled);
+      }
       if (done.length > 0) await markDone(done);
-      return done;
+      return done.length + awaiting.size;
     } finally {
-      for (const entry of entries) lane.inFlight.delete(entry.id);
+      for (const entry of entries) if (!awaiting.has(entry.id)) lane.inFlight.delete(entry.id);
+    }
+  }
+
+  function finishLater(lane: Lane, handled: HandledInPart): void {
+    const finishing: Promise<void> = handled.later
+      .then(async (done) => {
+        const awaited = new Set(handled.awaiting);
+        const marks = done.filter((id) => awaited.has(id));
+        if (marks.length > 0) await markDone(marks);
+      })
+      .catch((error: unknown) => options.onError?.(error))
+      .finally(() => {
+        for (const id of handled.awaiting) lane.inFlight.delete(id);
+        lane.later.delete(finishing);
+      });
+    lane.later.add(finishing);
+  }
+
+  /** Until no lane has anything finishing later (what finishes may start more). */
+  async function laterSettled(): Promise<void> {
+    for (;;) {
+      const finishing = lanes.flatMap((lane) => [...lane.later]);
+      if (finishing.length === 0) return;
+      await Promise.all(finishing);
     }
   }
 
@@ -133,8 +181,8 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     const waiting = new Set(lane.fresh.map((entry) => entry.id));
     const entries = found.filter((entry) => !lane.inFlight.has(entry.id) && !waiting.has(entry.id));
     if (entries.length === 0) return false;
-    const done = await carryOut(lane, entries);
-    return found.length === options.batchSize && done.length > 0;
+    const progressed = await carryOut(lane, entries);
+    return found.length === options.batchSize && progressed > 0;
   }
 
   /**
@@ -231,9 +279,17 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       unsubscribe?.();
       if (timer) clearTimeout(timer);
       await Promise.all(lanes.flatMap((lane) => (lane.pass ? [lane.pass] : [])));
+      await laterSettled();
     },
-    drain: () => trigger('all'),
+    async drain() {
+      await trigger('all');
+      await laterSettled();
+    },
   };
+}
+
+function isHandledInPart(handled: readonly string[] | HandledInPart): handled is HandledInPart {
+  return !Array.isArray(handled);
 }
 
 /** Collects ids to mark done and writes them in one statement every few milliseconds. */

@@ -285,3 +285,129 @@ describe('outbox relay: waking the lanes', () => {
     await relay.stop();
   });
 });
+
+describe('outbox relay: entries a handler finishes later', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ now: T0, toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+  });
+  afterEach(() => {
+    clock.restore();
+  });
+  async function advance(ms: number): Promise<void> {
+    await clock.tickAsync(ms);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await clock.tickAsync(0);
+  }
+
+  /**
+   * A handler that carries out entries whose id starts with `now-` at once and answers the others as finished later,
+   * each pass with a promise the test settles.
+   */
+  function laterHandler() {
+    const passes: { resolve: (ids: readonly string[]) => void; reject: (error: Error) => void }[] = [];
+    const seen: string[] = [];
+    const handler: TopicHandler = {
+      accepts: anyPayload,
+      handle(entries) {
+        const ids = entries.map((e) => e.id);
+        seen.push(...ids);
+        const awaiting = ids.filter((id) => !id.startsWith('now-'));
+        if (awaiting.length === 0) return Promise.resolve(ids);
+        const later = new Promise<readonly string[]>((resolve, reject) => passes.push({ resolve, reject }));
+        return Promise.resolve({ done: ids.filter((id) => id.startsWith('now-')), awaiting, later });
+      },
+    };
+    return { handler, passes, seen };
+  }
+
+  async function setUp() {
+    const journal = createMemoryJournal();
+    const { handler, passes, seen } = laterHandler();
+    const errors: unknown[] = [];
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: { 'webhook.event': handler },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+      onError: (error) => errors.push(error),
+    });
+    relay.start();
+    await advance(0);
+    await journal.append({
+      key: 'message:m1',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: ['now-1', 'later-1', 'later-2'].map((id) => ({ id, topic: 'webhook.event', payload: {}, shard: 0 })),
+      at: Date.now(),
+    });
+    await advance(0);
+    const pendingIds = async () => (await journal.pending({ limit: 10 })).map((e) => e.id).sort();
+    return { relay, passes, seen, errors, pendingIds };
+  }
+
+  it('when a handler answers some entries as finished later, then those stay pending and no poll carries them out again until they are finished, then they are marked done', async () => {
+    const { relay, passes, seen, pendingIds } = await setUp();
+    expect(await pendingIds(), 'the entry done now is marked at once').to.deep.equal(['later-1', 'later-2']);
+
+    // polls well past the fresh period meet the entries still pending, and leave them alone
+    await advance(FRESH_ENTRY_MS + 3_000);
+    expect(seen).to.deep.equal(['now-1', 'later-1', 'later-2']);
+    expect(await pendingIds()).to.deep.equal(['later-1', 'later-2']);
+
+    passes[0]?.resolve(['later-1', 'later-2']);
+    await advance(0);
+    expect(await pendingIds()).to.deep.equal([]);
+    await relay.stop();
+  });
+
+  it('when the later answer holds only some of them, then only those are marked done and a poll carries the rest out again', async () => {
+    const { relay, passes, seen, pendingIds } = await setUp();
+    passes[0]?.resolve(['later-2']);
+    await advance(0);
+    expect(await pendingIds()).to.deep.equal(['later-1']);
+
+    await advance(FRESH_ENTRY_MS + 1_000);
+    expect(seen).to.deep.equal(['now-1', 'later-1', 'later-2', 'later-1']);
+    passes[1]?.resolve(['later-1']);
+    await advance(0);
+    expect(await pendingIds()).to.deep.equal([]);
+    await relay.stop();
+  });
+
+  it('when the later answer fails, then the entries stay pending, the failure is reported and a poll carries them out again', async () => {
+    const { relay, passes, seen, errors, pendingIds } = await setUp();
+    passes[0]?.reject(new Error('settling failed'));
+    await advance(0);
+    expect(await pendingIds()).to.deep.equal(['later-1', 'later-2']);
+    expect(errors.map((e) => (e as Error).message)).to.deep.equal(['settling failed']);
+
+    await advance(FRESH_ENTRY_MS + 1_000);
+    expect(seen).to.deep.equal(['now-1', 'later-1', 'later-2', 'later-1', 'later-2']);
+    passes[1]?.resolve(['later-1', 'later-2']);
+    await relay.stop();
+    expect(await pendingIds()).to.deep.equal([]);
+  });
+
+  it('when the relay stops or drains while entries are finishing later, then it resolves only once they are finished and marked', async () => {
+    const { relay, passes, pendingIds } = await setUp();
+    let drained = false;
+    const drain = relay.drain().then(() => {
+      drained = true;
+    });
+    await advance(0);
+    expect(drained).to.equal(false);
+    let stopped = false;
+    const stop = relay.stop().then(() => {
+      stopped = true;
+    });
+    await advance(0);
+    expect(stopped).to.equal(false);
+
+    passes[0]?.resolve(['later-1', 'later-2']);
+    await drain;
+    await stop;
+    expect(await pendingIds()).to.deep.equal([]);
+  });
+});
