@@ -107,18 +107,6 @@ export async function createGateway(options: GatewayOptions) {
     ...(metrics ? { metrics } : {}),
     report,
   });
-  const relay = createRelay({
-    config,
-    persistence,
-    clock,
-    router,
-    manager,
-    ...(transport ? { transport } : {}),
-    scheduler,
-    completeCreation,
-    ...(options.relayHandlers ? { extraHandlers: options.relayHandlers } : {}),
-    report,
-  });
   const sending = createWebhookSending(config, options.webhookSender);
   const workers = createTransportWorkers({
     config,
@@ -132,6 +120,19 @@ export async function createGateway(options: GatewayOptions) {
     secrets,
     ...(metrics ? { metrics } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    report,
+  });
+  const relay = createRelay({
+    config,
+    persistence,
+    clock,
+    router,
+    manager,
+    ...(transport ? { transport } : {}),
+    ...(workers.webhooks ? { firstAttempts: workers.webhooks.firstAttempts } : {}),
+    scheduler,
+    completeCreation,
+    ...(options.relayHandlers ? { extraHandlers: options.relayHandlers } : {}),
     report,
   });
 

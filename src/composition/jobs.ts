@@ -17,7 +17,7 @@ import { MESSAGE_CREATE_TOPIC } from '../messaging/send-message-use-case.js';
 import type { OutboxPayloads } from '../outbox-effects.js';
 import { SCHEDULE_REGISTER_TOPIC } from '../scheduling/schedule-registration.js';
 import { WALLET_ADJUST_TOPIC } from '../wallets/wallet-adjustments.js';
-import { createWebhookRelay, WEBHOOK_TOPIC } from '../webhooks/webhook-jobs.js';
+import { createWebhookRelay, WEBHOOK_TOPIC, type FirstAttempts } from '../webhooks/webhook-jobs.js';
 import type { IncidentReport } from './actors-and-cluster.js';
 import type { Component } from './lifecycle.js';
 
@@ -73,6 +73,8 @@ export interface RelayOptions {
   readonly manager: ShardManager | null;
   /** Where dispatches and webhook events go; without one they stay in the outbox. */
   readonly transport?: Transport;
+  /** This node's webhook worker, which may make a batch's first attempts at once instead of through the transport. */
+  readonly firstAttempts?: FirstAttempts;
   readonly scheduler: OccurrenceScheduler | null;
   readonly completeCreation: (spec: MessageSpec) => Promise<void>;
   /** Extra outbox topics carried out by this node. */
@@ -104,6 +106,7 @@ export function createRelay(options: RelayOptions): OutboxRelay {
           router,
           transport,
           clock,
+          ...(options.firstAttempts ? { firstAttempts: options.firstAttempts } : {}),
           onError: (error) => {
             report({ what: 'webhook_relay_failed', error });
           },

@@ -75,17 +75,24 @@ export function createMerchantSlots(
     else busy.set(merchantId, left);
   }
 
+  /** A free slot now (its release function), or null when the merchant has none free. */
+  function takeFree(merchantId: string): (() => void) | null {
+    const inUse = busy.get(merchantId) ?? 0;
+    if (inUse >= limit) return null;
+    busy.set(merchantId, inUse + 1);
+    return () => {
+      release(merchantId);
+    };
+  }
+
   return {
     /** Resolves with the slot's release function, or null when the merchant is full and so is its queue (or the wait ran out). */
     acquire(merchantId: string): Promise<(() => void) | null> {
+      const free = takeFree(merchantId);
+      if (free) return Promise.resolve(free);
       const done = () => {
         release(merchantId);
       };
-      const inUse = busy.get(merchantId) ?? 0;
-      if (inUse < limit) {
-        busy.set(merchantId, inUse + 1);
-        return Promise.resolve(done);
-      }
       const queue = queues.get(merchantId) ?? [];
       if (queue.length >= waitingFor(merchantId)) return Promise.resolve(null);
       queues.set(merchantId, queue);
@@ -106,6 +113,9 @@ export function createMerchantSlots(
         queue.push(granted);
       });
     },
+    takeFree,
+    /** Slots free now, with nothing waiting for them: deliveries that would start at once. */
+    free: (merchantId: string) => ((queues.get(merchantId)?.length ?? 0) > 0 ? 0 : limit - (busy.get(merchantId) ?? 0)),
     /** Deliveries that would be admitted now (started or waiting) before the merchant refuses. */
     room: (merchantId: string) => limit + waitingFor(merchantId) - (busy.get(merchantId) ?? 0) - (queues.get(merchantId)?.length ?? 0),
     inUse: (merchantId: string) => busy.get(merchantId) ?? 0,

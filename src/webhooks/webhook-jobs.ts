@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { ActorRouter } from '../cluster/actor-router.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import type { RelayedEntry, TopicHandler } from '../libraries/persistence/outbox-relay.js';
+import type { HandledInPart, RelayedEntry, TopicHandler } from '../libraries/persistence/outbox-relay.js';
 import { isNullableText, isRecord, isText } from '../libraries/validation/guards.js';
 import { webhookSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
@@ -192,19 +192,40 @@ export async function publishBatch(transport: Transport, batch: WebhookBatch): P
 }
 
 /**
+ * The webhook worker of this node, offered each batch before it is published: it may make the batch's first attempts
+ * at once, here, instead of through the broker. `take` answers null when it declines (the batch is then published),
+ * or a promise that resolves once every event of the batch is settled, acknowledged, retried as a job on the broker
+ * or dead-lettered (true), or that one could not be (false). It never rejects.
+ */
+export interface FirstAttempts {
+  take(batch: WebhookBatch): Promise<boolean> | null;
+}
+
+/** A key's entries: those done now, and those whose batches were taken on this node, with their outcome to come. */
+interface KeyRelayed {
+  readonly done: readonly string[];
+  readonly awaiting: readonly string[];
+  readonly later: Promise<readonly string[]> | null;
+}
+
+/**
  * Outbox `webhook.event` → the key's webhook_url (resolved now, once per key and pass) and each message's
  * callback_url; each event once per distinct URL, the events of one journal record to the same URL in batches. An
- * event with neither URL goes nowhere and is done. An entry is done when every batch holding it was published.
+ * event with neither URL goes nowhere and is done. Each batch is offered to `firstAttempts` (this node's worker), and
+ * published when it declines. An entry is done when every batch holding it was published, or taken and settled: an
+ * entry with a taken batch stays pending (in flight) until then, so a crash meanwhile makes the attempts again.
  */
 export function createWebhookRelay(deps: {
   router: ActorRouter;
   transport: Transport;
   clock: Clock;
+  /** First attempts made on this node when its worker can take them at once (see FirstAttempts). */
+  firstAttempts?: FirstAttempts;
   /** A key's entries that could not be carried out this pass (they stay pending for the next). */
   onError?: (error: unknown) => void;
 }): TopicHandler<WebhookOutboxPayload> {
   type Entry = RelayedEntry<WebhookOutboxPayload>;
-  async function relayKey(entries: NonEmpty<Entry>): Promise<readonly string[]> {
+  async function relayKey(entries: NonEmpty<Entry>): Promise<KeyRelayed> {
     const first = entries[0].payload;
     const target = await deps.router.apiKey(first.merchantId, first.keyId).ask({ type: 'webhook_target' });
     const keyUrl = target.ok ? (target.target.webhook?.url ?? null) : null;
@@ -227,6 +248,8 @@ export function createWebhookRelay(deps: {
     );
     const now = deps.clock.now();
     const failed = new Set<string>();
+    // entry id → the settling of each of its batches taken on this node
+    const taken = new Map<string, Set<Promise<boolean>>>();
     await Promise.all(
       batches.map(async (batch) => {
         const { url, auth } = batch[0];
@@ -240,31 +263,52 @@ export function createWebhookRelay(deps: {
           events: batch.map((part) => part.event),
           dueAt: now,
         };
+        const settling = deps.firstAttempts?.take(message) ?? null;
+        if (settling) {
+          for (const part of batch) {
+            const settlings = taken.get(part.entry.id) ?? new Set<Promise<boolean>>();
+            taken.set(part.entry.id, settlings.add(settling));
+          }
+          return;
+        }
         await publishBatch(deps.transport, message).catch((error: unknown) => {
           deps.onError?.(error);
           for (const part of batch) failed.add(part.entry.id);
         });
       }),
     );
-    return entries.map((entry) => entry.id).filter((id) => !failed.has(id));
+    const carried = entries.map((entry) => entry.id).filter((id) => !failed.has(id));
+    const awaiting = carried.filter((id) => taken.has(id));
+    if (awaiting.length === 0) return { done: carried, awaiting, later: null };
+    const later = Promise.all(
+      awaiting.map(async (id) => ((await Promise.all([...(taken.get(id) ?? [])])).every(Boolean) ? [id] : [])),
+    ).then((done) => done.flat());
+    return { done: carried.filter((id) => !taken.has(id)), awaiting, later };
   }
 
   return {
     accepts: isWebhookOutboxPayload,
-    async handle(entries) {
+    async handle(entries): Promise<readonly string[] | HandledInPart> {
       const byKey = groupBy(entries, (entry) => {
         const { merchantId, keyId } = entry.payload;
         return `${merchantId}\u0000${keyId}`;
       });
-      const done = await Promise.all(
+      const relayed = await Promise.all(
         [...byKey.values()].map((group) =>
-          relayKey(group).catch((error: unknown): readonly string[] => {
+          relayKey(group).catch((error: unknown): KeyRelayed => {
             deps.onError?.(error);
-            return [];
+            return { done: [], awaiting: [], later: null };
           }),
         ),
       );
-      return done.flat();
+      const done = relayed.flatMap((key) => key.done);
+      const later = relayed.flatMap((key) => (key.later ? [key.later] : []));
+      if (later.length === 0) return done;
+      return {
+        done,
+        awaiting: relayed.flatMap((key) => key.awaiting),
+        later: Promise.all(later).then((ids) => ids.flat()),
+      };
     },
   };
 }

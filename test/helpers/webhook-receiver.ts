@@ -24,6 +24,8 @@ export type ReceiverAction =
   | { readonly type: 'respond'; readonly status: number; readonly delayMs?: number; readonly headers?: Readonly<Record<string, string>> }
   /** Never answer; the connection stays open until the client gives up or the receiver closes. */
   | { readonly type: 'hang' }
+  /** Answer with `status` once `until` resolves (the test decides when). */
+  | { readonly type: 'hold'; readonly until: Promise<void>; readonly status: number }
   /** Destroy the socket without answering. */
   | { readonly type: 'close' };
 
@@ -143,6 +145,16 @@ export async function startWebhookReceiver(options: { path?: string; behaviour?:
         case 'hang':
           hanging.add(res);
           return;
+        case 'hold': {
+          hanging.add(res);
+          void action.until.then(() => {
+            hanging.delete(res);
+            if (res.destroyed) return;
+            res.writeHead(action.status, { 'content-type': 'text/plain' });
+            res.end('ok');
+          });
+          return;
+        }
         case 'close':
           req.socket.destroy();
           return;

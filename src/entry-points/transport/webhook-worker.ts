@@ -15,9 +15,18 @@ import {
   jobOfBatch,
   publishBatch,
   publishJob,
+  type FirstAttempts,
   type WebhookBatch,
   type WebhookJob,
 } from '../../webhooks/webhook-jobs.js';
+
+/**
+ * A merchant whose recent attempts took at most this long (its pace) counts as quick: the relay's batches for it are
+ * attempted here at once instead of through the broker. A quarter of a second: such an entry is settled long before
+ * the relay's poll would look at it (FRESH_ENTRY_MS), and only endpoints that free their slots quickly are driven
+ * from the relay; a slower one (or one not heard from yet) keeps the broker's path, with its waiting room.
+ */
+export const QUICK_PACE_MS = 250;
 
 export interface WebhookWorkerOptions extends Omit<WebhookDeliveryOptions, 'pace'> {
   /** Deliveries in flight per merchant: one slow endpoint cannot take every worker. */
@@ -36,6 +45,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   const slots = createMerchantSlots(options.concurrencyPerMerchant, (merchantId) => pace.waitingFor(merchantId), WAITING_BUDGET_MS);
   const { deliver } = createWebhookDelivery({ ...options, pace });
   let consumer: Consumer | null = null;
+  /** Events being attempted for the relay (outside the consumer's places), at most `concurrency`. */
+  let takenFromRelay = 0;
 
   /**
    * A batch's events are taken as far as the merchant has room (slots plus its waiting places, sized by its pace);
@@ -59,32 +70,60 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         return retryAfter(1_000);
       }
     }
-    // one event with the slot it got: delivered like a job of its own, or back to the broker on its own when the
-    // room counted above was taken meanwhile (no slot) or the attempt could not be completed (delivered or not)
-    const settle = async (job: WebhookJob, release: (() => void) | null): Promise<void> => {
-      if (release) {
-        try {
-          await deliver(job);
-          return;
-        } catch (error) {
-          options.onError?.(error);
-        } finally {
-          release();
-        }
-      }
-      await publishJob(options.transport, job, `${job.jobId}:1:requeued`);
-    };
-    const outcomes = await Promise.all(
-      taken.map(async ({ job, slot }) =>
-        settle(job, await slot).then(
-          () => true,
-          () => false,
-        ),
-      ),
-    );
+    const outcomes = await Promise.all(taken.map(async ({ job, slot }) => settle(job, await slot)));
     // an event neither settled nor requeued (the broker unreachable): the whole batch comes back
     return outcomes.every(Boolean) ? ACK : retryAfter(1_000);
   }
+
+  /**
+   * One event with the slot it got: delivered like a job of its own, or back to the broker on its own when the room
+   * counted for it was taken meanwhile (no slot) or the attempt could not be completed (delivered or not). True once
+   * the event is settled (acknowledged, retried as a job, dead-lettered or requeued); false when not even the
+   * requeue could be published.
+   */
+  async function settle(job: WebhookJob, release: (() => void) | null): Promise<boolean> {
+    if (release) {
+      try {
+        await deliver(job);
+        return true;
+      } catch (error) {
+        options.onError?.(error);
+      } finally {
+        release();
+      }
+    }
+    return publishJob(options.transport, job, `${job.jobId}:1:requeued`).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * The relay's offer of a batch's first attempts: taken here, at once, only when nothing would wait. The worker is
+   * running (not stopping), the batch is due, the merchant is quick (its pace known and at most QUICK_PACE_MS) and
+   * has a free slot for every event now, and this node's attempts for the relay stay within `concurrency`.
+   * Otherwise null: the relay publishes the batch and the broker's path takes it as before.
+   */
+  const firstAttempts: FirstAttempts = {
+    take(batch) {
+      if (!consumer || batch.dueAt - options.clock.now() > 5) return null;
+      const paceMs = pace.paceOf(batch.merchantId);
+      if (paceMs === undefined || paceMs > QUICK_PACE_MS) return null;
+      const count = batch.events.length;
+      if (slots.free(batch.merchantId) < count || takenFromRelay + count > options.concurrency) return null;
+      const releases = batch.events.map(() => slots.takeFree(batch.merchantId));
+      takenFromRelay += count;
+      const settled = Promise.all(batch.events.map((event, i) => settle(jobOfBatch(batch, event), releases[i] ?? null)));
+      return settled
+        .then(
+          (outcomes) => outcomes.every(Boolean),
+          () => false,
+        )
+        .finally(() => {
+          takenFromRelay -= count;
+        });
+    },
+  };
 
   /**
    * How long a delivery finding its merchant full goes back to the broker: the busy schedule, shortened to the time
@@ -153,6 +192,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
   }
 
   return {
+    firstAttempts,
     async start(): Promise<void> {
       consumer = await options.transport.consume({
         stream: 'webhooks',
@@ -167,9 +207,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions) {
         handler: handle,
       });
     },
+    /** Takes no more first attempts from the relay (those in hand go on; the relay waits for them). */
     async stop(): Promise<void> {
-      await consumer?.stop();
+      const stopping = consumer;
       consumer = null;
+      await stopping?.stop();
     },
   };
 }

@@ -4,7 +4,7 @@ import { createSecretBox } from '../../../../src/libraries/secrets/secret-box.js
 import sinon from 'sinon';
 import type { ActorRouter } from '../../../../src/cluster/actor-router.js';
 import type { DeadLetter, DeadLetters } from '../../../../src/libraries/persistence/dead-letters-port.js';
-import type { RelayedEntry } from '../../../../src/libraries/persistence/outbox-relay.js';
+import type { HandledInPart, RelayedEntry } from '../../../../src/libraries/persistence/outbox-relay.js';
 import {
   ACK,
   retryAfter,
@@ -17,6 +17,7 @@ import type { WebhookEvent } from '../../../../src/webhooks/event-envelope.js';
 import type { AttemptResult } from '../../../../src/webhooks/retry-plan.js';
 import {
   createWebhookRelay,
+  isWebhookBatch,
   jobId,
   WEBHOOK_BATCH_MAX_EVENTS,
   type WebhookBatch,
@@ -24,7 +25,7 @@ import {
   type WebhookOutboxPayload,
 } from '../../../../src/webhooks/webhook-jobs.js';
 import type { WebhookSender } from '../../../../src/webhooks/webhook-sender.js';
-import { createWebhookWorker } from '../../../../src/entry-points/transport/webhook-worker.js';
+import { createWebhookWorker, QUICK_PACE_MS } from '../../../../src/entry-points/transport/webhook-worker.js';
 import { busyMerchantDelayMs } from '../../../../src/webhooks/merchant-slots.js';
 
 const NOW = Date.UTC(2026, 10, 23, 9, 0, 0);
@@ -97,6 +98,12 @@ function entry(
   };
 }
 
+/** What a pass carried out at once (a relay without first attempts on its node carries everything out at once). */
+function doneNow(handled: readonly string[] | HandledInPart): readonly string[] {
+  if ('later' in handled) throw new Error('expected every entry carried out at once');
+  return handled;
+}
+
 const batchOf = (events: readonly WebhookEvent[], url = KEY_URL): WebhookBatch => ({
   version: 1,
   kind: 'batch',
@@ -121,7 +128,7 @@ describe('webhook batches: the relay', () => {
       entry(102, 'key_a', KEY_URL),
     ];
 
-    const done = await relay.handle(entries);
+    const done = doneNow(await relay.handle(entries));
 
     expect([...done].sort()).to.deep.equal(entries.map((e) => e.id).sort());
     const batches = published.map((p) => p.payload as WebhookBatch);
@@ -169,7 +176,7 @@ describe('webhook batches: the relay', () => {
     const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock, onError: (error) => errors.push(error) });
     const entries = Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big'));
 
-    const done = await relay.handle(entries);
+    const done = doneNow(await relay.handle(entries));
 
     expect([...done].sort()).to.deep.equal(
       entries
@@ -202,7 +209,7 @@ describe("webhook batches: the relay, entries holding a record's events", () => 
     const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
     const held = recordEntry(10, 3, 'key_a', CALLBACK_URL);
 
-    const done = await relay.handle([held]);
+    const done = doneNow(await relay.handle([held]));
 
     expect(done).to.deep.equal([held.id]);
     const batches = published.map((p) => p.payload as WebhookBatch);
@@ -220,7 +227,7 @@ describe("webhook batches: the relay, entries holding a record's events", () => 
     const big = recordEntry(0, 70, 'key_a');
     const small = recordEntry(100, 2, 'key_a');
 
-    const done = await relay.handle([big, small]);
+    const done = doneNow(await relay.handle([big, small]));
 
     expect(done).to.deep.equal([small.id]);
     expect(published.map((p) => (p.payload as WebhookBatch).events.length)).to.have.members([WEBHOOK_BATCH_MAX_EVENTS, 2]);
@@ -232,7 +239,7 @@ describe("webhook batches: the relay, entries holding a record's events", () => 
     const relay = createWebhookRelay({ router: routerWith({ key_a: KEY_URL }), transport, clock });
     const entries = [entry(1, 'key_a'), recordEntry(20, 2, 'key_a')];
 
-    const done = await relay.handle(entries);
+    const done = doneNow(await relay.handle(entries));
 
     expect([...done].sort()).to.deep.equal(entries.map((e) => e.id).sort());
     const sent = published.flatMap((p) => (p.payload as WebhookBatch).events.map((e) => e.event_id));
@@ -471,5 +478,158 @@ describe('webhook batches: the worker', () => {
     await startWorker(transport, sender, 4);
 
     expect(await deliver(batchOf([1, 2].map(event)))).to.deep.equal(retryAfter(1_000));
+  });
+
+  describe('first attempts offered by the relay', () => {
+    /** A worker started on the transport, and a relay of key_a's entries (to KEY_URL) offering it their batches. */
+    async function relayAndWorker(options: { statusOf?: (eventId: string) => number; perMerchant?: number; tookMs?: number } = {}) {
+      const recording = recordingTransport((payload) => failPublishes && (payload as { kind?: string }).kind !== 'batch');
+      let failPublishes = false;
+      let now = NOW;
+      const scripted = scriptedSender(options.statusOf);
+      // every attempt takes `tookMs` on the worker's clock: its pace
+      const timed: WebhookSender = {
+        send: async (...args) => {
+          const result = await scripted.sender.send(...args);
+          now += options.tookMs ?? 0;
+          return result;
+        },
+        close: () => Promise.resolve(),
+      };
+      const worker = await startWorker(recording.transport, timed, options.perMerchant ?? 4, { now: () => now });
+      const relay = createWebhookRelay({
+        router: routerWith({ key_a: KEY_URL }),
+        transport: recording.transport,
+        clock,
+        firstAttempts: worker.firstAttempts,
+      });
+      /** One attempt through the broker's path, so that the merchant's pace is known. */
+      const learnPace = async () => {
+        expect(await recording.deliver(batchOf([event(900)]))).to.deep.equal(ACK);
+        scripted.sent.length = 0;
+      };
+      const failJobPublishes = () => {
+        failPublishes = true;
+      };
+      return { ...recording, ...scripted, worker, relay, learnPace, failJobPublishes };
+    }
+
+    const publishedBatches = (published: readonly { payload: unknown }[]) => published.map((p) => p.payload).filter(isWebhookBatch);
+
+    it('when the merchant’s pace is known and quick and it has a free slot per event, then the batch is attempted here, nothing is published, and the entry is done only once every attempt is answered', async () => {
+      const setup = await relayAndWorker();
+      await setup.learnPace();
+      setup.holdAnswers();
+      const held = entry(1, 'key_a');
+
+      const handled = await setup.relay.handle([held]);
+
+      if (!('later' in handled)) throw new Error('expected the entry to be finished later');
+      expect(handled.done).to.deep.equal([]);
+      expect(handled.awaiting).to.deep.equal([held.id]);
+      let finished: readonly string[] | null = null;
+      const later = handled.later.then((ids) => {
+        finished = ids;
+      });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(setup.sent).to.deep.equal(['evt_1']);
+      expect(finished, 'the answer is still held').to.equal(null);
+
+      setup.releaseAnswers();
+      await later;
+      expect(finished).to.deep.equal([held.id]);
+      expect(setup.published).to.deep.equal([]);
+    });
+
+    it('when the merchant’s pace is not known yet, then the batch is published as before and the entry is done at once', async () => {
+      const setup = await relayAndWorker();
+      const handled = await setup.relay.handle([entry(1, 'key_a')]);
+
+      expect(doneNow(handled)).to.deep.equal(['out_001']);
+      expect(publishedBatches(setup.published).map((b) => b.events.map((e) => e.event_id))).to.deep.equal([['evt_1']]);
+      expect(setup.sent).to.deep.equal([]);
+    });
+
+    it(`when the merchant’s attempts take longer than ${QUICK_PACE_MS} ms, then the batch is published as before`, async () => {
+      const setup = await relayAndWorker({ tookMs: QUICK_PACE_MS + 1 });
+      await setup.learnPace();
+
+      expect(doneNow(await setup.relay.handle([entry(1, 'key_a')]))).to.deep.equal(['out_001']);
+      expect(publishedBatches(setup.published)).to.have.length(1);
+      expect(setup.sent).to.deep.equal([]);
+    });
+
+    it(`when the merchant’s attempts take ${QUICK_PACE_MS} ms, then the batch is still attempted here`, async () => {
+      const setup = await relayAndWorker({ tookMs: QUICK_PACE_MS });
+      await setup.learnPace();
+
+      const handled = await setup.relay.handle([entry(1, 'key_a')]);
+
+      if (!('later' in handled)) throw new Error('expected the entry to be finished later');
+      expect(await handled.later).to.deep.equal(['out_001']);
+      expect(setup.published).to.deep.equal([]);
+    });
+
+    it('when the merchant has fewer free slots than the batch has events, then the whole batch is published and nothing is attempted here', async () => {
+      const setup = await relayAndWorker({ perMerchant: 2 });
+      await setup.learnPace();
+      // one record of three events: one batch of three, two slots
+      const record = [1, 2, 3].map((n) => entry(n, 'key_a', null, 'message:msg_1'));
+
+      expect([...doneNow(await setup.relay.handle(record))].sort()).to.deep.equal(['out_001', 'out_002', 'out_003']);
+      expect(publishedBatches(setup.published).map((b) => b.events.length)).to.deep.equal([3]);
+      expect(setup.sent).to.deep.equal([]);
+    });
+
+    it('when the merchant’s slots are taken by deliveries from the broker, then the batch is published', async () => {
+      const setup = await relayAndWorker({ perMerchant: 1 });
+      await setup.learnPace();
+      setup.holdAnswers();
+      const inHand = setup.deliver(batchOf([event(50)]));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+
+      expect(doneNow(await setup.relay.handle([entry(1, 'key_a')]))).to.deep.equal(['out_001']);
+      expect(publishedBatches(setup.published)).to.have.length(1);
+      setup.releaseAnswers();
+      expect(await inHand).to.deep.equal(ACK);
+      expect(setup.sent).to.deep.equal(['evt_50']);
+    });
+
+    it('when the worker is stopped, then the batch is published', async () => {
+      const setup = await relayAndWorker();
+      await setup.learnPace();
+      await setup.worker.stop();
+
+      expect(doneNow(await setup.relay.handle([entry(1, 'key_a')]))).to.deep.equal(['out_001']);
+      expect(publishedBatches(setup.published)).to.have.length(1);
+    });
+
+    it('when an event attempted here fails with a 5xx, then its retry is a job on the broker (attempt 2, after the first delay) and the entry is done', async () => {
+      const setup = await relayAndWorker({ statusOf: (id) => (id === 'evt_2' ? 503 : 200) });
+      await setup.learnPace();
+      const record = [1, 2].map((n) => entry(n, 'key_a', null, 'message:msg_1'));
+
+      const handled = await setup.relay.handle(record);
+
+      if (!('later' in handled)) throw new Error('expected the entries to be finished later');
+      expect([...(await handled.later)].sort()).to.deep.equal(['out_001', 'out_002']);
+      expect(setup.published).to.have.length(1);
+      const retry = setup.published[0]?.payload as WebhookJob;
+      expect(retry.jobId).to.equal(jobId('evt_2', KEY_URL));
+      expect(retry.attempt).to.equal(2);
+      expect(retry.dueAt).to.equal(NOW + 30_000);
+      expect(setup.published[0]?.id).to.equal(`${jobId('evt_2', KEY_URL)}:2`);
+    });
+
+    it('when an event attempted here can neither be retried nor sent back to the broker, then its entry is not done (it stays pending) and the others are', async () => {
+      const setup = await relayAndWorker({ statusOf: (id) => (id === 'evt_2' ? 503 : 200) });
+      await setup.learnPace();
+      setup.failJobPublishes();
+
+      const handled = await setup.relay.handle([entry(1, 'key_a'), entry(2, 'key_a')]);
+
+      if (!('later' in handled)) throw new Error('expected the entries to be finished later');
+      expect(await handled.later).to.deep.equal(['out_001']);
+    });
   });
 });
