@@ -277,13 +277,16 @@ export function createWebhookRelay(deps: {
         });
       }),
     );
-    const carried = entries.map((entry) => entry.id).filter((id) => !failed.has(id));
-    const awaiting = carried.filter((id) => taken.has(id));
-    if (awaiting.length === 0) return { done: carried, awaiting, later: null };
-    const later = Promise.all(
-      awaiting.map(async (id) => ((await Promise.all([...(taken.get(id) ?? [])])).every(Boolean) ? [id] : [])),
-    ).then((done) => done.flat());
-    return { done: carried.filter((id) => !taken.has(id)), awaiting, later };
+    // an entry with a taken batch waits for it even when another of its batches could not be published (it is then
+    // not done, but no pass carries it out again while its attempts are still being made here)
+    const ids = entries.map((entry) => entry.id);
+    const awaiting = ids.filter((id) => taken.has(id));
+    const done = ids.filter((id) => !failed.has(id) && !taken.has(id));
+    if (awaiting.length === 0) return { done, awaiting, later: null };
+    const settledIds = async (id: string): Promise<string[]> =>
+      (await Promise.all([...(taken.get(id) ?? [])])).every(Boolean) && !failed.has(id) ? [id] : [];
+    const later = Promise.all(awaiting.map(settledIds)).then((settled) => settled.flat());
+    return { done, awaiting, later };
   }
 
   return {

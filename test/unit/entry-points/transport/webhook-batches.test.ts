@@ -482,8 +482,17 @@ describe('webhook batches: the worker', () => {
 
   describe('first attempts offered by the relay', () => {
     /** A worker started on the transport, and a relay of key_a's entries (to KEY_URL) offering it their batches. */
-    async function relayAndWorker(options: { statusOf?: (eventId: string) => number; perMerchant?: number; tookMs?: number } = {}) {
-      const recording = recordingTransport((payload) => failPublishes && (payload as { kind?: string }).kind !== 'batch');
+    async function relayAndWorker(
+      options: {
+        statusOf?: (eventId: string) => number;
+        perMerchant?: number;
+        tookMs?: number;
+        failPublish?: (payload: unknown) => boolean;
+      } = {},
+    ) {
+      const recording = recordingTransport(
+        (payload) => (failPublishes && !isWebhookBatch(payload)) || (options.failPublish?.(payload) ?? false),
+      );
       let failPublishes = false;
       let now = NOW;
       const scripted = scriptedSender(options.statusOf);
@@ -619,6 +628,23 @@ describe('webhook batches: the worker', () => {
       expect(retry.attempt).to.equal(2);
       expect(retry.dueAt).to.equal(NOW + 30_000);
       expect(setup.published[0]?.id).to.equal(`${jobId('evt_2', KEY_URL)}:2`);
+    });
+
+    it('when one batch of an entry is attempted here and its other batch cannot be published, then the entry waits for the attempt and is not done', async () => {
+      const setup = await relayAndWorker({
+        perMerchant: 1,
+        failPublish: (payload) => isWebhookBatch(payload) && payload.url === CALLBACK_URL,
+      });
+      await setup.learnPace();
+
+      // to the key's URL (taken here, the merchant's one slot) and to the callback_url (no slot left: published, which fails)
+      const handled = await setup.relay.handle([entry(1, 'key_a', CALLBACK_URL)]);
+
+      if (!('later' in handled)) throw new Error('expected the entry to wait for its attempt');
+      expect(handled.done).to.deep.equal([]);
+      expect(handled.awaiting).to.deep.equal(['out_001']);
+      expect(await handled.later).to.deep.equal([]);
+      expect(setup.sent).to.deep.equal(['evt_1']);
     });
 
     it('when an event attempted here can neither be retried nor sent back to the broker, then its entry is not done (it stays pending) and the others are', async () => {
