@@ -9,9 +9,10 @@ import { FINAL_PART_STATES, type PartState } from './carrier-link.js';
  * them):
  *
  * - `carrier-dispatches-<carrier>`: key = the dispatch id, encoded; the dispatch record (`DispatchRecord`).
- * - `carrier-references-<carrier>`: key = a carrier reference (message id of one part), encoded; its `Correlation`.
- * - `carrier-orphans-<carrier>`: key = a carrier reference, encoded; reports that arrived before the correlation
- *   (`OrphanReports`).
+ * - `carrier-references-<carrier>`: key = a carrier reference (message id of one part), encoded; its `Correlation`,
+ *   or, until the correlation is written, the reports the carrier sent before answering the submission
+ *   (`EarlyReports`). One key for both, written only on the revision read, so a report kept and a correlation
+ *   written at the same moment always meet.
  */
 
 const KEY_SAFE = /[A-Za-z0-9_-]/;
@@ -107,9 +108,15 @@ export interface OrphanReport {
   readonly occurred_at: number;
 }
 
-export interface OrphanReports {
+/** Reports for a reference whose correlation is not written yet, in their order of arrival. */
+export interface EarlyReports {
   readonly reports: readonly OrphanReport[];
 }
+
+/** What the references bucket holds under a reference. */
+export type ReferenceEntry = Correlation | EarlyReports;
+
+export const isEarlyReports = (entry: ReferenceEntry): entry is EarlyReports => 'reports' in entry;
 
 /** The receipt status of one part's state, for a single-part dispatch. */
 export const STATUS_OF_PART_STATE: Readonly<Record<PartState, CarrierStatus>> = {

@@ -10,7 +10,6 @@ import {
   connectorDurable,
   dispatchBucket,
   dispatchSubject,
-  orphanBucket,
   receiptSubject,
   referenceBucket,
   type NatsNames,
@@ -50,11 +49,13 @@ import {
   reportReceiptId,
   singlePartVerdict,
   withPartReport,
+  isEarlyReports,
   type Correlation,
   type DispatchRecord,
+  type EarlyReports,
   type OrphanReport,
-  type OrphanReports,
   type PartRecord,
+  type ReferenceEntry,
 } from './connector-records.js';
 
 /**
@@ -81,7 +82,7 @@ import {
 export interface ConnectorSettings {
   /** Jobs handled at once by this instance; default: the link's window size × weight. */
   readonly concurrency?: number;
-  /** Lifetime of dispatch records, correlations and orphan reports. */
+  /** Lifetime of dispatch records, correlations and reports kept before their correlation. */
   readonly recordTtlMs?: number;
   readonly ackWaitMs?: number;
   readonly presenceIntervalMs?: number;
@@ -93,7 +94,7 @@ export interface ConnectorSettings {
   readonly uncertainSubmission?: 'hold' | 'resend';
   /** Most receipts in one NATS message (a receipt batch); 1 publishes each on its own. Default 100. */
   readonly receiptBatchMax?: number;
-  /** Attempts to publish a receipt that is not answered by a report's promise (accepted, rejected, orphans). */
+  /** Attempts to publish a receipt that is not answered by a report's promise (accepted, rejected). */
   readonly publishAttempts?: number;
 }
 
@@ -105,7 +106,7 @@ export interface ConnectorRuntimeOptions {
   readonly priority: number;
   readonly weight: number;
   readonly link: CarrierLink;
-  /** For the key-value buckets (records, correlations, orphans, presence). */
+  /** For the key-value buckets (records, correlations and early reports, presence). */
   readonly nats: NatsConnection;
   /** The deployment's names on NATS (`NATS_NAMESPACE`), for the buckets; the transport maps its own. */
   readonly names: NatsNames;
@@ -214,7 +215,6 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   let dispatches: KV | null = null;
   let references: KV | null = null;
-  let orphans: KV | null = null;
   let presence: KV | null = null;
   let consumer: Consumer | null = null;
   /** Starting or stopping the consumer, one change at a time. */
@@ -469,7 +469,6 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       counters.jobsSkipped++;
       if (claimed.unknownOutcome) log.warn({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
       else log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
-      await resolveOrphansOf(claimed.record);
       return ACK;
     }
     if (claimed.kind === 'busy') return retryAfter(claimed.retryInMs);
@@ -540,10 +539,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     const parts = refs.length;
     try {
       await persistently('writing correlations', async () => {
-        for (const [part, reference] of refs.entries()) {
-          const correlation: Correlation = { dispatch_id: job.dispatch_id, part, parts };
-          await bucket(references).put(encodeKey(reference), toBytes(correlation));
-        }
+        for (const [part, reference] of refs.entries()) await recordCorrelation(reference, { dispatch_id: job.dispatch_id, part, parts });
       });
       await persistently('recording the submission', () =>
         changeRecord(
@@ -574,7 +570,6 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       occurred_at: toIsoUtc(clock.now()),
       carrier_reference: first ?? null,
     });
-    await resolveOrphans(refs);
   }
 
   async function onRejected(
@@ -612,9 +607,15 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   // ---- reports ----
 
-  async function readCorrelation(reference: string): Promise<Correlation | null> {
-    return fromEntry<Correlation>(await bucket(references).get(encodeKey(reference)));
+  /** What the references bucket holds for a reference, and the revision to write on (a deletion marker's too; 0: no key). */
+  async function readReference(key: string): Promise<{ entry: ReferenceEntry | null; revision: number }> {
+    const stored = await bucket(references).get(key);
+    return { entry: fromEntry<ReferenceEntry>(stored), revision: stored?.revision ?? 0 };
   }
+
+  /** A write of the references bucket conditional on the key's revision (0: only when there is no key). */
+  const writeReference = (key: string, entry: ReferenceEntry, revision: number): Promise<number> =>
+    bucket(references).put(key, toBytes(entry), { previousSeq: revision });
 
   /** The carrier's words as a receipt field (at most 100 characters), or nothing. */
   const wordsOf = (words: string | null | undefined): { carrier_status?: string } =>
@@ -680,20 +681,39 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     };
   }
 
-  async function keepOrphan(report: OrphanReport): Promise<void> {
-    const key = encodeKey(report.reference);
+  /**
+   * Writes a reference's correlation. A reference has one key, where the correlation or, before it, the reports the
+   * carrier sent before answering the submission are kept; every write of it is conditional on what was read, so a
+   * report and the correlation written at the same time cannot miss each other. The first write is a create, with
+   * no read: the key is there only when reports came first. Those are published before the correlation replaces
+   * them; a failure leaves them kept and throws (the caller tries again).
+   */
+  async function recordCorrelation(reference: string, correlation: Correlation): Promise<void> {
+    const key = encodeKey(reference);
+    let revision = 0;
+    let published = 0;
     for (;;) {
-      const entry = await bucket(orphans).get(key);
-      const current = fromEntry<OrphanReports>(entry);
-      const next: OrphanReports = { reports: [...(current?.reports ?? []), report] };
       try {
-        if (current === null) await bucket(orphans).create(key, toBytes(next));
-        else await bucket(orphans).update(key, toBytes(next), entry?.revision ?? 0);
-        counters.orphansKept++;
+        await writeReference(key, correlation, revision);
+        counters.orphansResolved += published;
         return;
       } catch (error) {
         if (!isConflict(error)) throw error;
       }
+      const read = await readReference(key);
+      revision = read.revision;
+      const { entry } = read;
+      if (entry === null) continue;
+      if (!isEarlyReports(entry)) {
+        // written already (an earlier attempt whose answer was lost); another dispatch's: the carrier reused the id
+        if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) return;
+        continue;
+      }
+      for (const report of entry.reports) {
+        const receipt = await receiptFor(report, correlation);
+        if (receipt !== null) await publishReceipt(receipt);
+      }
+      published = entry.reports.length;
     }
   }
 
@@ -706,25 +726,30 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       occurred_at: report.occurredAt,
       ...(report.carrierStatus === undefined ? {} : { carrier_status: report.carrierStatus }),
     };
-    let correlation = await readCorrelation(report.reference);
-    if (correlation === null) {
-      // the carrier can report before it answers the submission: keep the report until the correlation is written
-      await keepOrphan(kept);
-      correlation = await readCorrelation(report.reference);
-      if (correlation === null) {
-        log.info(
-          { reference: report.reference, state: report.state },
-          'report for an unknown reference kept until its submission is recorded',
-        );
+    const key = encodeKey(report.reference);
+    for (;;) {
+      const { entry, revision } = await readReference(key);
+      if (entry !== null && !isEarlyReports(entry)) {
+        const receipt = await receiptFor(kept, entry);
+        if (receipt !== null) await publishReceipt(receipt);
         return;
       }
-      // written meanwhile: settle it now (the submitting side may settle it too; the receipt ids are the same), and
-      // let a failure reach the carrier, which sends the report again
-      await settleOrphans(report.reference);
+      // the carrier can report before it answers the submission: the report is kept under the reference until the
+      // correlation replaces it, and published then
+      const early: EarlyReports = { reports: [...(entry?.reports ?? []), kept] };
+      try {
+        await writeReference(key, early, revision);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        continue;
+      }
+      counters.orphansKept++;
+      log.info(
+        { reference: report.reference, state: report.state },
+        'report for an unknown reference kept until its submission is recorded',
+      );
       return;
     }
-    const receipt = await receiptFor(kept, correlation);
-    if (receipt !== null) await publishReceipt(receipt);
   }
 
   function trackReport(report: CarrierReport): Promise<void> {
@@ -735,53 +760,6 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     };
     task.then(forget, forget);
     return task;
-  }
-
-  /** Publishes the receipts of the reports kept for one reference, then forgets them; throws when one is not published. */
-  async function settleOrphans(reference: string): Promise<void> {
-    const key = encodeKey(reference);
-    const entry = await bucket(orphans).get(key);
-    const kept = fromEntry<OrphanReports>(entry);
-    if (kept === null || entry === null) return;
-    const correlation = await readCorrelation(reference);
-    if (correlation === null) return;
-    for (const report of kept.reports) {
-      const receipt = await receiptFor(report, correlation);
-      if (receipt !== null) await publishReceipt(receipt);
-    }
-    try {
-      await bucket(orphans).delete(key, { previousSeq: entry.revision });
-    } catch (error) {
-      // more reports were kept meanwhile: their own handler or the next pass settles them (the same receipt ids)
-      if (!isConflict(error)) throw error;
-    }
-    counters.orphansResolved += kept.reports.length;
-  }
-
-  /** After the references are recorded: the reports that came first are settled now (a failure is logged; they stay kept). */
-  async function resolveOrphans(refs: readonly string[]): Promise<void> {
-    for (const reference of refs) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await settleOrphans(reference);
-          break;
-        } catch (error) {
-          if (attempt >= publishAttempts) {
-            log.warn({ err: error, reference }, 'reports kept for a reference not settled yet');
-            break;
-          }
-          await sleep(PUBLISH_RETRY_DELAY_MS * attempt);
-        }
-      }
-    }
-  }
-
-  /**
-   * A redelivered job already submitted: settle reports still kept for its references (an earlier pass failed). The
-   * record is the one the claim read: a submitted record's references never change.
-   */
-  async function resolveOrphansOf(record: DispatchRecord): Promise<void> {
-    if (record.state === 'submitted') await resolveOrphans(record.references);
   }
 
   // ---- presence and taking jobs ----
@@ -889,10 +867,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       if (state !== 'idle') throw new Error(`connector runtime cannot start: it is ${state}`);
       const kvm = new Kvm(options.nats);
       const { names } = options;
-      [dispatches, references, orphans, presence] = await Promise.all([
+      [dispatches, references, presence] = await Promise.all([
         openBucket(kvm, names.bucket(dispatchBucket(carrier)), recordTtlMs),
         openBucket(kvm, names.bucket(referenceBucket(carrier)), recordTtlMs),
-        openBucket(kvm, names.bucket(orphanBucket(carrier)), recordTtlMs),
         openBucket(kvm, names.bucket(PRESENCE_BUCKET), PRESENCE_TTL_MS),
       ]);
       state = 'running';

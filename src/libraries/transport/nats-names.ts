@@ -43,10 +43,8 @@ export const connectorDurable = (carrier: string): string => `connector-${carrie
 export const PRESENCE_BUCKET = 'gateway-connectors';
 /** A connector's dispatch records: key = the dispatch id, encoded. */
 export const dispatchBucket = (carrier: string): string => `carrier-dispatches-${carrier}`;
-/** A connector's correlations: key = a carrier reference, encoded. */
+/** A connector's correlations, and the reports that came before them: key = a carrier reference, encoded. */
 export const referenceBucket = (carrier: string): string => `carrier-references-${carrier}`;
-/** A connector's reports that came before their correlation: key = a carrier reference, encoded. */
-export const orphanBucket = (carrier: string): string => `carrier-orphans-${carrier}`;
 
 // ---- the namespace
 

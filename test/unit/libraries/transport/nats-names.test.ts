@@ -10,7 +10,6 @@ import {
   dispatchBucket,
   dispatchSubject,
   natsNames,
-  orphanBucket,
   receiptSubject,
   referenceBucket,
   shardSubject,
@@ -30,9 +29,7 @@ function everyName(names: NatsNames) {
       names.subject(s),
     ),
     consumers: [RECEIPTS_DURABLE, WEBHOOKS_DURABLE, connectorDurable('simulator')].map((d) => names.consumer(d)),
-    buckets: [PRESENCE_BUCKET, dispatchBucket('simulator'), referenceBucket('simulator'), orphanBucket('simulator')].map((b) =>
-      names.bucket(b),
-    ),
+    buckets: [PRESENCE_BUCKET, dispatchBucket('simulator'), referenceBucket('simulator')].map((b) => names.bucket(b)),
   };
 }
 
@@ -55,7 +52,7 @@ describe('NATS names and NATS_NAMESPACE', () => {
       streamSubjects: ['sms.dispatch.>', 'sms.receipts.>', 'webhook.jobs.>'],
       subjects: ['sms.dispatch.simulator', 'sms.receipts.simulator', 'webhook.jobs.mer_1', 'gw.shard.7'],
       consumers: ['gateway-receipts', 'webhook-delivery', 'connector-simulator'],
-      buckets: ['gateway-connectors', 'carrier-dispatches-simulator', 'carrier-references-simulator', 'carrier-orphans-simulator'],
+      buckets: ['gateway-connectors', 'carrier-dispatches-simulator', 'carrier-references-simulator'],
     });
     expect(NO_NAMESPACE.localSubject('sms.receipts.simulator')).to.equal('sms.receipts.simulator');
   });
@@ -66,7 +63,7 @@ describe('NATS names and NATS_NAMESPACE', () => {
       streamSubjects: ['a.sms.dispatch.>', 'a.sms.receipts.>', 'a.webhook.jobs.>'],
       subjects: ['a.sms.dispatch.simulator', 'a.sms.receipts.simulator', 'a.webhook.jobs.mer_1', 'a.gw.shard.7'],
       consumers: ['a_gateway-receipts', 'a_webhook-delivery', 'a_connector-simulator'],
-      buckets: ['a_gateway-connectors', 'a_carrier-dispatches-simulator', 'a_carrier-references-simulator', 'a_carrier-orphans-simulator'],
+      buckets: ['a_gateway-connectors', 'a_carrier-dispatches-simulator', 'a_carrier-references-simulator'],
     });
   });
 
