@@ -45,6 +45,7 @@ import {
 import {
   encodeKey,
   finalReceiptId,
+  isFinalPartState,
   multiPartVerdict,
   reportReceiptId,
   singlePartVerdict,
@@ -157,6 +158,8 @@ const LINK_DOWN_RETRY_MS = 1_000;
 const PUBLISH_RETRY_DELAY_MS = 200;
 /** Bound on waiting for correlations to be written once the carrier took a message (KV unreachable). */
 const CORRELATION_ATTEMPTS = 10;
+/** Correlations this instance wrote, kept in memory for the reports it receives itself (the oldest go first). */
+const CORRELATIONS_REMEMBERED = 10_000;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -224,6 +227,19 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   let state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   let active = false;
   const reportsInHand = new Set<Promise<void>>();
+  /**
+   * Encoded reference → the correlation this instance wrote for it. A correlation never changes once written, so a
+   * report for a reference this instance recorded (most are: the centre reports on the bind it was submitted on) is
+   * correlated without a read; another instance's, or one forgotten, is read from the bucket.
+   */
+  const correlationsWritten = new Map<string, Correlation>();
+  const remember = (key: string, correlation: Correlation): void => {
+    correlationsWritten.set(key, correlation);
+    if (correlationsWritten.size > CORRELATIONS_REMEMBERED) {
+      const oldest = correlationsWritten.keys().next();
+      if (oldest.done !== true) correlationsWritten.delete(oldest.value);
+    }
+  };
   const counters = {
     jobsTaken: 0,
     jobsAccepted: 0,
@@ -696,6 +712,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       try {
         await writeReference(key, correlation, revision);
         counters.orphansResolved += published;
+        remember(key, correlation);
         return;
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -706,7 +723,10 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       if (entry === null) continue;
       if (!isEarlyReports(entry)) {
         // written already (an earlier attempt whose answer was lost); another dispatch's: the carrier reused the id
-        if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) return;
+        if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) {
+          remember(key, correlation);
+          return;
+        }
         continue;
       }
       for (const report of entry.reports) {
@@ -727,6 +747,14 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       ...(report.carrierStatus === undefined ? {} : { carrier_status: report.carrierStatus }),
     };
     const key = encodeKey(report.reference);
+    const remembered = correlationsWritten.get(key);
+    if (remembered !== undefined) {
+      const receipt = await receiptFor(kept, remembered);
+      if (receipt !== null) await publishReceipt(receipt);
+      // the part's last word: a copy sent again (its answer lost) is read from the bucket
+      if (isFinalPartState(report.state)) correlationsWritten.delete(key);
+      return;
+    }
     for (;;) {
       const { entry, revision } = await readReference(key);
       if (entry !== null && !isEarlyReports(entry)) {

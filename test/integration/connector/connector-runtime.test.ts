@@ -494,6 +494,25 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     });
   });
 
+  it('correlates a report for a reference it recorded itself without reading it; a copy after the final one is read', async () => {
+    const carrier = 'rt-kv-report';
+    const { kv, link } = await startConnector(carrier);
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    const requests = countKvRequests(kv);
+    await link.report(accepted.carrier_reference ?? '', 'enroute');
+    await link.report(accepted.carrier_reference ?? '', 'delivered');
+    expect(await receiptOf(carrier, dispatch.dispatch_id, 'enroute')).to.not.equal(undefined);
+    expect(await receiptOf(carrier, dispatch.dispatch_id, 'delivered')).to.not.equal(undefined);
+    expect(requests.allReads()).to.equal(0);
+    // the centre sends the final report again (its answer was lost): correlated from the bucket, the same receipt id
+    await link.report(accepted.carrier_reference ?? '', 'delivered');
+    expect(requests.reads(referenceBucket(carrier))).to.equal(1);
+    expect((await receipts(carrier)).filter((r) => r.dispatch_id === dispatch.dispatch_id && r.status === 'delivered')).to.have.length(1);
+  });
+
   it('records a refusal without reading the record it claimed', async () => {
     const carrier = 'rt-kv-reject';
     const link = new FakeCarrierLink('kv-rej', {
