@@ -90,6 +90,25 @@ interface PendingSubmit {
   readonly resolve: (result: SubmitResult) => void;
 }
 
+/** Sessions whose socket is corked until the end of the current turn of the event loop. */
+const corkedForTurn = new WeakSet<Session>();
+
+/**
+ * Gathers the PDUs a turn of the event loop writes to a session into one system call: the socket is corked at the
+ * first and uncorked once the turn's callbacks are done (the submissions whose timers fired together, the answers to
+ * reports whose receipts were stored together), in the same order; a PDU waits at most until the end of the turn.
+ */
+function writeInTurn(session: Session): void {
+  const { socket } = session;
+  if (corkedForTurn.has(session) || socket.destroyed) return;
+  corkedForTurn.add(session);
+  socket.cork();
+  setImmediate(() => {
+    corkedForTurn.delete(session);
+    socket.uncork();
+  });
+}
+
 const THROTTLE_BACKOFF_INITIAL_MS = 100;
 const THROTTLE_BACKOFF_MAX_MS = 2_000;
 const UNBIND_TIMEOUT_MS = 1_000;
@@ -304,6 +323,7 @@ class SmppSession {
     return new Promise<SubmitResult>((resolve) => {
       const pdu = new smpp.PDU('submit_sm', fields);
       let sequence = -1;
+      writeInTurn(session);
       const sent = session.send(pdu, (resp) => {
         const pending = this.pending.get(sequence);
         if (pending === undefined) return; // answered after its timeout: already submitted again or given back
@@ -418,6 +438,7 @@ export function createSmppLink(account: SmppAccount, options: SmppLinkOptions = 
   const hasRoom = (bind: Bind): boolean => bind.transmitter.outstanding < account.window;
 
   function respond(session: Session, pdu: PDU, status: number): void {
+    writeInTurn(session);
     session.send(pdu.response(status === ESME_ROK ? { message_id: '' } : { command_status: status }));
   }
 

@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Socket } from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
+import sinon from 'sinon';
 import type { DispatchJob } from '../../../src/carriers/carrier-protocol.js';
 import type { CarrierReport, SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
 import { parseSmppAccount, type SmppAccount } from '../../../src/carriers/smpp/smpp-account.js';
@@ -297,6 +299,35 @@ describe('SMPP link with the test SMSC', function () {
     release();
     await until(() => smsc.answeredReceipts() === 1, 'the answer');
     expect(smsc.unansweredReceipts()).to.equal(0);
+  });
+
+  it('answers the reports it is done with in one turn in one write to the centre', async () => {
+    let release: () => void = () => undefined;
+    const stored = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // no enquire_link during the test: only the answers go to the centre
+    const { smsc, link } = await open({}, { enquireLinkIntervalMs: 60_000 }, (report) => {
+      reports.push(report);
+      // the receipts are stored together (one receipt batch): every report's promise resolves in the same turn
+      return stored;
+    });
+    const count = 10;
+    await Promise.all(Array.from({ length: count }, (_, i) => link.submit(job(`+2438100012${String(i).padStart(2, '0')}`, `report ${i}`))));
+    await until(() => reports.length === count, 'every report');
+    // writes of the link's socket (to the centre's port), from now on; the centre's own writes are not counted
+    const sockets: Socket[] = [];
+    const single = sinon.spy(Socket.prototype, '_write');
+    const gathered = sinon.spy(Socket.prototype, '_writev');
+    try {
+      release();
+      await until(() => smsc.answeredReceipts() === count, 'every deliver_sm_resp');
+      for (const call of [...single.getCalls(), ...gathered.getCalls()]) sockets.push(call.thisValue as Socket);
+      expect(sockets.filter((socket) => socket.remotePort === smsc.port)).to.have.length(1);
+    } finally {
+      single.restore();
+      gathered.restore();
+    }
   });
 
   it('closes a session whose enquire_link goes unanswered, and binds again', async () => {
