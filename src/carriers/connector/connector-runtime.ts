@@ -240,6 +240,12 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       if (oldest.done !== true) correlationsWritten.delete(oldest.value);
     }
   };
+  /**
+   * Encoded reference → the writing of its correlation, from the carrier's answer until it is stored. The centre
+   * can report a part before that write is done (it reports ten milliseconds after answering, and a write can take
+   * longer under load); the report then waits for it rather than being kept as an early report in the bucket.
+   */
+  const correlationsInWriting = new Map<string, Promise<unknown>>();
   const counters = {
     jobsTaken: 0,
     jobsAccepted: 0,
@@ -554,9 +560,19 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     counters.jobsAccepted++;
     const parts = refs.length;
     try {
-      await persistently('writing correlations', async () => {
-        for (const [part, reference] of refs.entries()) await recordCorrelation(reference, { dispatch_id: job.dispatch_id, part, parts });
-      });
+      // known to reports before the first write leaves
+      const keys = refs.map(encodeKey);
+      const writing = Promise.resolve().then(() =>
+        persistently('writing correlations', async () => {
+          for (const [part, reference] of refs.entries()) await recordCorrelation(reference, { dispatch_id: job.dispatch_id, part, parts });
+        }),
+      );
+      for (const reference of keys) correlationsInWriting.set(reference, writing);
+      try {
+        await writing;
+      } finally {
+        for (const reference of keys) if (correlationsInWriting.get(reference) === writing) correlationsInWriting.delete(reference);
+      }
       await persistently('recording the submission', () =>
         changeRecord(
           key,
@@ -747,6 +763,8 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       ...(report.carrierStatus === undefined ? {} : { carrier_status: report.carrierStatus }),
     };
     const key = encodeKey(report.reference);
+    // a failed write is its writer's to report: this report then takes the bucket's path
+    await correlationsInWriting.get(key)?.catch(() => undefined);
     const remembered = correlationsWritten.get(key);
     if (remembered !== undefined) {
       const receipt = await receiptFor(kept, remembered);

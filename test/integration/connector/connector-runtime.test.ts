@@ -513,6 +513,33 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect((await receipts(carrier)).filter((r) => r.dispatch_id === dispatch.dispatch_id && r.status === 'delivered')).to.have.length(1);
   });
 
+  it('correlates a report that comes while the correlation is being written once it is written, keeping nothing in the bucket', async () => {
+    const carrier = 'rt-kv-report-early';
+    const link = new FakeCarrierLink('kv-early');
+    const { kv, runtime } = await startConnector(carrier, { link });
+    const request = kv.request.bind(kv);
+    const subjects: string[] = [];
+    const reported: Promise<void>[] = [];
+    sinon.stub(kv, 'request').callsFake((subject, payload, options) => {
+      subjects.push(subject);
+      const prefix = `$KV.${referenceBucket(carrier)}.`;
+      // the centre reports the part just as the connector sends its correlation to the bucket
+      if (reported.length === 0 && subject.startsWith(prefix)) reported.push(link.report(subject.slice(prefix.length), 'delivered'));
+      return request(subject, payload, options);
+    });
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const delivered = await waitReceipt(carrier, dispatch.dispatch_id, 'delivered');
+    await Promise.all(reported);
+    await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    expect(delivered.carrier_reference).to.equal('kv-early-1');
+    expect(runtime.stats().orphansKept).to.equal(0);
+    expect(subjects.filter((subject) => subject.startsWith(`$KV.${referenceBucket(carrier)}.`))).to.have.length(1);
+    expect(
+      subjects.filter((subject) => subject.startsWith('$JS.API.DIRECT.GET.') || subject.startsWith('$JS.API.STREAM.MSG.GET.')),
+    ).to.have.length(0);
+  });
+
   it('records a refusal without reading the record it claimed', async () => {
     const carrier = 'rt-kv-reject';
     const link = new FakeCarrierLink('kv-rej', {
