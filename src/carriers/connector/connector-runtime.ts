@@ -488,6 +488,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     const key = encodeKey(job.dispatch_id);
     const claimed = await claim(key);
     if (claimed.kind === 'done') {
+      // a correlation written together with the record may be missing (the instance stopped between them): written
+      // now, before the job is acknowledged (a failure hands the job back)
+      if (claimed.record.state === 'submitted') await writeCorrelations(job.dispatch_id, claimed.record.references, false);
       counters.jobsSkipped++;
       if (claimed.unknownOutcome) log.warn({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
       else log.info({ dispatch_id: job.dispatch_id, why: claimed.why }, 'dispatch job acknowledged without sending');
@@ -556,24 +559,25 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
+  /**
+   * The carrier took the message: its correlations, the `submitted` record and the `accepted` receipt are written
+   * together, none waiting on another. A record `submitted` while a correlation is missing (this instance stopped
+   * between the two) is mended when the job comes again: it is not acknowledged before, so it does.
+   */
   async function onAccepted(job: DispatchJob, key: string, written: RecordAt, refs: readonly string[]): Promise<void> {
     counters.jobsAccepted++;
-    const parts = refs.length;
-    try {
-      // known to reports before the first write leaves
-      const keys = refs.map(encodeKey);
-      const writing = Promise.resolve().then(() =>
-        persistently('writing correlations', async () => {
-          for (const [part, reference] of refs.entries()) await recordCorrelation(reference, { dispatch_id: job.dispatch_id, part, parts });
-        }),
-      );
-      for (const reference of keys) correlationsInWriting.set(reference, writing);
-      try {
-        await writing;
-      } finally {
-        for (const reference of keys) if (correlationsInWriting.get(reference) === writing) correlationsInWriting.delete(reference);
-      }
-      await persistently('recording the submission', () =>
+    const [first] = refs;
+    const accepted = publishPatiently({
+      version: 1,
+      receipt_id: `${job.dispatch_id}:accepted`,
+      dispatch_id: job.dispatch_id,
+      status: 'accepted',
+      occurred_at: toIsoUtc(clock.now()),
+      carrier_reference: first ?? null,
+    });
+    const recorded = await Promise.allSettled([
+      writeCorrelations(job.dispatch_id, refs, true),
+      persistently('recording the submission', () =>
         changeRecord(
           key,
           (record) => ({
@@ -585,23 +589,39 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
           }),
           written,
         ),
-      );
-    } catch (error) {
+      ),
+    ]);
+    for (const outcome of recorded) {
       // the job is acknowledged all the same: the carrier has it, and sending it again would be a duplicate
-      log.error(
-        { err: error, dispatch_id: job.dispatch_id, references: refs },
-        'carrier took the message but its references were not recorded',
-      );
+      if (outcome.status === 'rejected')
+        log.error(
+          { err: outcome.reason, dispatch_id: job.dispatch_id, references: refs },
+          'carrier took the message but its references were not recorded',
+        );
     }
-    const [first] = refs;
-    await publishPatiently({
-      version: 1,
-      receipt_id: `${job.dispatch_id}:accepted`,
-      dispatch_id: job.dispatch_id,
-      status: 'accepted',
-      occurred_at: toIsoUtc(clock.now()),
-      carrier_reference: first ?? null,
-    });
+    await accepted;
+  }
+
+  /**
+   * Writes the correlations of a dispatch's parts; reports for them meanwhile wait for it (`correlationsInWriting`).
+   * `latest`: the carrier has just answered, so a correlation of another dispatch under the same id is replaced;
+   * otherwise (a submission recorded earlier) it is left as it is.
+   */
+  async function writeCorrelations(dispatchId: string, refs: readonly string[], latest: boolean): Promise<void> {
+    const parts = refs.length;
+    // known to reports before the first write leaves
+    const keys = refs.map(encodeKey);
+    const writing = Promise.resolve().then(() =>
+      persistently('writing correlations', () =>
+        Promise.all(refs.map((reference, part) => recordCorrelation(reference, { dispatch_id: dispatchId, part, parts }, latest))),
+      ),
+    );
+    for (const reference of keys) correlationsInWriting.set(reference, writing);
+    try {
+      await writing;
+    } finally {
+      for (const reference of keys) if (correlationsInWriting.get(reference) === writing) correlationsInWriting.delete(reference);
+    }
   }
 
   async function onRejected(
@@ -720,7 +740,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
    * no read: the key is there only when reports came first. Those are published before the correlation replaces
    * them; a failure leaves them kept and throws (the caller tries again).
    */
-  async function recordCorrelation(reference: string, correlation: Correlation): Promise<void> {
+  async function recordCorrelation(reference: string, correlation: Correlation, latest: boolean): Promise<void> {
     const key = encodeKey(reference);
     let revision = 0;
     let published = 0;
@@ -738,11 +758,13 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       const { entry } = read;
       if (entry === null) continue;
       if (!isEarlyReports(entry)) {
-        // written already (an earlier attempt whose answer was lost); another dispatch's: the carrier reused the id
+        // written already (an earlier attempt whose answer was lost)
         if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) {
           remember(key, correlation);
           return;
         }
+        // another dispatch's: the carrier gave the id again, and the latest submission has it
+        if (!latest) return;
         continue;
       }
       for (const report of entry.reports) {

@@ -540,6 +540,53 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     ).to.have.length(0);
   });
 
+  it('publishes accepted and records the submission without waiting for the correlation to be written', async () => {
+    const carrier = 'rt-kv-together';
+    const { kv, link } = await startConnector(carrier);
+    const request = kv.request.bind(kv);
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    sinon.stub(kv, 'request').callsFake(async (subject, payload, options) => {
+      // the bucket of correlations answers slowly
+      if (subject.startsWith(`$KV.${referenceBucket(carrier)}.`)) await released;
+      return request(subject, payload, options);
+    });
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    // the correlation is still held back while both of these are seen
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    const reference = accepted.carrier_reference ?? '';
+    const record = await storedRecord(carrier, dispatch.dispatch_id);
+    release();
+    expect(record).to.deep.include({ state: 'submitted', references: [reference] });
+    await settled(carrier);
+    const entry = await (await new Kvm(nc).open(referenceBucket(carrier))).get(encodeKey(reference));
+    expect(entry?.json()).to.deep.equal({ dispatch_id: dispatch.dispatch_id, part: 0, parts: 1 });
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(1);
+  });
+
+  it('writes the correlation of a job that comes again with its submission recorded and its correlation missing', async () => {
+    const carrier = 'rt-kv-mend';
+    const { link, runtime } = await startConnector(carrier);
+    const dispatch = job();
+    // the instance that submitted it stopped after recording the submission, before the correlation was written
+    await writeRecord(carrier, dispatch.dispatch_id, {
+      version: 1,
+      state: 'submitted',
+      references: ['mend-ref'],
+      submitted_at: Date.now(),
+    });
+    await publishJob(carrier, dispatch);
+    await waitFor('the job to be settled', () => runtime.stats().jobsSkipped === 1);
+    await settled(carrier);
+    expect(link.submissionsOf(dispatch.dispatch_id)).to.equal(0);
+    await link.report('mend-ref', 'delivered');
+    expect(await receiptOf(carrier, dispatch.dispatch_id, 'delivered')).to.include({ carrier_reference: 'mend-ref' });
+    expect(runtime.stats().orphansKept).to.equal(0);
+  });
+
   it('records a refusal without reading the record it claimed', async () => {
     const carrier = 'rt-kv-reject';
     const link = new FakeCarrierLink('kv-rej', {
