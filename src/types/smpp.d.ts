@@ -141,11 +141,25 @@ declare module 'smpp' {
     cert?: string | Buffer;
   }
 
+  /** One of the package's GSM 03.38 tables (default, Turkish, Spanish, Portuguese), filled on first use. */
+  export interface GsmCoderTable {
+    readonly chars: string;
+  }
+
+  /** The package's GSM 03.38 coder, used by its message filters. */
+  export interface GsmCoder {
+    /** The table of a national language shift (0: the default alphabet); checks on every call that it is filled. */
+    getCoder(encoding: number | undefined): GsmCoderTable;
+    encode(text: string, encoding: number | undefined): Buffer;
+    decode(bytes: Buffer | string, encoding: number | undefined): string;
+  }
+
   interface Smpp {
     connect(options: ConnectOptions, listener?: () => void): Session;
     createServer(options: ServerOptions, listener?: (session: Session) => void): Server;
     readonly PDU: typeof PDU;
     readonly errors: Readonly<Record<string, number>>;
+    readonly gsmCoder: GsmCoder;
   }
 
   const smpp: Smpp;

@@ -5,7 +5,7 @@ import type { DispatchJob } from '../carrier-protocol.js';
 import type { CarrierLink, LinkStats, ReportHandler, SubmitOutcome } from '../connector/carrier-link.js';
 import { destinationAddressFor, sourceAddressFor, type SmppAccount } from './smpp-account.js';
 import { createReferenceCounter, encodeMessage, EncodingError, type EncodedPart } from './smpp-encoding.js';
-import { captureRawPdus, messageBodyOf } from './smpp-pdu.js';
+import { captureRawPdus, keepGsmCoders, messageBodyOf } from './smpp-pdu.js';
 import { classifyStatus, commandStatusName, ESME_ROK, ESME_RX_T_APPN, readInbound } from './smpp-receipts.js';
 import { createSubmitPacer, monotonic, sleep } from '../connector/submit-pacing.js';
 
@@ -38,6 +38,7 @@ import { createSubmitPacer, monotonic, sleep } from '../connector/submit-pacing.
  */
 
 captureRawPdus();
+keepGsmCoders();
 
 /**
  * A `retry` marked uncertain may follow a hand-over the centre took: a submit_sm unanswered (timeout, bind lost) or

@@ -1,4 +1,4 @@
-import smpp, { type PDU } from 'smpp';
+import smpp, { type GsmCoder, type GsmCoderTable, type PDU } from 'smpp';
 
 /**
  * The bytes of a received PDU, as they came off the wire.
@@ -27,6 +27,34 @@ export function captureRawPdus(): void {
     original.call(this, buffer);
   };
   prototype[INSTALLED] = true;
+}
+
+const CODERS_KEPT = Symbol.for('sms-gateway.smpp.gsm-coders-kept');
+
+interface PatchableCoder {
+  getCoder: GsmCoder['getCoder'];
+  [CODERS_KEPT]?: boolean;
+}
+
+/**
+ * The package looks its GSM table up for every message it decodes (each delivery report's text) by listing the
+ * table's keys to see whether it is filled yet: an array of 128 keys per report. A table, once filled, never changes,
+ * so each is looked up once and kept. Idempotent.
+ */
+export function keepGsmCoders(): void {
+  const coder = smpp.gsmCoder as unknown as PatchableCoder;
+  if (coder[CODERS_KEPT] === true) return;
+  const lookUp = coder.getCoder.bind(coder);
+  const kept = new Map<number | undefined, GsmCoderTable>();
+  coder.getCoder = (encoding) => {
+    let table = kept.get(encoding);
+    if (table === undefined) {
+      table = lookUp(encoding);
+      kept.set(encoding, table);
+    }
+    return table;
+  };
+  coder[CODERS_KEPT] = true;
 }
 
 export function rawBytesOf(pdu: PDU): Buffer | null {

@@ -1,9 +1,41 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import smpp from 'smpp';
-import { captureRawPdus, messageBodyOf, readMessageBody, TLV, tlvNumber, tlvString } from '../../../../src/carriers/smpp/smpp-pdu.js';
+import {
+  captureRawPdus,
+  keepGsmCoders,
+  messageBodyOf,
+  readMessageBody,
+  TLV,
+  tlvNumber,
+  tlvString,
+} from '../../../../src/carriers/smpp/smpp-pdu.js';
 import { readInbound } from '../../../../src/carriers/smpp/smpp-receipts.js';
 
 describe('SMPP raw PDU bytes', () => {
+  it("decodes a message with the package's GSM table looked up once, not listed again per message", () => {
+    keepGsmCoders();
+    keepGsmCoders();
+    const wire = new smpp.PDU('deliver_sm', {
+      esm_class: 0x04,
+      data_coding: 0,
+      short_message: Buffer.from('stat:DELIVRD', 'latin1'),
+    }).toBuffer();
+    expect((new smpp.PDU(wire).short_message as { message: string }).message).to.equal('stat:DELIVRD');
+    const listing = sinon.spy(Object, 'keys');
+    try {
+      const decoded = new smpp.PDU(wire);
+      expect((decoded.short_message as { message: string }).message).to.equal('stat:DELIVRD');
+      expect(smpp.gsmCoder.decode(Buffer.from([0x41, 0x1b, 0x3c]), 0)).to.equal('A[');
+      expect(listing.called).to.equal(false);
+    } finally {
+      listing.restore();
+    }
+    // every national table keeps its own characters
+    expect(smpp.gsmCoder.getCoder(0x01)).to.not.equal(smpp.gsmCoder.getCoder(0x00));
+    expect(smpp.gsmCoder.getCoder(0x01)).to.equal(smpp.gsmCoder.getCoder(0x01));
+  });
+
   it('reads short_message bytes the package would turn into other characters', () => {
     captureRawPdus();
     const text = Buffer.from('id:a_b@c stat:DELIVRD err:000', 'latin1');
