@@ -78,6 +78,11 @@ import {
  * deletes the record and hands the job back.
  * The instance submitting renews its record every third of the ack wait, so a slow hand-off is never taken for a
  * dead one.
+ *
+ * Once the carrier took it, the correlations (one per part, in `carrier-references-<carrier>`), the `submitted`
+ * record and the `accepted` receipt are written together, and the job is acknowledged when all are. A report is
+ * correlated from the correlations this instance wrote (kept in memory; one being written is waited for) or from
+ * the bucket; a report for an id not recorded yet is kept under that id until its correlation replaces it.
  */
 
 export interface ConnectorSettings {
