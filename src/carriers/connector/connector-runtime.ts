@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
@@ -11,6 +11,7 @@ import {
   dispatchBucket,
   dispatchSubject,
   receiptSubject,
+  legacyEarlyReportBucket,
   referenceBucket,
   type NatsNames,
 } from '../../libraries/transport/nats-names.js';
@@ -825,6 +826,44 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     }
   }
 
+  /**
+   * Connectors before 2026-11-26 kept early reports in a bucket of their own (legacyEarlyReportBucket). A connector
+   * starting takes each report it finds there as if it arrived now (published if its correlation is written, kept
+   * under its reference otherwise), then deletes the bucket: an upgrade that stops the older connectors first loses
+   * none of their kept reports. Returns how many it took; a failure leaves the rest for the next start.
+   */
+  async function adoptLegacyEarlyReports(kvm: Kvm): Promise<number> {
+    const name = options.names.bucket(legacyEarlyReportBucket(carrier));
+    const jsm = await jetstreamManager(options.nats);
+    const exists = await jsm.streams.info(`KV_${name}`).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) return false;
+        throw error;
+      },
+    );
+    if (!exists) return 0;
+    const legacy = await kvm.open(name);
+    let adopted = 0;
+    for await (const key of await legacy.keys()) {
+      const kept = fromEntry<EarlyReports>(await legacy.get(key));
+      for (const report of kept?.reports ?? []) {
+        await onReport({
+          reference: report.reference,
+          state: report.state,
+          carrierError: report.carrier_error,
+          occurredAt: report.occurred_at,
+          ...(report.carrier_status == null ? {} : { carrierStatus: report.carrier_status }),
+        });
+        adopted++;
+      }
+      await legacy.delete(key);
+    }
+    await legacy.destroy();
+    log.info({ bucket: name, reports: adopted }, 'reports kept by an earlier connector version taken, and their bucket deleted');
+    return adopted;
+  }
+
   function trackReport(report: CarrierReport): Promise<void> {
     const task = onReport(report);
     reportsInHand.add(task);
@@ -946,6 +985,9 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         openBucket(kvm, names.bucket(PRESENCE_BUCKET), PRESENCE_TTL_MS),
       ]);
       state = 'running';
+      await adoptLegacyEarlyReports(kvm).catch((error: unknown) => {
+        log.warn({ err: error }, 'reports kept by an earlier connector version not taken yet (next start)');
+      });
       await link.start(trackReport);
       await refreshPresence();
       heartbeat = setInterval(() => {

@@ -45,6 +45,11 @@ export const PRESENCE_BUCKET = 'gateway-connectors';
 export const dispatchBucket = (carrier: string): string => `carrier-dispatches-${carrier}`;
 /** A connector's correlations, and the reports that came before them: key = a carrier reference, encoded. */
 export const referenceBucket = (carrier: string): string => `carrier-references-${carrier}`;
+/**
+ * Where connectors before 2026-11-26 kept the reports that came before their correlation; a connector starting takes
+ * what it finds there and deletes the bucket.
+ */
+export const legacyEarlyReportBucket = (carrier: string): string => `carrier-orphans-${carrier}`;
 
 // ---- the namespace
 

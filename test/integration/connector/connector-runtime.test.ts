@@ -9,6 +9,7 @@ import {
   PRESENCE_BUCKET,
   dispatchBucket,
   dispatchSubject,
+  legacyEarlyReportBucket,
   referenceBucket,
 } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
@@ -320,6 +321,38 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect((await receipts(carrier)).filter((r) => r.dispatch_id === dispatch.dispatch_id && r.status === 'undelivered')).to.have.length(1);
     const entry = await (await new Kvm(nc).open(referenceBucket(carrier))).get(encodeKey('early-other'));
     expect(entry?.json()).to.deep.equal({ dispatch_id: dispatch.dispatch_id, part: 0, parts: 1 });
+  });
+
+  it('on start, takes the reports an earlier version kept in its own bucket: a correlated one is published, the other kept under its reference, and the old bucket deleted', async () => {
+    const carrier = 'rt-legacy';
+    // an earlier connector recorded a submission and its correlation, then all its instances were stopped
+    const first = await startConnector(carrier, { name: 'first' });
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await first.stop();
+    // what an earlier version left in its own bucket: a report for that reference, and one for a reference not
+    // recorded yet
+    const kvm = new Kvm(nc);
+    const legacy = await kvm.create(legacyEarlyReportBucket(carrier), { history: 1 });
+    const reference = accepted.carrier_reference ?? '';
+    const at = Date.parse('2026-11-26T10:00:00Z');
+    await legacy.put(
+      encodeKey(reference),
+      JSON.stringify({ reports: [{ reference, state: 'delivered', carrier_error: null, occurred_at: at }] }),
+    );
+    const unknown = { reference: 'legacy-unknown', state: 'undelivered', carrier_error: '034', occurred_at: at };
+    await legacy.put(encodeKey('legacy-unknown'), JSON.stringify({ reports: [unknown] }));
+
+    const second = await startConnector(carrier, { name: 'second' });
+    const delivered = await waitReceipt(carrier, dispatch.dispatch_id, 'delivered');
+    expect(delivered).to.include({ carrier_reference: reference, occurred_at: '2026-11-26T10:00:00.000Z' });
+    const kept = await (await kvm.open(referenceBucket(carrier))).get(encodeKey('legacy-unknown'));
+    expect(kept?.json()).to.deep.equal({ reports: [unknown] });
+    expect(second.runtime.stats().orphansKept).to.equal(1);
+    const old = await jsm.streams.info(`KV_${legacyEarlyReportBucket(carrier)}`).catch(() => null);
+    expect(old, 'the old bucket, deleted').to.equal(null);
+    expect(second.link.submissions).to.have.length(0);
   });
 
   it('correlates late reports for references a stopped connector recorded', async () => {
