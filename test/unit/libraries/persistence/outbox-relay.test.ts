@@ -32,20 +32,28 @@ function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: str
   return handler;
 }
 
-describe('outbox relay: waking the lanes', () => {
-  let clock: sinon.SinonFakeTimers;
+/**
+ * Fake timers for the tests of a describe block, and `advance`: fake time forward, then the rest of the event loop's
+ * turn (done marks go out at the end of a turn).
+ */
+function fakeTime(): (ms: number) => Promise<void> {
+  let clock: sinon.SinonFakeTimers | null = null;
   beforeEach(() => {
     clock = sinon.useFakeTimers({ now: T0, toFake: ['setTimeout', 'clearTimeout', 'Date'] });
   });
   afterEach(() => {
-    clock.restore();
+    clock?.restore();
   });
-  /** Fake time forward, then the rest of the event loop's turn (done marks go out at the end of a turn). */
-  async function advance(ms: number): Promise<void> {
+  return async (ms) => {
+    if (!clock) throw new Error('fake time is set up per test');
     await clock.tickAsync(ms);
     await new Promise<void>((resolve) => setImmediate(resolve));
     await clock.tickAsync(0);
-  }
+  };
+}
+
+describe('outbox relay: waking the lanes', () => {
+  const advance = fakeTime();
 
   function setUp() {
     const journal = createMemoryJournal();
@@ -287,18 +295,7 @@ describe('outbox relay: waking the lanes', () => {
 });
 
 describe('outbox relay: entries a handler finishes later', () => {
-  let clock: sinon.SinonFakeTimers;
-  beforeEach(() => {
-    clock = sinon.useFakeTimers({ now: T0, toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-  });
-  afterEach(() => {
-    clock.restore();
-  });
-  async function advance(ms: number): Promise<void> {
-    await clock.tickAsync(ms);
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    await clock.tickAsync(0);
-  }
+  const advance = fakeTime();
 
   /**
    * A handler that carries out entries whose id starts with `now-` at once and answers the others as finished later,
