@@ -60,7 +60,9 @@ export function createUseCases(options: UseCaseOptions) {
     webhookUrlPolicy: webhookUrlPolicyOf(config),
     decidedWaitMs: requestBudgetMs,
     followUpDone,
-    ownerKnown: (messageId, merchantId) => { directory.rememberOwner(messageId, merchantId); },
+    ownerKnown: (messageId, merchantId) => {
+      directory.rememberOwner(messageId, merchantId);
+    },
     ...(options.faults ? { faults: options.faults } : {}),
   });
   const useCases: UseCases = {
