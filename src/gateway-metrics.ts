@@ -15,8 +15,8 @@ import type { WalletEvent } from './wallets/wallet-behaviour.js';
  * well: the message host counts them (DomainHostOptions.onRecipientTransition), just as durably.
  */
 
-function countAppend(
-  append: JournalAppend,
+function countRecord(
+  append: Pick<JournalAppend, 'key' | 'events'>,
   metrics: Metrics,
   currencyOf: (merchantId: string) => Promise<string>,
   onError: (error: unknown) => void,
@@ -59,13 +59,15 @@ export function meteredJournal(
       } finally {
         metrics.journalAppend(Number(process.hrtime.bigint() - started) / 1e9);
       }
-      countAppend(append, metrics, currencyOf, onError);
+      // a companion (the message a charge creates) is a record of its own key, written in the same append
+      for (const record of [append, ...(append.companions ?? [])]) countRecord(record, metrics, currencyOf, onError);
     },
     read: (key, afterSeq) => journal.read(key, afterSeq),
     latestSnapshot: (key) => journal.latestSnapshot(key),
     saveSnapshot: (snapshot) => journal.saveSnapshot(snapshot),
     prunable: (query) => journal.prunable(query),
     pruneBefore: (key, seq) => journal.pruneBefore(key, seq),
+    writesCompanions: journal.writesCompanions,
   };
 }
 

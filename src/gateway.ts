@@ -93,6 +93,7 @@ export async function createGateway(options: GatewayOptions) {
     ids,
     secrets,
     requestBudgetMs: actors.requestBudgetMs,
+    creationWithCharge: persistence.journal.writesCompanions,
     followUpDone: (id) => {
       followUps.doneMarker.mark(id);
     },

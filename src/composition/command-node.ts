@@ -50,6 +50,7 @@ export function createCommandNode(options: CommandNodeOptions) {
     ids: DEFAULT_IDS,
     secrets: secretBoxOf(config),
     requestBudgetMs: actors.requestBudgetMs,
+    creationWithCharge: persistence.journal.writesCompanions,
     followUpDone: (id) => {
       followUps.doneMarker.mark(id);
     },

@@ -42,6 +42,8 @@ export interface UseCaseOptions {
   readonly requestBudgetMs: number;
   /** A request finished its own follow-up: its outbox entry is done. */
   readonly followUpDone: (id: string) => void;
+  /** The journal writes a send's message in the charge's own write (Journal.writesCompanions). */
+  readonly creationWithCharge: boolean;
   readonly faults?: SendMessageDependencies['faults'];
 }
 
@@ -59,6 +61,7 @@ export function createUseCases(options: UseCaseOptions) {
     scheduling: { horizonDays: config.scheduling.openEndedHorizonDays, maxScheduledSms: config.scheduling.maxScheduledSms },
     webhookUrlPolicy: webhookUrlPolicyOf(config),
     decidedWaitMs: requestBudgetMs,
+    creationWithCharge: options.creationWithCharge,
     followUpDone,
     ownerKnown: (messageId, merchantId) => {
       directory.rememberOwner(messageId, merchantId);

@@ -7,7 +7,7 @@ import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
 import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
-import { sendReceipt, type MessageSpec, type SendReceipt } from './message/message-types.js';
+import { MESSAGE_KIND, sendReceipt, type MessageCommand, type MessageSpec, type SendReceipt } from './message/message-types.js';
 import { validateSendRequest } from './send-request.js';
 import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
 
@@ -47,6 +47,12 @@ export interface SendMessageDependencies {
    * outbox (and answering 201 all the same: the creation is journaled with the charge).
    */
   readonly decidedWaitMs: number;
+  /**
+   * The message is created in the charge's own write, as the message's first record (the journal writes
+   * companions): one write per send, nothing to finish after it. Otherwise the charge records a `message.create`
+   * follow-up and the message is created by a second write.
+   */
+  readonly creationWithCharge: boolean;
   /**
    * The message exists: its owner (recorded with its creation) may be remembered in memory, so its receipts and
    * status reads find it without a lookup.
@@ -151,17 +157,22 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       costPerOccurrence: cost.costPerOccurrence,
     };
     const receipt = sendReceipt(spec);
-    const followUp: MessageCreateEffect = { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec };
-    // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
-    beforeDeadline(deps.clock.now(), 'the charge');
-    const charge = await wallet.ask({
-      type: 'charge',
+    const creation: MessageCommand = { type: 'create', spec };
+    const terms = {
       chargeId: messageId,
       amount: cost.totalCost,
       refundable: request.sendingType !== 'immediate',
       idempotency: idempotency ? { ...idempotency, receipt } : null,
-      followUp,
-    });
+    };
+    // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
+    beforeDeadline(deps.clock.now(), 'the charge');
+    const charge = deps.creationWithCharge
+      ? await wallet.ask({ type: 'charge_and_create', ...terms, creates: { kind: MESSAGE_KIND, id: messageId, command: creation } })
+      : await wallet.ask({
+          type: 'charge',
+          ...terms,
+          followUp: { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec } satisfies MessageCreateEffect,
+        });
     if (!charge.ok) {
       if (charge.code === 'IDEMPOTENCY_REPLAY') return success({ receipt: charge.receipt as SendReceipt, replayed: true });
       if (charge.code === 'IDEMPOTENCY_KEY_REUSED') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));
@@ -169,7 +180,9 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     }
     // decided: from here the request finishes, past its deadline if need be; never a 503 for a charged send
     await deps.faults?.afterCharge?.(messageId);
-    await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec));
+    // created with the charge, or by a second write now (the outbox's follow-up if this one cannot finish)
+    if (deps.creationWithCharge) deps.ownerKnown?.(spec.messageId, spec.merchantId);
+    else await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec));
     return success({ receipt, replayed: false });
   }
 

@@ -1,4 +1,4 @@
-import type { Behaviour, Effect } from '../libraries/actors/behaviour.js';
+import type { Behaviour, CommandOf, Companion, Decision, Effect } from '../libraries/actors/behaviour.js';
 import { add, min, subtract, ZERO, type Money } from '../pricing/money.js';
 
 /**
@@ -75,6 +75,19 @@ export type WalletCommand =
       /** What must follow the charge (creating the message), recorded in the same append. */
       readonly followUp: Effect | null;
     }
+  | {
+      /**
+       * A charge that creates what it pays for (the message) in its own write, as that actor's first record
+       * (behaviour.ts, Companion), where the journal writes companions. A type of its own, so that a node that does
+       * not know it refuses it whole instead of charging without creating.
+       */
+      readonly type: 'charge_and_create';
+      readonly chargeId: string;
+      readonly amount: Money;
+      readonly refundable: boolean;
+      readonly idempotency: { readonly key: string; readonly bodyHash: string; readonly receipt: unknown } | null;
+      readonly creates: Companion;
+    }
   | { readonly type: 'refund'; readonly chargeId: string; readonly refundId: string; readonly amount: Money }
   | { readonly type: 'settle'; readonly chargeId: string }
   | { readonly type: 'lookup_idempotency'; readonly key: string; readonly bodyHash: string }
@@ -101,6 +114,7 @@ export interface WalletReplies {
   readonly open: { readonly ok: true; readonly opened: boolean };
   readonly top_up: { readonly ok: true; readonly balance: BalanceView } | { readonly ok: false; readonly code: 'NO_WALLET' };
   readonly charge: ChargeReply;
+  readonly charge_and_create: ChargeReply;
   readonly refund: { readonly ok: true; readonly prepaid: Money; readonly postpaid: Money; readonly duplicate: boolean };
   readonly settle: { readonly ok: true };
   readonly lookup_idempotency: IdempotencyVerdict;
@@ -187,6 +201,34 @@ export function createWalletBehaviour(options: WalletBehaviourOptions): Behaviou
     }
   }
 
+  /** A charge's terms decided: the `charged` event and its reply, or a refusal that records nothing. */
+  function decideCharge(
+    state: WalletState,
+    command: Pick<CommandOf<WalletCommand, 'charge'>, 'chargeId' | 'amount' | 'refundable' | 'idempotency'>,
+    now: number,
+  ): Decision<WalletState, WalletEvent, ChargeReply> {
+    if (command.idempotency) {
+      const verdict = idempotencyVerdict(forgetExpiredKeys(state, now), command.idempotency.key, command.idempotency.bodyHash);
+      if (verdict.outcome === 'replay')
+        return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_REPLAY', chargeId: verdict.chargeId, receipt: verdict.receipt } };
+      if (verdict.outcome === 'mismatch') return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_KEY_REUSED' } };
+    }
+    const available = add(state.prepaid.balance, state.postpaid.balance);
+    if (command.amount > available) return { events: [], reply: { ok: false, code: 'INSUFFICIENT_BALANCE', available } };
+    const prepaid = min(state.prepaid.balance, command.amount);
+    const postpaid = subtract(command.amount, prepaid);
+    const event: WalletEvent = {
+      type: 'charged',
+      chargeId: command.chargeId,
+      prepaid,
+      postpaid,
+      refundable: command.refundable,
+      idempotency: command.idempotency,
+      at: now,
+    };
+    return { events: [event], reply: { ok: true, prepaid, postpaid, balance: balanceView(apply(state, event)) } };
+  }
+
   return {
     kind: 'wallet',
     initialState: (merchantId) => ({ merchantId, prepaid: CLOSED, postpaid: CLOSED, openCharges: {}, idempotency: {} }),
@@ -210,30 +252,13 @@ export function createWalletBehaviour(options: WalletBehaviourOptions): Behaviou
       },
 
       charge: (state, command, { now }) => {
-        if (command.idempotency) {
-          const verdict = idempotencyVerdict(forgetExpiredKeys(state, now), command.idempotency.key, command.idempotency.bodyHash);
-          if (verdict.outcome === 'replay')
-            return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_REPLAY', chargeId: verdict.chargeId, receipt: verdict.receipt } };
-          if (verdict.outcome === 'mismatch') return { events: [], reply: { ok: false, code: 'IDEMPOTENCY_KEY_REUSED' } };
-        }
-        const available = add(state.prepaid.balance, state.postpaid.balance);
-        if (command.amount > available) return { events: [], reply: { ok: false, code: 'INSUFFICIENT_BALANCE', available } };
-        const prepaid = min(state.prepaid.balance, command.amount);
-        const postpaid = subtract(command.amount, prepaid);
-        const event: WalletEvent = {
-          type: 'charged',
-          chargeId: command.chargeId,
-          prepaid,
-          postpaid,
-          refundable: command.refundable,
-          idempotency: command.idempotency,
-          at: now,
-        };
-        return {
-          events: [event],
-          effects: command.followUp ? [command.followUp] : [],
-          reply: { ok: true, prepaid, postpaid, balance: balanceView(apply(state, event)) },
-        };
+        const decision = decideCharge(state, command, now);
+        return decision.events.length > 0 ? { ...decision, effects: command.followUp ? [command.followUp] : [] } : decision;
+      },
+
+      charge_and_create: (state, command, { now }) => {
+        const decision = decideCharge(state, command, now);
+        return decision.events.length > 0 ? { ...decision, companions: [command.creates] } : decision;
       },
 
       refund: (state, command, { now }) => {

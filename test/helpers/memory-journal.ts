@@ -39,13 +39,21 @@ export function createMemoryJournal(): Journal &
       }
       const records = byKey.get(append.key) ?? [];
       if (records.some((r) => r.seq >= append.seq)) throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
-      records.push({ key: append.key, seq: append.seq, events: append.events, at: append.at });
-      records.sort((a, b) => a.seq - b.seq);
-      byKey.set(append.key, records);
-      for (const entry of append.outbox) outbox.set(entry.id, { ...entry, key: append.key, seq: append.seq, createdAt: append.at });
+      const companions = append.companions ?? [];
+      if (companions.some((c) => (byKey.get(c.key)?.length ?? 0) > 0))
+        throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
+      for (const record of [append, ...companions]) {
+        const ofKey = byKey.get(record.key) ?? [];
+        ofKey.push({ key: record.key, seq: record.seq, events: record.events, at: append.at });
+        ofKey.sort((a, b) => a.seq - b.seq);
+        byKey.set(record.key, ofKey);
+      }
+      const entries = outboxEntriesOf(append);
+      for (const entry of entries) outbox.set(entry.id, entry);
       for (const id of append.retire ?? []) if (outbox.get(id)?.key === append.key) outbox.delete(id);
-      if (append.outbox.length > 0) for (const listener of listeners) listener(outboxEntriesOf(append));
+      if (entries.length > 0) for (const listener of listeners) listener(entries);
     },
+    writesCompanions: true,
     async read(key, afterSeq) {
       await Promise.resolve();
       if (nextReadFailure) {

@@ -1,5 +1,5 @@
 import type { Clock, IdGenerator } from '../clock/clock.js';
-import { type Fence, type Journal, type OutboxEntry, type OwnerEntry } from '../persistence/journal-port.js';
+import { type CompanionRecord, type Fence, type Journal, type OutboxEntry, type OwnerEntry } from '../persistence/journal-port.js';
 import {
   applyEvents,
   COMPACT_JOURNAL,
@@ -8,6 +8,7 @@ import {
   type CompactJournalReply,
   type Command,
   type CommandOf,
+  type Companion,
   type Effect,
   type HostPolicy,
   type ReplyMap,
@@ -104,7 +105,23 @@ interface StoredRecord {
   readonly outbox: readonly OutboxEntry[];
   readonly retire?: readonly string[];
   readonly owner?: OwnerEntry;
+  readonly companions?: readonly CompanionRecord[];
   readonly at: number;
+}
+
+/** A record this node read or wrote, handed to the next activation of its key instead of a journal read. */
+interface PrimedRecord {
+  readonly seq: number;
+  readonly events: readonly unknown[];
+  readonly at: number;
+}
+
+/** What a host does for companions (behaviour.ts, Companion) that other hosts' actors decide. */
+interface CompanionHost {
+  /** The companion's first record, decided from the initial state; null when its command records nothing. */
+  prepare(companion: Companion, shard: number, now: number): CompanionRecord | null;
+  /** The record is durable: the actor starts from it (no journal read), and the host's observer hears of it. */
+  adopt(companion: Companion, shard: number, record: CompanionRecord, at: number): void;
 }
 
 interface PendingAsk {
@@ -147,39 +164,40 @@ function journalEngine(
   journal: Journal,
   onIncident: NonNullable<ActorRuntimeOptions['onIncident']>,
   freshKeys: Set<string>,
+  primed: Map<string, PrimedRecord>,
   lastSeq: Map<string, number>,
 ): NactPersistenceEngine {
+  const replayed = (key: string, record: PrimedRecord) => ({
+    data: { events: record.events, outbox: [], at: record.at },
+    sequenceNumber: record.seq,
+    key,
+    tags: [],
+    createdAt: record.at,
+    isDeleted: false,
+  });
   return {
     events: (key, afterSeq) => ({
       reduce: async (fn, initial) => {
         // an activation for a creation under a fresh id: nothing to read (a wrong guess conflicts on append)
         if (freshKeys.delete(key)) return initial;
+        // an actor whose first record this node just wrote as a companion: that record is its whole journal
+        const first = primed.get(key);
+        if (first && afterSeq === 0) {
+          primed.delete(key);
+          lastSeq.set(key, first.seq);
+          return fn(initial, replayed(key, first), 0);
+        }
         const records = await journal.read(key, afterSeq);
         // the key was pruned between reading its snapshot and its records: recovering now would lose state
         if (records.length > 0 && records[0]?.seq !== afterSeq + 1)
           throw new Error(`${key}: journal pruned during recovery, records start at ${String(records[0]?.seq)}`);
         lastSeq.set(key, records.at(-1)?.seq ?? afterSeq);
-        return records.reduce(
-          (acc, record, index) =>
-            fn(
-              acc,
-              {
-                data: { events: record.events, outbox: [], at: record.at },
-                sequenceNumber: record.seq,
-                key,
-                tags: [],
-                createdAt: record.at,
-                isDeleted: false,
-              },
-              index,
-            ),
-          initial,
-        );
+        return records.reduce((acc, record, index) => fn(acc, replayed(key, record), index), initial);
       },
     }),
     latestSnapshot: async (key) => {
       lastSeq.set(key, 0);
-      if (freshKeys.has(key)) return undefined;
+      if (freshKeys.has(key) || primed.has(key)) return undefined;
       const snapshot = await journal.latestSnapshot(key);
       return snapshot ? { data: snapshot.state, sequenceNumber: snapshot.seq, key, createdAt: snapshot.at } : undefined;
     },
@@ -200,6 +218,7 @@ function journalEngine(
         outbox: record.outbox,
         ...(record.retire && record.retire.length > 0 ? { retire: record.retire } : {}),
         ...(record.owner ? { owner: record.owner } : {}),
+        ...(record.companions && record.companions.length > 0 ? { companions: record.companions } : {}),
         at: record.at,
         ...(fence ? { fence: fence as Fence } : {}),
       });
@@ -218,12 +237,23 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
   const onIncident = options.onIncident ?? (() => undefined);
   /** Keys whose next activation skips recovery (HostPolicy.startsFresh). */
   const freshKeys = new Set<string>();
+  /** Keys whose next activation starts from a companion record this node wrote, instead of reading the journal. */
+  const primed = new Map<string, PrimedRecord>();
   /** The last sequence number of each key an activation holds (what a compaction snapshots at). */
   const lastSeq = new Map<string, number>();
-  const root = startNact(journalEngine(options.journal, onIncident, freshKeys, lastSeq));
+  /** Each host by its behaviour's kind, for the companions other hosts' actors decide. */
+  const companionHosts = new Map<string, CompanionHost>();
+  const root = startNact(journalEngine(options.journal, onIncident, freshKeys, primed, lastSeq));
   let stopped = false;
   /** The hosts' settled-actor sweeps, cleared on stop. */
   const sweeps: NodeJS.Timeout[] = [];
+
+  function companionHostOf(companion: Companion): CompanionHost {
+    if (!options.journal.writesCompanions) throw new Error('this journal cannot write companion records');
+    const host = companionHosts.get(companion.kind);
+    if (!host) throw new Error(`no host for companions of kind ${JSON.stringify(companion.kind)}`);
+    return host;
+  }
 
   function host<S, C extends Command, E, RM extends ReplyMap<C>, F extends Effect>(
     behaviour: Behaviour<S, C, E, RM, F>,
@@ -295,6 +325,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         const events: E[] = [];
         let effects: Effect[] = [];
         const retire: string[] = [];
+        const companions: { companion: Companion; record: CompanionRecord }[] = [];
         const decided: { ask: PendingAsk; reply: unknown }[] = [];
         let crash: { ask: PendingAsk; error: unknown; index: number } | null = null;
         for (const [index, ask] of batch.entries()) {
@@ -312,8 +343,17 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
               (policy.withInputs ? policy.withInputs(working, command) : command) as CommandOf<C, C['type']>,
               context_,
             );
-            ask.writes = decision.events.length > 0 || (decision.effects?.length ?? 0) > 0 || (decision.retire?.length ?? 0) > 0;
+            const prepared = (decision.companions ?? []).flatMap((companion) => {
+              const record = companionHostOf(companion).prepare(companion, self.shard, now);
+              return record ? [{ companion, record }] : [];
+            });
+            ask.writes =
+              decision.events.length > 0 ||
+              (decision.effects?.length ?? 0) > 0 ||
+              (decision.retire?.length ?? 0) > 0 ||
+              prepared.length > 0;
             working = applyEvents(behaviour, decision.state ?? working, decision.events, policy);
+            companions.push(...prepared);
             events.push(...decision.events);
             if (decision.retire && decision.retire.length > 0) {
               // an entry an earlier command of this batch left is simply not written; the others go with the record
@@ -332,7 +372,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
         // commands after a crashing one wait for the next activation
         if (crash) self.queue.unshift(...untake(batch.slice(crash.index + 1)));
 
-        if (events.length > 0 || effects.length > 0 || retire.length > 0) {
+        if (events.length > 0 || effects.length > 0 || retire.length > 0 || companions.length > 0) {
           const outbox = (policy.packEffects ? policy.packEffects(effects) : effects).map((effect) => ({ ...effect, shard: self.shard }));
           const owner = policy.ownerOf?.(events);
           const record: StoredRecord = {
@@ -340,6 +380,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
             outbox,
             ...(retire.length > 0 ? { retire } : {}),
             ...(owner ? { owner } : {}),
+            ...(companions.length > 0 ? { companions: companions.map((c) => c.record) } : {}),
             at: now,
           };
           const fence = hostOptions.fenceOf?.(self.shard);
@@ -366,6 +407,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
               onIncident({ key, what: 'record_observer_failed', error });
             }
           }
+          for (const { companion, record: first } of companions) companionHostOf(companion).adopt(companion, self.shard, first, now);
         }
         for (const { ask, reply } of decided) ask.resolve(reply);
         self.lastActive = options.clock.now();
@@ -445,6 +487,50 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       live.set(id, activation);
       return activation;
     }
+
+    companionHosts.set(behaviour.kind, {
+      prepare(companion, shard, now) {
+        const key = `${behaviour.kind}:${companion.id}`;
+        if (!ID_PATTERN.test(companion.id)) throw new Error(`invalid companion id ${JSON.stringify(companion.id)}`);
+        if (!Object.hasOwn(behaviour.handlers, companion.command.type) || companion.command.type === COMPACT_JOURNAL)
+          throw new Error(`${key}: no companion command ${JSON.stringify(companion.command.type)}`);
+        const initial = behaviour.initialState(companion.id);
+        const command = companion.command as C;
+        const decision = decide(
+          behaviour,
+          initial,
+          (policy.withInputs ? policy.withInputs(initial, command) : command) as CommandOf<C, C['type']>,
+          { now, newId: options.newId, shard },
+        );
+        if ((decision.companions?.length ?? 0) > 0) throw new Error(`${key}: a companion has no companions of its own`);
+        const effects = decision.effects ?? [];
+        if (decision.events.length === 0 && effects.length === 0) return null;
+        const owner = policy.ownerOf?.(decision.events);
+        return {
+          key,
+          seq: 1,
+          events: decision.events,
+          outbox: (policy.packEffects ? policy.packEffects(effects) : effects).map((effect) => ({ ...effect, shard })),
+          ...(owner ? { owner } : {}),
+        };
+      },
+      adopt(companion, shard, record, at) {
+        const key = `${behaviour.kind}:${companion.id}`;
+        // an activation already live (only if the key was asked before the record existed) keeps its state and
+        // meets the record at its next append: a conflict, after which the runtime reads the journal
+        if (!stopped && !live.has(companion.id)) {
+          primed.set(key, { seq: record.seq, events: record.events, at });
+          spawn(companion.id, shard);
+        }
+        if (onRecorded && record.events.length > 0) {
+          try {
+            onRecorded({ key, before: behaviour.initialState(companion.id), events: record.events as E[] });
+          } catch (error) {
+            onIncident({ key, what: 'record_observer_failed', error });
+          }
+        }
+      },
+    });
 
     function stopActivation(id: string, activation: Activation): void {
       live.delete(id);

@@ -26,17 +26,30 @@ export type Effect = EffectOf<string, unknown>;
 export type PayloadsByTopic<F extends Effect> = { readonly [T in F['topic']]: Extract<F, { readonly topic: T }>['payload'] };
 
 /**
+ * A command for a new actor of another behaviour in the same shard (the message a charge creates), decided by that
+ * actor's host and journaled as that actor's first record in the same write as the deciding actor's record: both are
+ * written or neither. The new actor then starts from that record without reading it back.
+ */
+export interface Companion {
+  /** The other behaviour's `kind` (`message`). */
+  readonly kind: string;
+  readonly id: string;
+  readonly command: Command;
+}
+
+/**
  * The result of handling one command. `events` are journaled, then folded into the state with `apply`;
  * `effects` become outbox entries in the same append; `retire` names entries the actor's earlier effects left
- * that the command makes moot (JournalAppend.retire); `reply` goes to the caller once the append is durable.
- * `state`, when given, is the next state before the events: only for what is deliberately not journaled
- * (rate-limit windows).
+ * that the command makes moot (JournalAppend.retire); `companions` are first records of new actors written with
+ * it (Companion); `reply` goes to the caller once the append is durable. `state`, when given, is the next state
+ * before the events: only for what is deliberately not journaled (rate-limit windows).
  */
 export interface Decision<S, E, R, F extends Effect = Effect> {
   readonly events: readonly E[];
   readonly reply: R;
   readonly effects?: readonly F[];
   readonly retire?: readonly string[];
+  readonly companions?: readonly Companion[];
   readonly state?: S;
 }
 

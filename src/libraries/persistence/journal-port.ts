@@ -31,6 +31,19 @@ export interface OwnerEntry {
   readonly owner: string;
 }
 
+/**
+ * The first record of another key (a message a charge creates), written in the same write as the append that
+ * carries it, under that append's fence: both are written or neither. Its outbox entries and owner are written with
+ * it, as if it were an append of its own at `at` of the carrier.
+ */
+export interface CompanionRecord {
+  readonly key: string;
+  readonly seq: number;
+  readonly events: readonly unknown[];
+  readonly outbox: readonly OutboxEntry[];
+  readonly owner?: OwnerEntry;
+}
+
 export interface JournalAppend {
   readonly key: string;
   /** The sequence number this append takes: one more than the last one the writer saw. */
@@ -46,6 +59,11 @@ export interface JournalAppend {
   readonly retire?: readonly string[];
   /** The owner the record establishes, if it creates something owned (see OwnerEntry). */
   readonly owner?: OwnerEntry;
+  /**
+   * Records of other keys written in the same write (Journal.writesCompanions). A companion whose key already holds
+   * a record refuses the whole append as a conflict (`sequence_taken`), so the carrier is never written without it.
+   */
+  readonly companions?: readonly CompanionRecord[];
   readonly at: number;
   readonly fence?: Fence;
 }
@@ -71,8 +89,13 @@ export interface PendingOutboxEntry extends OutboxEntry {
 }
 
 export interface Journal {
-  /** Atomic: the record and its outbox entries are written together or not at all. */
+  /** Atomic: the record, its outbox entries and its companions are written together or not at all. */
   append(append: JournalAppend): Promise<void>;
+  /**
+   * Whether an append may carry companion records (JournalAppend.companions), written atomically with it. An adapter
+   * that cannot write several keys in one atomic write says false, and refuses an append that carries any.
+   */
+  readonly writesCompanions: boolean;
   /** Records of a key with seq > afterSeq, in order. */
   read(key: string, afterSeq: number): Promise<readonly JournalRecord[]>;
   latestSnapshot(key: string): Promise<Snapshot | null>;
@@ -109,9 +132,14 @@ export interface PendingQuery {
   readonly olderThan?: number;
 }
 
-/** The outbox entries an append writes, as the outbox lists them. */
+/** The outbox entries an append writes, its companions' included, as the outbox lists them. */
 export function outboxEntriesOf(append: JournalAppend): PendingOutboxEntry[] {
-  return append.outbox.map((entry) => ({ ...entry, key: append.key, seq: append.seq, createdAt: append.at }));
+  const own = append.outbox.map((entry) => ({ ...entry, key: append.key, seq: append.seq, createdAt: append.at }));
+  if (!append.companions || append.companions.length === 0) return own;
+  return [
+    ...own,
+    ...append.companions.flatMap((c) => c.outbox.map((entry) => ({ ...entry, key: c.key, seq: c.seq, createdAt: append.at }))),
+  ];
 }
 
 export interface Outbox {

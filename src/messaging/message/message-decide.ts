@@ -18,6 +18,7 @@ import {
 } from './message-effects.js';
 import { applyMessageEvent, applyMessageEvents, EMPTY_MESSAGE, isSettled } from './message-evolve.js';
 import {
+  MESSAGE_KIND,
   sendReceipt,
   type CarrierReceipt,
   type ManagementReply,
@@ -174,7 +175,7 @@ function applyReceipts(
  */
 export function createMessageBehaviour(): Behaviour<MessageState, MessageCommand, MessageEvent, MessageReplies, MessageEffect> {
   return {
-    kind: 'message',
+    kind: MESSAGE_KIND,
     initialState: () => EMPTY_MESSAGE,
     apply: applyMessageEvent,
     handlers: {

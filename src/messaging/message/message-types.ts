@@ -15,6 +15,9 @@ import { SENDING_TYPES, type SendingType } from '../send-request.js';
  * same append, when the event can go somewhere (webhook-presence.ts); so does every dispatch to a carrier.
  */
 
+/** The message behaviour's kind: the prefix of its journal keys, and how a charge names the message it creates. */
+export const MESSAGE_KIND = 'message';
+
 export interface MessageRecipient {
   readonly index: number;
   readonly phone: string;

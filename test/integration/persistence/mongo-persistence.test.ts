@@ -31,20 +31,23 @@ if (url) {
       after(async () => {
         await admin?.close();
       });
-      persistenceContract(async (): Promise<Persistence> => {
-        const dbName = `${suite.prefix}_${process.pid}_${Date.now()}_${++counter}`;
-        const persistence = await openMongoPersistence({ url, dbName, ...('journal' in suite ? { journal: suite.journal } : {}) });
-        return {
-          ...persistence,
-          close: async () => {
-            try {
-              await admin?.db(dbName).dropDatabase();
-            } finally {
-              await persistence.close();
-            }
-          },
-        };
-      });
+      persistenceContract(
+        async (): Promise<Persistence> => {
+          const dbName = `${suite.prefix}_${process.pid}_${Date.now()}_${++counter}`;
+          const persistence = await openMongoPersistence({ url, dbName, ...('journal' in suite ? { journal: suite.journal } : {}) });
+          return {
+            ...persistence,
+            close: async () => {
+              try {
+                await admin?.db(dbName).dropDatabase();
+              } finally {
+                await persistence.close();
+              }
+            },
+          };
+        },
+        { writesCompanions: false },
+      );
     });
   }
 } else {

@@ -6,9 +6,10 @@ import { DuplicateRecordError, EnvironmentMismatchError, JournalConflictError } 
 
 /**
  * The contract every persistence adapter passes (PostgreSQL, PGlite, MongoDB). `open` gives a fresh, empty
- * store for each test.
+ * store for each test. `writesCompanions`: whether the adapter writes companion records (JournalAppend.companions),
+ * which it must also say of itself.
  */
-export function persistenceContract(open: () => Promise<Persistence>): void {
+export function persistenceContract(open: () => Promise<Persistence>, { writesCompanions }: { writesCompanions: boolean }): void {
   let store: Persistence;
   beforeEach(async () => {
     store = await open();
@@ -206,6 +207,118 @@ export function persistenceContract(open: () => Promise<Persistence>): void {
       const owners = await Promise.all(ids.map((id) => store.directory.messageOwner(id)));
       expect(owners).to.deep.equal(ids.map((_, i) => `mer_${i % 7}`));
       expect(await store.directory.messageOwner('msg_none_0')).to.equal(null);
+    });
+
+    describe(writesCompanions ? 'companion records' : 'companion records (not written by this adapter)', () => {
+      const companion = (id: string, outboxId = `dsp-${id}`) => ({
+        key: `message:${id}`,
+        seq: 1,
+        events: [{ type: 'message_created', id }],
+        outbox: [{ id: outboxId, topic: 'carrier.dispatch', payload: { id }, shard: 2 }],
+        owner: { id, owner: 'mer_1' },
+      });
+      const keysOf = async (id: string) => (await store.journal.read(`message:${id}`, 0)).map((r) => r.seq);
+
+      if (writesCompanions) {
+        it("when an append carries a companion, then both records, their outbox entries and the companion's owner are written, in one notice", async () => {
+          expect(store.journal.writesCompanions).to.equal(true);
+          const notified: string[][] = [];
+          const unsubscribe = store.outbox.onAppended((entries) => notified.push(entries.map((e) => `${e.id} ${e.key}#${e.seq}`).sort()));
+          await store.journal.append(
+            append('wallet:mer_1', 1, [{ type: 'charged' }], {
+              outbox: [{ id: 'own-1', topic: 't', payload: {}, shard: 2 }],
+              companions: [companion('msg_c1')],
+            }),
+          );
+          unsubscribe();
+          const [record] = await store.journal.read('message:msg_c1', 0);
+          expect(record).to.deep.equal({
+            key: 'message:msg_c1',
+            seq: 1,
+            events: [{ type: 'message_created', id: 'msg_c1' }],
+            at: 1_780_000_000_001,
+          });
+          expect((await store.journal.read('wallet:mer_1', 0)).map((r) => r.seq)).to.deep.equal([1]);
+          expect(notified).to.deep.equal([['dsp-msg_c1 message:msg_c1#1', 'own-1 wallet:mer_1#1']]);
+          const pending = await store.outbox.pending({ limit: 10 });
+          expect(pending.find((e) => e.id === 'dsp-msg_c1')).to.deep.include({
+            key: 'message:msg_c1',
+            seq: 1,
+            shard: 2,
+            topic: 'carrier.dispatch',
+          });
+          expect(await store.directory.messageOwner('msg_c1')).to.equal('mer_1');
+        });
+
+        it('when the carrying append is refused (its sequence number taken, or fenced), then its companion is not written at all', async () => {
+          expect(store.journal.writesCompanions).to.equal(true);
+          await store.journal.append(append('wallet:mer_1', 1, [{}]));
+          const taken = await store.journal
+            .append(append('wallet:mer_1', 1, [{}], { companions: [companion('msg_c2')] }))
+            .catch((e: unknown) => e);
+          expect(taken).to.be.instanceOf(JournalConflictError).with.property('reason', 'sequence_taken');
+          const [lease] = await store.leases.acquire('node-a', [2], 1, 60_000);
+          await store.leases.release('node-a', [2]);
+          const fenced = await store.journal
+            .append(
+              append('wallet:mer_1', 2, [{}], {
+                companions: [companion('msg_c3')],
+                fence: { shard: 2, owner: 'node-a', epoch: lease!.epoch },
+              }),
+            )
+            .catch((e: unknown) => e);
+          expect(fenced).to.be.instanceOf(JournalConflictError).with.property('reason', 'fenced');
+          expect(await keysOf('msg_c2')).to.deep.equal([]);
+          expect(await keysOf('msg_c3')).to.deep.equal([]);
+          expect(await store.outbox.pending({ limit: 10 })).to.deep.equal([]);
+          expect(await store.directory.messageOwner('msg_c2')).to.equal(null);
+          expect(await store.directory.messageOwner('msg_c3')).to.equal(null);
+        });
+
+        it("when a companion's key already holds a record, then the carrying append is refused as taken and writes nothing", async () => {
+          expect(store.journal.writesCompanions).to.equal(true);
+          await store.journal.append(append('message:msg_c4', 1, [{ first: true }]));
+          const refused = await store.journal
+            .append(
+              append('wallet:mer_1', 1, [{}], {
+                outbox: [{ id: 'own-4', topic: 't', payload: {}, shard: 2 }],
+                companions: [companion('msg_c4')],
+              }),
+            )
+            .catch((e: unknown) => e);
+          expect(refused).to.be.instanceOf(JournalConflictError).with.property('reason', 'sequence_taken');
+          expect(await store.journal.read('wallet:mer_1', 0)).to.deep.equal([]);
+          expect((await store.journal.read('message:msg_c4', 0)).map((r) => r.events)).to.deep.equal([[{ first: true }]]);
+          expect(await store.outbox.pending({ limit: 10 })).to.deep.equal([]);
+        });
+
+        it('when 300 appends carry companions at once (one batch), one of them refused, then every other carrier and companion is written', async () => {
+          expect(store.journal.writesCompanions).to.equal(true);
+          await store.journal.append(append('wallet:w_0', 1, [{}]));
+          const outcomes = await Promise.all(
+            Array.from({ length: 300 }, (_, i) =>
+              store.journal.append(append(`wallet:w_${i}`, 1, [{}], { companions: [companion(`msg_b${i}`)] })).then(
+                () => 'written',
+                () => 'refused',
+              ),
+            ),
+          );
+          expect(outcomes.filter((o) => o === 'refused')).to.have.length(1);
+          expect(outcomes[0]).to.equal('refused');
+          expect(await keysOf('msg_b0')).to.deep.equal([]);
+          expect(await keysOf('msg_b299')).to.deep.equal([1]);
+          expect(await store.outbox.backlog()).to.equal(299);
+        });
+      } else
+        it('when the journal cannot write companions, then an append carrying one is refused and writes nothing', async () => {
+          expect(store.journal.writesCompanions).to.equal(false);
+          const refused = await store.journal
+            .append(append('wallet:mer_1', 1, [{}], { companions: [companion('msg_c5')] }))
+            .catch((e: unknown) => e);
+          expect(refused).to.be.instanceOf(Error);
+          expect(await store.journal.read('wallet:mer_1', 0)).to.deep.equal([]);
+          expect(await keysOf('msg_c5')).to.deep.equal([]);
+        });
     });
 
     it('when pending entries are listed, then they can be restricted to shards and to older entries, oldest first', async () => {

@@ -13,10 +13,13 @@ describe('persistence contract: PGlite (in memory)', function () {
   after(async () => {
     await db.close();
   });
-  persistenceContract(async () => {
-    const schema = `contract_${++schemaCounter}`;
-    await db.script(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-    const persistence = await sqlPersistence(db);
-    return { ...persistence, close: () => Promise.resolve() };
-  });
+  persistenceContract(
+    async () => {
+      const schema = `contract_${++schemaCounter}`;
+      await db.script(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
+      const persistence = await sqlPersistence(db);
+      return { ...persistence, close: () => Promise.resolve() };
+    },
+    { writesCompanions: true },
+  );
 });

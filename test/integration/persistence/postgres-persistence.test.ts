@@ -9,7 +9,9 @@ describe('persistence contract: PostgreSQL (private server)', function () {
   before(async () => {
     url = await (await testPostgres()).createDatabase('contract');
   });
-  persistenceContract(() => openPostgresPersistence({ url, poolSize: 5, schema: `contract_${++schemaCounter}` }));
+  persistenceContract(() => openPostgresPersistence({ url, poolSize: 5, schema: `contract_${++schemaCounter}` }), {
+    writesCompanions: true,
+  });
 });
 
 describe('persistence contract: PostgreSQL without group commit', function () {
@@ -19,12 +21,14 @@ describe('persistence contract: PostgreSQL without group commit', function () {
   before(async () => {
     url = await (await testPostgres()).createDatabase('contract_single');
   });
-  persistenceContract(() =>
-    openPostgresPersistence({
-      url,
-      poolSize: 5,
-      schema: `single_${++schemaCounter}`,
-      journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 },
-    }),
+  persistenceContract(
+    () =>
+      openPostgresPersistence({
+        url,
+        poolSize: 5,
+        schema: `single_${++schemaCounter}`,
+        journal: { groupCommit: false, maxBatch: 1, maxConcurrentBatches: 1 },
+      }),
+    { writesCompanions: true },
   );
 });

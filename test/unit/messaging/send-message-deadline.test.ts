@@ -31,7 +31,7 @@ const REAL_MARGIN_MS = 4_000;
  * The send use case on real actors (memory journal) with a manual clock: the request's deadline is passed by
  * moving the clock inside a step, exactly where a slow database or a frozen process would spend the time.
  */
-describe('send use case under a deadline', () => {
+describe('send use case under a deadline (the message created by a second write)', () => {
   let runtime: ActorRuntime;
   let journal: ReturnType<typeof createMemoryJournal>;
   const clock = createManualClock(Date.parse('2026-06-01T00:00:00Z'));
@@ -40,7 +40,11 @@ describe('send use case under a deadline', () => {
   let onCreate: () => void;
   let ownersKnown: string[];
   let followUpsDone: string[];
+  /** The journal writes companions: the message is created in the charge's write (set by the suites below). */
+  let creationWithCharge = false;
   let sending: ReturnType<typeof useCase>['sending'];
+  let router: ActorRouter;
+  const routerOf = () => router;
 
   function useCase() {
     const hosts = createDomainHosts(runtime, {
@@ -85,6 +89,7 @@ describe('send use case under a deadline', () => {
       scheduling: { horizonDays: 30, maxScheduledSms: 100 },
       webhookUrlPolicy: { publicAddressesOnly: false, allowHttpLocalhost: true },
       decidedWaitMs: BUDGET_MS,
+      creationWithCharge,
       followUpDone: (id) => followUpsDone.push(id),
       ownerKnown: (messageId, merchantId) => ownersKnown.push(`${messageId}:${merchantId}`),
     });
@@ -109,7 +114,7 @@ describe('send use case under a deadline', () => {
     followUpsDone = [];
     ownersKnown = [];
     const built = useCase();
-    const router = built.router;
+    router = built.router;
     sending = built.sending;
     await router.wallet('m1').ask({ type: 'open', wallet: 'prepaid' });
     await router.wallet('m1').ask({ type: 'top_up', wallet: 'prepaid', amount: mustParseMoney('10'), reference: 'funding' });
@@ -161,5 +166,75 @@ describe('send use case under a deadline', () => {
     expect(followUpsDone).to.deep.equal([]);
     expect(ownersKnown).to.deep.equal([]);
     expect((await journal.pending({ limit: 10 })).map((entry) => entry.id)).to.include('create:msg-1');
+  });
+
+  describe("with the message created in the charge's write", () => {
+    before(() => {
+      creationWithCharge = true;
+    });
+    after(() => {
+      creationWithCharge = false;
+    });
+
+    it('when the charge is written, then the message is created by the same write: no second ask, no follow-up left', async () => {
+      const appends: string[] = [];
+      const append = journal.append.bind(journal);
+      journal.append = (entry) => {
+        appends.push([entry.key, ...(entry.companions ?? []).map((c) => c.key)].join('+'));
+        return append(entry);
+      };
+      let creates = 0;
+      onCreate = () => {
+        creates++;
+      };
+      const result = await send();
+      expect(result.ok).to.equal(true);
+      expect(appends).to.deep.equal(['wallet:m1+message:msg-1']);
+      expect(creates, 'no create asked of the message').to.equal(0);
+      expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
+      expect(journal.records('message:msg-1').flatMap((r) => r.events as { type: string }[])[0]?.type).to.equal('message_created');
+      const pending = (await journal.pending({ limit: 10 })).map((entry) => entry.topic);
+      expect(pending, 'the dispatch, written with the charge').to.include('carrier.dispatch');
+      expect(pending).to.not.include('message.create');
+      expect(followUpsDone).to.deep.equal([]);
+      expect(ownersKnown).to.deep.equal(['msg-1:m1']);
+    });
+
+    it('when the message is asked right after, then it answers from the record written with the charge, without reading the journal', async () => {
+      const reads: string[] = [];
+      const read = journal.read.bind(journal);
+      journal.read = (key, afterSeq) => {
+        reads.push(key);
+        return read(key, afterSeq);
+      };
+      const result = await send();
+      expect(result.ok).to.equal(true);
+      const status = await routerOf().message('m1', 'msg-1').ask({ type: 'status', merchantId: 'm1' });
+      expect(status).to.have.nested.property('state.spec.messageId', 'msg-1');
+      expect(reads).to.deep.equal([]);
+    });
+
+    it('when the wallet cannot pay, then nothing is charged and no message is written', async () => {
+      const refused = await withDeadline(clock.now() + BUDGET_MS, () =>
+        sending.sendMessage({
+          merchantId: 'm1',
+          keyId: 'k1',
+          body: { to: Array.from({ length: 1001 }, (_, i) => `08123${String(i).padStart(5, '0')}`), message: 'hi' },
+          idempotencyKey: null,
+        }),
+      );
+      expect(refused.ok).to.equal(false);
+      expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up']);
+      expect(journal.records('message:msg-1')).to.deep.equal([]);
+    });
+
+    it("when the charge's write fails, then the send fails and neither the charge nor the message exists", async () => {
+      journal.failNextAppend(new Error('database unreachable'));
+      const error = await send().catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(Error);
+      expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up']);
+      expect(journal.records('message:msg-1')).to.deep.equal([]);
+      expect(ownersKnown).to.deep.equal([]);
+    });
   });
 });

@@ -248,6 +248,33 @@ describe('wallet behaviour', () => {
       expect(decision.effects).to.deep.equal([]);
     });
 
+    describe('charging and creating in one write (charge_and_create)', () => {
+      const CREATES = { kind: 'message', id: 'c-1', command: { type: 'create' } };
+      const chargeAndCreate = (amount: Money, idempotency: Extract<WalletCommand, { type: 'charge' }>['idempotency'] = null) =>
+        ({ type: 'charge_and_create', chargeId: 'c-1', amount, refundable: false, idempotency, creates: CREATES }) as const;
+
+      it('when the charge succeeds, then it is decided as a charge is, with what it creates as its companion and no outbox effect', () => {
+        const plain = funded('1', '2').run(charge('c-1', money('2')));
+        const decision = funded('1', '2').run(chargeAndCreate(money('2')));
+        expect(decision.events).to.deep.equal(plain.events);
+        expect(decision.reply).to.deep.equal(plain.reply);
+        expect(decision.companions).to.deep.equal([CREATES]);
+        expect(decision.effects ?? []).to.deep.equal([]);
+      });
+
+      it('when the charge is refused or replayed, then nothing is created', () => {
+        const poor = funded('1', '0').run(chargeAndCreate(money('1.0001')));
+        expect(poor.reply).to.deep.include({ ok: false, code: 'INSUFFICIENT_BALANCE' });
+        expect(poor.companions ?? []).to.deep.equal([]);
+        const story = funded('10', '0');
+        const idempotency = { key: 'k', bodyHash: 'h', receipt: { id: 'c-1' } };
+        expect(story.run(chargeAndCreate(money('1'), idempotency)).companions).to.deep.equal([CREATES]);
+        const replay = story.run(chargeAndCreate(money('1'), idempotency));
+        expect(replay.reply).to.deep.include({ ok: false, code: 'IDEMPOTENCY_REPLAY' });
+        expect(replay.companions ?? []).to.deep.equal([]);
+      });
+    });
+
     it('when the charge is refundable, then it is tracked as an open charge with its split', () => {
       const story = funded('1', '5');
 

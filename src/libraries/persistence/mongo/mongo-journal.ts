@@ -268,10 +268,18 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
     }
   }
 
+  // an append waits for the earlier one of its key still being written: the later one landing first would make
+  // the earlier look stale (a later record of its key exists) and refuse it
+  const groupCommit = createGroupCommit({ ...options, keyOf: (append: JournalAppend) => append.key }, writeBatch);
+
   return {
-    // an append waits for the earlier one of its key still being written: the later one landing first would make
-    // the earlier look stale (a later record of its key exists) and refuse it
-    append: createGroupCommit({ ...options, keyOf: (append) => append.key }, writeBatch),
+    append: async (append) => {
+      // several documents are not written atomically on a standalone server: a send's creation stays a follow-up
+      if (append.companions && append.companions.length > 0)
+        throw new Error(`${append.key}: this journal cannot write companion records in the same write`);
+      await groupCommit(append);
+    },
+    writesCompanions: false,
 
     async read(key, afterSeq) {
       const docs = await c.journal

@@ -16,12 +16,16 @@ export type SqlJournalOptions = GroupCommitOptions;
 export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMMIT_OPTIONS;
 
 // One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
-// taken, writes the outbox entries of exactly the appends that went in, and removes the entries those appends
-// retire (only entries of their own key) and the owners they establish.
+// taken, writes the companion records of exactly the appends that went in (an append whose companion's key already
+// holds a record is refused), the outbox entries and owners of every record written, and removes the entries those
+// appends retire (only entries of their own key).
 const APPEND_BATCH_SQL = `
 WITH input AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
     AS i(key text, seq bigint, events jsonb, at bigint, fence_shard integer, fence_owner text, fence_epoch bigint)
+), companion_input AS (
+  SELECT * FROM jsonb_to_recordset($5::jsonb)
+    AS c(parent_key text, parent_seq bigint, key text, seq bigint, events jsonb, at bigint)
 ), allowed AS (
   SELECT i.key, i.seq, i.events, i.at FROM input i
   WHERE (i.fence_shard IS NULL OR EXISTS (
@@ -29,16 +33,28 @@ WITH input AS (
     WHERE l.shard = i.fence_shard AND l.owner = i.fence_owner AND l.epoch = i.fence_epoch AND l.expires_at > now()))
     -- a key pruned past this sequence number (journal prune) keeps a later record: a stale writer still conflicts
     AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.key = i.key AND j.seq > i.seq)
+    -- a companion is a key's first record: one whose key is already written refuses its carrier
+    AND NOT EXISTS (
+      SELECT 1 FROM companion_input c JOIN journal j ON j.key = c.key
+      WHERE c.parent_key = i.key AND c.parent_seq = i.seq)
 ), written AS (
   INSERT INTO journal (key, seq, events, at) SELECT key, seq, events, at FROM allowed
   ON CONFLICT (key, seq) DO NOTHING
   RETURNING key, seq
+), companions_written AS (
+  INSERT INTO journal (key, seq, events, at)
+  SELECT c.key, c.seq, c.events, c.at FROM companion_input c
+  JOIN written w ON w.key = c.parent_key AND w.seq = c.parent_seq
+  ON CONFLICT (key, seq) DO NOTHING
+  RETURNING key, seq
+), all_written AS (
+  SELECT key, seq FROM written UNION ALL SELECT key, seq FROM companions_written
 ), queued AS (
   INSERT INTO outbox (id, key, seq, topic, payload, shard, created_at)
   SELECT o.id, o.key, o.seq, o.topic, o.payload, o.shard, o.created_at
   FROM jsonb_to_recordset($2::jsonb)
     AS o(id text, key text, seq bigint, topic text, payload jsonb, shard integer, created_at bigint)
-  JOIN written w ON w.key = o.key AND w.seq = o.seq
+  JOIN all_written w ON w.key = o.key AND w.seq = o.seq
   ON CONFLICT (id) DO NOTHING
 ), retired AS (
   DELETE FROM outbox
@@ -49,7 +65,7 @@ WITH input AS (
   INSERT INTO message_owners (message_id, merchant_id, created_at)
   SELECT o.id, o.owner, o.at
   FROM jsonb_to_recordset($4::jsonb) AS o(id text, owner text, at bigint, key text, seq bigint)
-  JOIN written w ON w.key = o.key AND w.seq = o.seq
+  JOIN all_written w ON w.key = o.key AND w.seq = o.seq
   ON CONFLICT (message_id) DO NOTHING
 )
 SELECT key, seq::float8 AS seq FROM written`;
@@ -85,24 +101,35 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       fence_owner: a.fence?.owner ?? null,
       fence_epoch: a.fence?.epoch ?? null,
     }));
-    const outboxRows = appends.flatMap((a) =>
-      a.outbox.map((entry) => ({
+    // every record of the batch, the companions' with their carrier's time
+    const records = appends.flatMap((a) => [a, ...(a.companions ?? []).map((c) => ({ ...c, at: a.at }))]);
+    const outboxRows = records.flatMap((r) =>
+      r.outbox.map((entry) => ({
         id: entry.id,
-        key: a.key,
-        seq: a.seq,
+        key: r.key,
+        seq: r.seq,
         topic: entry.topic,
         payload: entry.payload,
         shard: entry.shard,
-        created_at: a.at,
+        created_at: r.at,
       })),
     );
     const retiredRows = appends.flatMap((a) => (a.retire ?? []).map((id) => ({ id, key: a.key, seq: a.seq })));
-    const ownerRows = appends.flatMap((a) => (a.owner ? [{ id: a.owner.id, owner: a.owner.owner, at: a.at, key: a.key, seq: a.seq }] : []));
+    const ownerRows = records.flatMap((r) => (r.owner ? [{ id: r.owner.id, owner: r.owner.owner, at: r.at, key: r.key, seq: r.seq }] : []));
+    const companionRows = appends.flatMap((a) =>
+      (a.companions ?? []).map((c) => ({ parent_key: a.key, parent_seq: a.seq, key: c.key, seq: c.seq, events: c.events, at: a.at })),
+    );
     let written: readonly { key: string; seq: number }[];
     try {
       written = await db.query<{ key: string; seq: number }>(
         APPEND_BATCH_SQL,
-        [JSON.stringify(journalRows), JSON.stringify(outboxRows), JSON.stringify(retiredRows), JSON.stringify(ownerRows)],
+        [
+          JSON.stringify(journalRows),
+          JSON.stringify(outboxRows),
+          JSON.stringify(retiredRows),
+          JSON.stringify(ownerRows),
+          JSON.stringify(companionRows),
+        ],
         {
           prepare: true,
         },
@@ -134,11 +161,17 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
   }
 
   async function existing(appends: readonly JournalAppend[]): Promise<Set<string>> {
+    // probes: the append's own (key, seq), and any record of each companion's key
+    const probes = appends.flatMap((a) => [
+      { key: a.key, seq: a.seq, probe: a.key, probe_seq: a.seq },
+      ...(a.companions ?? []).map((c) => ({ key: a.key, seq: a.seq, probe: c.key, probe_seq: 0 })),
+    ]);
     const rows = await db
       .query<{ key: string; seq: number }>(
         `SELECT DISTINCT i.key, i.seq::float8 AS seq FROM journal j
-         JOIN jsonb_to_recordset($1::jsonb) AS i(key text, seq bigint) ON i.key = j.key AND i.seq <= j.seq`,
-        [JSON.stringify(appends.map((a) => ({ key: a.key, seq: a.seq })))],
+         JOIN jsonb_to_recordset($1::jsonb) AS i(key text, seq bigint, probe text, probe_seq bigint)
+           ON i.probe = j.key AND i.probe_seq <= j.seq`,
+        [JSON.stringify(probes)],
       )
       .catch(() => []);
     // a later record taken counts as this one taken (a pruned key keeps its last record)
@@ -149,6 +182,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     // an append waits for the earlier one of its key still being written: the later one committing first would make
     // the earlier look stale (a later record of its key exists) and refuse it
     append: createGroupCommit({ ...options, keyOf: (append) => append.key }, writeBatch),
+    writesCompanions: true,
 
     async read(key, afterSeq) {
       const rows = await db.query<{ seq: number; events: unknown[]; at: number }>(

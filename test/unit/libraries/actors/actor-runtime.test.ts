@@ -58,6 +58,90 @@ describe('actor runtime', () => {
     expect(await counters.ref('idle', 7).ask({ type: 'read' })).to.deep.equal({ total: 1, applied: 1 });
   });
 
+  describe("companions: a new actor's first record written with the deciding actor's record", () => {
+    /** Every journal read, by key. */
+    function readsOf(): string[] {
+      const reads: string[] = [];
+      const read = journal.read.bind(journal);
+      journal.read = (key, afterSeq) => {
+        reads.push(key);
+        return read(key, afterSeq);
+      };
+      return reads;
+    }
+
+    it('when a decision names a companion, then both records go in one append, and the companion starts from its record without reading the journal', async () => {
+      const appends: JournalAppend[] = [];
+      const append = journal.append.bind(journal);
+      journal.append = (entry) => {
+        appends.push(entry);
+        return append(entry);
+      };
+      const recorded: string[] = [];
+      const counters = runtime.host(counterBehaviour, HOST, {}, ({ key, events }) => recorded.push(`${key}:${events.length}`));
+      await counters.ref('parent', 7).ask({ type: 'add', amount: 1 });
+      const reads = readsOf();
+      expect(await counters.ref('parent', 7).ask({ type: 'found', amount: 2, child: 'child', childAmount: 5 })).to.deep.equal({ total: 3 });
+      expect(appends.map((a) => [a.key, a.seq, (a.companions ?? []).map((c) => `${c.key}#${c.seq}`)])).to.deep.equal([
+        ['counter:parent', 1, []],
+        ['counter:parent', 2, ['counter:child#1']],
+      ]);
+      expect(journal.records('counter:child').map((r) => [r.seq, r.events])).to.deep.equal([[1, [{ type: 'added', amount: 5 }]]]);
+      expect(recorded, 'the host hears of the companion record as of its own').to.deep.equal([
+        'counter:parent:1',
+        'counter:parent:1',
+        'counter:child:1',
+      ]);
+      expect(await counters.ref('child', 7).ask({ type: 'add', amount: 1 })).to.deep.equal({ total: 6 });
+      expect(reads).to.deep.equal([]);
+      expect(journal.records('counter:child').map((r) => r.seq)).to.deep.equal([1, 2]);
+    });
+
+    it('when the companion is passivated, then it recovers its first record from the journal like any record', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      await counters.ref('p2', 7).ask({ type: 'found', amount: 1, child: 'c2', childAmount: 4 });
+      counters.passivate();
+      expect(await counters.ref('c2', 7).ask({ type: 'read' })).to.deep.equal({ total: 4, applied: 1 });
+    });
+
+    it('when the append fails, then neither record exists and the companion starts empty', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      journal.failNextAppend(new Error('database down'));
+      const error = await counters
+        .ref('p3', 7)
+        .ask({ type: 'found', amount: 1, child: 'c3', childAmount: 4 })
+        .catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(ActorFailureError).with.property('reason', 'unavailable');
+      expect(journal.records('counter:p3')).to.deep.equal([]);
+      expect(journal.records('counter:c3')).to.deep.equal([]);
+      expect(await counters.ref('c3', 7).ask({ type: 'read' })).to.deep.equal({ total: 0, applied: 0 });
+    });
+
+    it('when the companion names no host, or the journal cannot write companions, then the command fails and nothing is written', async () => {
+      const counters = runtime.host(counterBehaviour, HOST);
+      const unknown = await counters
+        .ref('p4', 7)
+        .ask({ type: 'found', amount: 1, child: 'c4', childAmount: 4, kind: 'nobody' })
+        .catch((e: unknown) => e);
+      expect(unknown).to.be.instanceOf(ActorFailureError).with.property('reason', 'crashed');
+      const without = createMemoryJournal();
+      const plain = createActorRuntime({ journal: { ...without, writesCompanions: false }, clock, newId: createSequentialIds('id') });
+      try {
+        const refused = await plain
+          .host(counterBehaviour, HOST)
+          .ref('p5', 7)
+          .ask({ type: 'found', amount: 1, child: 'c5', childAmount: 4 })
+          .catch((e: unknown) => e);
+        expect(refused).to.be.instanceOf(ActorFailureError).with.property('reason', 'crashed');
+      } finally {
+        plain.stop();
+      }
+      expect(journal.records('counter:p4')).to.deep.equal([]);
+      expect(without.records('counter:p5')).to.deep.equal([]);
+      expect(without.records('counter:c5')).to.deep.equal([]);
+    });
+  });
+
   describe('settled actors (HostPolicy.settled) leave memory after settledIdleMs', () => {
     // a counter is settled once its total reaches 10: nothing more is expected of it
     const settling = { settled: (state: { readonly total: number }) => state.total >= 10 };
