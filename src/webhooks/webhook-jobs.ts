@@ -201,6 +201,18 @@ export interface FirstAttempts {
   take(batch: WebhookBatch): Promise<boolean> | null;
 }
 
+/**
+ * Which way a batch went: `in_process` when this node's worker took it (its first attempts made here, at once),
+ * `published` when it was published on the webhook stream for whichever node's worker to take.
+ */
+export type WebhookBatchPath = 'in_process' | 'published';
+
+/** A batch that went one way or the other, and how many events it carries. */
+export interface WebhookBatchSample {
+  readonly path: WebhookBatchPath;
+  readonly events: number;
+}
+
 /** A key's entries: those done now, and those whose batches were taken on this node, with their outcome to come. */
 interface KeyRelayed {
   readonly done: readonly string[];
@@ -212,8 +224,9 @@ interface KeyRelayed {
  * Outbox `webhook.event` → the key's webhook_url (resolved now, once per key and pass) and each message's
  * callback_url; each event once per distinct URL, the events of one journal record to the same URL in batches. An
  * event with neither URL goes nowhere and is done. Each batch is offered to `firstAttempts` (this node's worker), and
- * published when it declines. An entry is done when every batch holding it was published, or taken and settled: an
- * entry with a taken batch stays pending (in flight) until then, so a crash meanwhile makes the attempts again.
+ * published when it declines; `onBatch` hears which way each went. An entry is done when every batch holding it was
+ * published, or taken and settled: an entry with a taken batch stays pending (in flight) until then, so a crash
+ * meanwhile makes the attempts again.
  */
 export function createWebhookRelay(deps: {
   router: ActorRouter;
@@ -223,6 +236,11 @@ export function createWebhookRelay(deps: {
   firstAttempts?: FirstAttempts;
   /** A key's entries that could not be carried out this pass (they stay pending for the next). */
   onError?: (error: unknown) => void;
+  /**
+   * Each batch once it went its way: taken by `firstAttempts`, or published. A batch that could not be published is
+   * not counted (its entries stay pending, and a later pass forms and counts it again).
+   */
+  onBatch?: (sample: WebhookBatchSample) => void;
 }): TopicHandler<WebhookOutboxPayload> {
   type Entry = RelayedEntry<WebhookOutboxPayload>;
   async function relayKey(entries: NonEmpty<Entry>): Promise<KeyRelayed> {
@@ -269,12 +287,18 @@ export function createWebhookRelay(deps: {
             const settlings = taken.get(part.entry.id) ?? new Set<Promise<boolean>>();
             taken.set(part.entry.id, settlings.add(settling));
           }
+          deps.onBatch?.({ path: 'in_process', events: message.events.length });
           return;
         }
-        await publishBatch(deps.transport, message).catch((error: unknown) => {
-          deps.onError?.(error);
-          for (const part of batch) failed.add(part.entry.id);
-        });
+        const published = await publishBatch(deps.transport, message).then(
+          () => true,
+          (error: unknown) => {
+            deps.onError?.(error);
+            for (const part of batch) failed.add(part.entry.id);
+            return false;
+          },
+        );
+        if (published) deps.onBatch?.({ path: 'published', events: message.events.length });
       }),
     );
     // an entry with a taken batch waits for it even when another of its batches could not be published (it is then

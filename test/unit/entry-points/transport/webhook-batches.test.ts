@@ -21,6 +21,7 @@ import {
   jobId,
   WEBHOOK_BATCH_MAX_EVENTS,
   type WebhookBatch,
+  type WebhookBatchSample,
   type WebhookJob,
   type WebhookOutboxPayload,
 } from '../../../../src/webhooks/webhook-jobs.js';
@@ -185,6 +186,32 @@ describe('webhook batches: the relay', () => {
         .sort(),
     );
     expect(errors).to.have.length(1);
+  });
+
+  it('when batches are published, then each is counted as published with its events, and one that could not be published is not counted', async () => {
+    const failing = (payload: unknown) => (payload as WebhookBatch).events.some((e) => e.event_id === 'evt_65');
+    const { transport } = recordingTransport(failing);
+    const samples: WebhookBatchSample[] = [];
+    const relay = createWebhookRelay({
+      router: routerWith({ key_a: KEY_URL }),
+      transport,
+      clock,
+      onError: () => undefined,
+      onBatch: (sample) => samples.push(sample),
+    });
+    // one record of 70 events (batches of 64 and 6, the second failing) and one event to the key's URL and a callback
+    const entries = [
+      ...Array.from({ length: 70 }, (_, i) => entry(i, 'key_a', null, 'message:msg_big')),
+      entry(100, 'key_a', CALLBACK_URL),
+    ];
+
+    await relay.handle(entries);
+
+    expect(samples).to.have.deep.members([
+      { path: 'published', events: WEBHOOK_BATCH_MAX_EVENTS },
+      { path: 'published', events: 1 },
+      { path: 'published', events: 1 },
+    ]);
   });
 });
 
@@ -506,11 +533,13 @@ describe('webhook batches: the worker', () => {
         close: () => Promise.resolve(),
       };
       const worker = await startWorker(recording.transport, timed, options.perMerchant ?? 4, { now: () => now });
+      const batchSamples: WebhookBatchSample[] = [];
       const relay = createWebhookRelay({
         router: routerWith({ key_a: KEY_URL }),
         transport: recording.transport,
         clock,
         firstAttempts: worker.firstAttempts,
+        onBatch: (sample) => batchSamples.push(sample),
       });
       /** One attempt through the broker's path, so that the merchant's pace is known. */
       const learnPace = async () => {
@@ -520,7 +549,7 @@ describe('webhook batches: the worker', () => {
       const failJobPublishes = () => {
         failPublishes = true;
       };
-      return { ...recording, ...scripted, worker, relay, learnPace, failJobPublishes };
+      return { ...recording, ...scripted, worker, relay, batchSamples, learnPace, failJobPublishes };
     }
 
     const publishedBatches = (published: readonly { payload: unknown }[]) => published.map((p) => p.payload).filter(isWebhookBatch);
@@ -548,6 +577,44 @@ describe('webhook batches: the worker', () => {
       await later;
       expect(finished).to.deep.equal([held.id]);
       expect(setup.published).to.deep.equal([]);
+    });
+
+    it('when a batch is attempted here, then it is counted in_process with its events, at once, before its attempts are answered', async () => {
+      const setup = await relayAndWorker();
+      await setup.learnPace();
+      setup.holdAnswers();
+      const record = [1, 2, 3].map((n) => entry(n, 'key_a', null, 'message:msg_1'));
+
+      const handled = await setup.relay.handle(record);
+
+      expect(setup.batchSamples).to.deep.equal([{ path: 'in_process', events: 3 }]);
+      setup.releaseAnswers();
+      if (!('later' in handled)) throw new Error('expected the entries to be finished later');
+      await handled.later;
+      expect(setup.batchSamples, 'counted once').to.have.length(1);
+    });
+
+    it('when the merchant’s pace is not known yet, then the batch is counted as published', async () => {
+      const setup = await relayAndWorker();
+
+      await setup.relay.handle([entry(1, 'key_a')]);
+
+      expect(setup.batchSamples).to.deep.equal([{ path: 'published', events: 1 }]);
+    });
+
+    it('when one batch of an entry is attempted here and its other batch is published, then each is counted by the way it went', async () => {
+      const setup = await relayAndWorker({ perMerchant: 1 });
+      await setup.learnPace();
+
+      // to the key's URL (taken here, the merchant's one slot) and to the callback_url (no slot left: published)
+      const handled = await setup.relay.handle([entry(1, 'key_a', CALLBACK_URL)]);
+
+      expect(setup.batchSamples).to.have.deep.members([
+        { path: 'in_process', events: 1 },
+        { path: 'published', events: 1 },
+      ]);
+      expect(publishedBatches(setup.published).map((b) => b.url)).to.deep.equal([CALLBACK_URL]);
+      if ('later' in handled) await handled.later;
     });
 
     it('when the merchant’s pace is not known yet, then the batch is published as before and the entry is done at once', async () => {
@@ -645,6 +712,7 @@ describe('webhook batches: the worker', () => {
       expect(handled.awaiting).to.deep.equal(['out_001']);
       expect(await handled.later).to.deep.equal([]);
       expect(setup.sent).to.deep.equal(['evt_1']);
+      expect(setup.batchSamples, 'the batch that could not be published is not counted').to.deep.equal([{ path: 'in_process', events: 1 }]);
     });
 
     it('when an event attempted here can neither be retried nor sent back to the broker, then its entry is not done (it stays pending) and the others are', async () => {
