@@ -134,6 +134,7 @@ export async function createGateway(options: GatewayOptions) {
     scheduler,
     completeCreation,
     ...(options.relayHandlers ? { extraHandlers: options.relayHandlers } : {}),
+    ...(metrics ? { metrics } : {}),
     report,
   });
 

@@ -79,12 +79,14 @@ export interface RelayOptions {
   readonly completeCreation: (spec: MessageSpec) => Promise<void>;
   /** Extra outbox topics carried out by this node. */
   readonly extraHandlers?: TopicHandlers<OutboxPayloads>;
+  /** Counts the webhook batches by the way they went (taken by `firstAttempts` or published). */
+  readonly metrics?: Metrics;
   readonly report: IncidentReport;
 }
 
 /** The outbox relay: every topic's entries to the background job or the transport that carries them out. */
 export function createRelay(options: RelayOptions): OutboxRelay {
-  const { config, clock, router, manager, transport, scheduler, report } = options;
+  const { config, clock, router, manager, transport, scheduler, metrics, report } = options;
   const graceMs = config.tuning.outboxFollowUpGraceMs;
   const schedulerHandlers: TopicHandlers<OutboxPayloads> = scheduler
     ? {
@@ -109,6 +111,9 @@ export function createRelay(options: RelayOptions): OutboxRelay {
           ...(options.firstAttempts ? { firstAttempts: options.firstAttempts } : {}),
           onError: (error) => {
             report({ what: 'webhook_relay_failed', error });
+          },
+          onBatch: (sample) => {
+            metrics?.webhookBatch(sample.path, sample.events);
           },
         }),
       }

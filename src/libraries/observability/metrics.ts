@@ -45,6 +45,11 @@ export interface Metrics {
   refunded(currency: string, tenThousandths: number): void;
   webhookAttempt(verdict: string, seconds: number): void;
   webhookDropped(reason: string): void;
+  /**
+   * A batch of webhook first attempts of `events` events went its way from the outbox relay: `in_process` (made at
+   * once by this node's webhook worker) or `published` (on the webhook stream).
+   */
+  webhookBatch(path: string, events: number): void;
   receipt(sample: { readonly changed: boolean; readonly lagSeconds: number }): void;
   journalAppend(seconds: number): void;
   schedulerTick(lagSeconds: number): void;
@@ -158,6 +163,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['reason'] as const,
     registers,
   });
+  const webhookBatches = new Counter({
+    name: name('webhook_batches_total'),
+    help: "Batches of webhook first attempts the outbox relay formed, by path: in_process (made at once by this node's webhook worker, without the broker) or published (on the webhook stream, for any node's worker).",
+    labelNames: ['path'] as const,
+    registers,
+  });
+  const webhookBatchEvents = new Counter({
+    name: name('webhook_batch_events_total'),
+    help: "Webhook events in the outbox relay's batches of first attempts, by path (in_process or published): one per event and URL it is bound for.",
+    labelNames: ['path'] as const,
+    registers,
+  });
   const receipts = new Counter({
     name: name('receipts_total'),
     help: 'Carrier receipts applied, by whether they changed a recipient (duplicates and stale ones do not).',
@@ -262,6 +279,10 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     },
     webhookDropped(reason) {
       droppedWebhooks.inc({ reason });
+    },
+    webhookBatch(path, events) {
+      webhookBatches.inc({ path });
+      webhookBatchEvents.inc({ path }, events);
     },
     receipt(sample) {
       receipts.inc({ changed: String(sample.changed) });

@@ -184,6 +184,20 @@ describe('metrics on the operator port', function () {
       expect(valueOf(exposition, M('webhook_dropped_total'), { reason: 'rejected' })).to.equal(4);
     });
 
+    it('counts the webhook batches the relay formed by the way they went, and their events', () => {
+      const paths = ['in_process', 'published'] as const;
+      const batches = paths.map((path) => valueOf(exposition, M('webhook_batches_total'), { path }) ?? 0);
+      const events = paths.map((path) => valueOf(exposition, M('webhook_batch_events_total'), { path }) ?? 0);
+      // each event once (every recipient to the key's webhook, none with a callback_url): 11 of the shop, 4 of the other
+      expect(events[0]! + events[1]!).to.equal(11 + 4);
+      // each merchant's first batch is published (its pace is not known yet); a batch holds at least one event
+      expect(batches[1]).to.be.at.least(2);
+      expect(batches[0]).to.be.at.most(events[0]!);
+      expect(batches[1]).to.be.at.most(events[1]!);
+      expect(exposition.types.get(M('webhook_batches_total'))).to.equal('counter');
+      expect(exposition.types.get(M('webhook_batch_events_total'))).to.equal('counter');
+    });
+
     it('counts receipts by whether they changed anything, and their lag', () => {
       const changed = valueOf(exposition, M('receipts_total'), { changed: 'true' }) ?? 0;
       const unchanged = valueOf(exposition, M('receipts_total'), { changed: 'false' }) ?? 0;
