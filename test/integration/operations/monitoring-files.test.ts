@@ -369,6 +369,7 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
         'sms_gateway_outbox_backlog',
         'sms_gateway_webhook_attempts_total',
         'sms_gateway_webhook_dropped_total',
+        'sms_gateway_webhook_batches_total',
         'sms_gateway_shard_owned',
         'sms_gateway_cluster_shards',
         'sms_gateway_carrier_connectors_live',
