@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/nats-core';
+import { Kvm, KvWatchInclude, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
+import type { NatsConnection, QueuedIterator } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import { createGroupCommit, settledTogether } from '../../libraries/persistence/group-commit.js';
@@ -59,6 +59,7 @@ import {
   type PartRecord,
   type ReferenceEntry,
 } from './connector-records.js';
+import { createCorrelationMemory, type CorrelationMemory, type CorrelationWrite } from './correlation-memory.js';
 
 /**
  * The NATS side of a carrier connector, common to every kind of carrier link (docs/carrier-protocol.md): it takes
@@ -82,8 +83,9 @@ import {
  *
  * Once the carrier took it, the correlations (one per part, in `carrier-references-<carrier>`), the `submitted`
  * record and the `accepted` receipt are written together, and the job is acknowledged when all are. A report is
- * correlated from the correlations this instance wrote (kept in memory; one being written is waited for) or from
- * the bucket; a report for an id not recorded yet is kept under that id until its correlation replaces it.
+ * correlated from the correlations this instance wrote (kept in memory while they can still be the stored ones:
+ * correlation-memory.ts; one being written is waited for) or from the bucket; a report for an id not recorded yet
+ * is kept under that id until its correlation replaces it.
  */
 
 export interface ConnectorSettings {
@@ -139,6 +141,13 @@ export interface ConnectorStats {
   readonly reportsReceived: number;
   readonly orphansKept: number;
   readonly orphansResolved: number;
+  /** Correlations this instance wrote and keeps in memory now. */
+  readonly correlationsRemembered: number;
+  /**
+   * Remembered correlations dropped because their id was written again since: mostly by another instance, the carrier
+   * having given the id to a new message.
+   */
+  readonly correlationsSuperseded: number;
   readonly receiptsPublished: number;
   readonly receiptsFailed: number;
 }
@@ -166,6 +175,8 @@ const PUBLISH_RETRY_DELAY_MS = 200;
 const CORRELATION_ATTEMPTS = 10;
 /** Correlations this instance wrote, kept in memory for the reports it receives itself (the oldest go first). */
 const CORRELATIONS_REMEMBERED = 10_000;
+/** Pause before the references bucket's change feed is opened again once it ended. */
+const FEED_REOPEN_DELAY_MS = 1_000;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -234,18 +245,14 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   let active = false;
   const reportsInHand = new Set<Promise<void>>();
   /**
-   * Encoded reference → the correlation this instance wrote for it. A correlation never changes once written, so a
-   * report for a reference this instance recorded (most are: the centre reports on the bind it was submitted on) is
-   * correlated without a read; another instance's, or one forgotten, is read from the bucket.
+   * Encoded reference → the correlation this instance wrote for it, while it can still be the stored one (no older
+   * than the bucket's TTL, no later write of the key on the bucket's change feed). A report for a reference this
+   * instance recorded (most are: the centre reports on the bind it was submitted on) is correlated without a read;
+   * another instance's, or one forgotten, is read from the bucket. Made on start, once the bucket's TTL is known.
    */
-  const correlationsWritten = new Map<string, Correlation>();
-  const remember = (key: string, correlation: Correlation): void => {
-    correlationsWritten.set(key, correlation);
-    if (correlationsWritten.size > CORRELATIONS_REMEMBERED) {
-      const oldest = correlationsWritten.keys().next();
-      if (oldest.done !== true) correlationsWritten.delete(oldest.value);
-    }
-  };
+  let memory: CorrelationMemory | null = null;
+  /** The references bucket's change feed while it is followed (revisions only), for the memory. */
+  let feed: QueuedIterator<KvWatchEntry> | null = null;
   /**
    * Encoded reference → the writing of its correlation, from the carrier's answer until it is stored. The centre
    * can report a part before that write is done (it reports ten milliseconds after answering, and a write can take
@@ -272,6 +279,11 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   const bucket = (kv: KV | null): KV => {
     if (kv === null) throw new Error('connector runtime not started');
     return kv;
+  };
+
+  const correlationMemory = (): CorrelationMemory => {
+    if (memory === null) throw new Error('connector runtime not started');
+    return memory;
   };
 
   // ---- receipts ----
@@ -615,18 +627,26 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
    */
   async function writeCorrelations(dispatchId: string, refs: readonly string[], latest: boolean): Promise<void> {
     const parts = refs.length;
-    // known to reports before the first write leaves
-    const keys = refs.map(encodeKey);
+    // known to reports before the first write leaves; the memory counts a correlation's age from here
+    const keys = refs.map((reference) => {
+      const key = encodeKey(reference);
+      return { reference, key, write: correlationMemory().beginWrite(key) };
+    });
     const writing = Promise.resolve().then(() =>
       persistently('writing correlations', () =>
-        Promise.all(refs.map((reference, part) => recordCorrelation(reference, { dispatch_id: dispatchId, part, parts }, latest))),
+        Promise.all(
+          keys.map(({ reference, write }, part) => recordCorrelation(reference, { dispatch_id: dispatchId, part, parts }, latest, write)),
+        ),
       ),
     );
-    for (const reference of keys) correlationsInWriting.set(reference, writing);
+    for (const { key } of keys) correlationsInWriting.set(key, writing);
     try {
       await writing;
     } finally {
-      for (const reference of keys) if (correlationsInWriting.get(reference) === writing) correlationsInWriting.delete(reference);
+      for (const { key, write } of keys) {
+        if (correlationsInWriting.get(key) === writing) correlationsInWriting.delete(key);
+        write.end();
+      }
     }
   }
 
@@ -744,17 +764,18 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
    * carrier sent before answering the submission are kept; every write of it is conditional on what was read, so a
    * report and the correlation written at the same time cannot miss each other. The first write is a create, with
    * no read: the key is there only when reports came first. Those are published before the correlation replaces
-   * them; a failure leaves them kept and throws (the caller tries again).
+   * them; a failure leaves them kept and throws (the caller tries again). Only a correlation this instance has just
+   * written is remembered (`write`): one found written already may be days old, or another instance's.
    */
-  async function recordCorrelation(reference: string, correlation: Correlation, latest: boolean): Promise<void> {
+  async function recordCorrelation(reference: string, correlation: Correlation, latest: boolean, write: CorrelationWrite): Promise<void> {
     const key = encodeKey(reference);
     let revision = 0;
     let published = 0;
     for (;;) {
       try {
-        await writeReference(key, correlation, revision);
+        const written = await writeReference(key, correlation, revision);
         counters.orphansResolved += published;
-        remember(key, correlation);
+        write.written(correlation, written);
         return;
       } catch (error) {
         if (!isConflict(error)) throw error;
@@ -764,11 +785,8 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       const { entry } = read;
       if (entry === null) continue;
       if (!isEarlyReports(entry)) {
-        // written already (an earlier attempt whose answer was lost)
-        if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) {
-          remember(key, correlation);
-          return;
-        }
+        // written already (an earlier attempt whose answer was lost, or a submission recorded earlier)
+        if (entry.dispatch_id === correlation.dispatch_id && entry.part === correlation.part) return;
         // another dispatch's: the carrier gave the id again, and the latest submission has it
         if (!latest) return;
         continue;
@@ -793,12 +811,12 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     const key = encodeKey(report.reference);
     // a failed write is its writer's to report: this report then takes the bucket's path
     await correlationsInWriting.get(key)?.catch(() => undefined);
-    const remembered = correlationsWritten.get(key);
-    if (remembered !== undefined) {
+    const remembered = correlationMemory().recall(key);
+    if (remembered !== null) {
       const receipt = await receiptFor(kept, remembered);
       if (receipt !== null) await publishReceipt(receipt);
       // the part's last word: a copy sent again (its answer lost) is read from the bucket
-      if (isFinalPartState(report.state)) correlationsWritten.delete(key);
+      if (isFinalPartState(report.state)) correlationMemory().forget(key);
       return;
     }
     for (;;) {
@@ -872,6 +890,70 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     };
     task.then(forget, forget);
     return task;
+  }
+
+  // ---- the correlation memory's change feed ----
+
+  /**
+   * How long the memory may keep a correlation: the references bucket's TTL as the server has it (the bucket may
+   * have been made by another process with other limits), or this instance's setting when that is shorter.
+   */
+  async function correlationLifetime(): Promise<number> {
+    const { ttl } = await bucket(references).status();
+    return ttl > 0 ? Math.min(ttl, recordTtlMs) : recordTtlMs;
+  }
+
+  /** The references bucket's writes from now on, revisions only (no values). */
+  const openFeed = (): Promise<QueuedIterator<KvWatchEntry>> =>
+    bucket(references).watch({ include: KvWatchInclude.UpdatesOnly, headers_only: true });
+
+  /**
+   * Follows the references bucket's writes while the instance runs, so the memory drops a correlation another
+   * instance wrote over. The memory is trusted only while the feed is followed: when the feed ends it is emptied,
+   * and the feed is opened again, from then on. `first`: the feed opened on start (null: it could not be).
+   */
+  async function followReferences(first: QueuedIterator<KvWatchEntry> | null): Promise<void> {
+    const remembered = correlationMemory();
+    let watching = first;
+    while (isRunning()) {
+      if (watching !== null) {
+        feed = watching;
+        remembered.resume();
+        try {
+          for await (const change of watching) remembered.observed(change.key, change.revision);
+        } catch (error) {
+          if (isRunning()) log.warn({ err: error }, 'references feed ended: correlation memory emptied');
+        }
+        remembered.suspend();
+        feed = null;
+      }
+      if (!isRunning()) return;
+      await new Promise<void>((resolve) => {
+        setTimeout(resolve, FEED_REOPEN_DELAY_MS).unref();
+      });
+      if (!isRunning()) return;
+      watching = await openFeed().catch(feedNotOpened);
+    }
+    // opened while the instance stopped
+    watching?.stop();
+  }
+
+  function feedNotOpened(error: unknown): null {
+    log.warn({ err: error }, 'references feed not opened: reports are correlated from the bucket meanwhile');
+    return null;
+  }
+
+  /**
+   * A push feed loses what the server sent while the connection was down, without telling: on a disconnection the
+   * memory is emptied and the feed ended (followReferences opens it again).
+   */
+  async function dropFeedOnDisconnect(): Promise<void> {
+    for await (const status of options.nats.status()) {
+      if (!isRunning()) return;
+      if (status.type !== 'disconnect') continue;
+      correlationMemory().suspend();
+      feed?.stop();
+    }
   }
 
   // ---- presence and taking jobs ----
@@ -984,7 +1066,17 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
         openBucket(kvm, names.bucket(referenceBucket(carrier)), recordTtlMs),
         openBucket(kvm, names.bucket(PRESENCE_BUCKET), PRESENCE_TTL_MS),
       ]);
+      memory = createCorrelationMemory({ capacity: CORRELATIONS_REMEMBERED, ttlMs: await correlationLifetime(), clock });
+      // opened before any job is taken, so the correlations of the first ones are remembered
+      const firstFeed = await openFeed().catch(feedNotOpened);
       state = 'running';
+      void dropFeedOnDisconnect().catch((error: unknown) => {
+        log.warn({ err: error }, 'connection status not followed');
+      });
+      void followReferences(firstFeed).catch((error: unknown) => {
+        correlationMemory().suspend();
+        log.error({ err: error }, 'references feed not followed: reports are correlated from the bucket');
+      });
       await adoptLegacyEarlyReports(kvm).catch((error: unknown) => {
         log.warn({ err: error }, 'reports kept by an earlier connector version not taken yet (next start)');
       });
@@ -1000,6 +1092,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
       state = 'stopping';
       if (heartbeat) clearInterval(heartbeat);
       heartbeat = null;
+      feed?.stop();
       await presenceRound;
       active = false;
       await setActive(false).catch((error: unknown) => {
@@ -1018,7 +1111,14 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     refreshPresence,
 
     stats() {
-      return { connectorId, active, live: link.isLive(), ...counters };
+      return {
+        connectorId,
+        active,
+        live: link.isLive(),
+        ...counters,
+        correlationsRemembered: memory?.size() ?? 0,
+        correlationsSuperseded: memory?.superseded() ?? 0,
+      };
     },
   };
 }

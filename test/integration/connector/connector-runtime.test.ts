@@ -15,6 +15,7 @@ import {
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
+import { createManualClock, type Clock } from '../../../src/libraries/clock/clock.js';
 import { readReceipts, type DispatchJob, type Receipt } from '../../../src/carriers/carrier-protocol.js';
 import type { SubmitOutcome } from '../../../src/carriers/connector/carrier-link.js';
 import {
@@ -129,7 +130,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
 
   async function startConnector(
     carrier: string,
-    options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings } = {},
+    options: { name?: string; priority?: number; link?: FakeCarrierLink; settings?: ConnectorSettings; clock?: Clock } = {},
   ): Promise<Started> {
     const name = options.name ?? 'fake';
     const link = options.link ?? new FakeCarrierLink(`${name}-ref`);
@@ -145,6 +146,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       names: NO_NAMESPACE,
       transport,
       logger: createLogger({ level: 'silent' }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
       settings: { presenceIntervalMs: HEARTBEAT_MS, ...options.settings },
     });
     await runtime.start();
@@ -546,6 +548,56 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     expect((await receipts(carrier)).filter((r) => r.dispatch_id === dispatch.dispatch_id && r.status === 'delivered')).to.have.length(1);
   });
 
+  it('reads the bucket for a correlation it remembers once the bucket would have dropped it (the TTL the server has for the bucket)', async () => {
+    const carrier = 'rt-kv-report-ttl';
+    const ttlMs = 120_000;
+    // the bucket was made by another process with a shorter TTL than this instance's setting: the server's counts
+    await new Kvm(nc).create(referenceBucket(carrier), { history: 1, ttl: ttlMs });
+    const clock = createManualClock(Date.now());
+    const { kv, link } = await startConnector(carrier, { clock });
+    const dispatch = job();
+    await publishJob(carrier, dispatch);
+    const accepted = await waitReceipt(carrier, dispatch.dispatch_id, 'accepted');
+    await settled(carrier);
+    const requests = countKvRequests(kv);
+    clock.advance(ttlMs - 1_000);
+    await link.report(accepted.carrier_reference ?? '', 'enroute');
+    expect(requests.reads(referenceBucket(carrier))).to.equal(0);
+    clock.advance(1_000);
+    await link.report(accepted.carrier_reference ?? '', 'delivered');
+    expect(requests.reads(referenceBucket(carrier))).to.equal(1);
+    expect(await receiptOf(carrier, dispatch.dispatch_id, 'delivered')).to.include({ carrier_reference: accepted.carrier_reference });
+  });
+
+  it('correlates a report for an id the carrier gave again through another instance to the new dispatch, on the instance that wrote the old one', async () => {
+    const carrier = 'rt-kv-report-reused';
+    // the centre gives both submissions the same message id
+    const sameId = (): SubmitOutcome => ({ kind: 'accepted', references: ['reused-1'] });
+    const first = await startConnector(carrier, { name: 'first', priority: 1, link: new FakeCarrierLink('first', { decide: sameId }) });
+    const second = await startConnector(carrier, { name: 'second', priority: 2, link: new FakeCarrierLink('second', { decide: sameId }) });
+    await waitFor('the first instance to take the jobs alone', () => first.runtime.stats().active && !second.runtime.stats().active);
+    const old = job();
+    await publishJob(carrier, old);
+    await waitReceipt(carrier, old.dispatch_id, 'accepted');
+    await settled(carrier);
+    // no final report came for the old message; the second instance takes the next one
+    first.link.live = false;
+    await waitFor('the second instance to take the jobs', () => second.runtime.stats().active && !first.runtime.stats().active);
+    const latest = job();
+    await publishJob(carrier, latest);
+    await waitReceipt(carrier, latest.dispatch_id, 'accepted');
+    await settled(carrier);
+    await waitFor('the first instance to drop the old correlation', () => first.runtime.stats().correlationsSuperseded === 1);
+    expect(first.runtime.stats().correlationsRemembered).to.equal(0);
+
+    // the centre reports the new message over a bind of the first instance
+    const requests = countKvRequests(first.kv);
+    await first.link.report('reused-1', 'delivered');
+    expect(await receiptOf(carrier, latest.dispatch_id, 'delivered')).to.include({ carrier_reference: 'reused-1' });
+    expect(await receiptOf(carrier, old.dispatch_id, 'delivered')).to.equal(undefined);
+    expect(requests.reads(referenceBucket(carrier))).to.equal(1);
+  });
+
   it('correlates a report that comes while the correlation is being written once it is written, keeping nothing in the bucket', async () => {
     const carrier = 'rt-kv-report-early';
     const link = new FakeCarrierLink('kv-early');
@@ -820,11 +872,15 @@ describe('connector runtime on NATS (fake carrier link)', function () {
   });
 
   it('rejects a report it cannot publish (the carrier sends it again), and publishes it when sent again', async () => {
-    const { link } = await startConnector('rt-outage');
+    const { link, runtime } = await startConnector('rt-outage');
     const dispatch = job();
     await publishJob('rt-outage', dispatch);
     const accepted = await waitReceipt('rt-outage', dispatch.dispatch_id, 'accepted');
+    await settled('rt-outage');
+    expect(runtime.stats().correlationsRemembered).to.equal(1);
     await nats.stopServer();
+    // the bucket's writes meanwhile are not seen: what it remembers can no longer be trusted
+    await waitFor('the correlation memory to be emptied', () => runtime.stats().correlationsRemembered === 0);
     let failure: unknown = null;
     try {
       await link.report(accepted.carrier_reference ?? '', 'delivered');
@@ -847,6 +903,18 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       60_000,
     );
     expect(await receiptOf('rt-outage', dispatch.dispatch_id, 'delivered')).to.not.equal(undefined);
+    // the bucket's writes are followed again: the correlations written from then on are remembered
+    await waitFor(
+      'a correlation remembered again',
+      async () => {
+        const another = job();
+        await publishJob('rt-outage', another);
+        await waitReceipt('rt-outage', another.dispatch_id, 'accepted');
+        await settled('rt-outage');
+        return runtime.stats().correlationsRemembered > 0;
+      },
+      60_000,
+    );
   });
 
   it('announces itself in the presence bucket and removes its entry on stop', async () => {
