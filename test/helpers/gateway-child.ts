@@ -1,18 +1,26 @@
 /**
  * A gateway node in a child process, driven by JSON lines on stdin, answering JSON lines on stdout. Crash tests
  * SIGKILL it at chosen moments. Commands: {op:'charge', merchantId, chargeId, amount}, {op:'send', merchantId,
- * keyId, body}. Env: DATABASE_URL; FAULT=crash_after_charge kills the process between charge and creation.
+ * keyId, body}. Env: DATABASE_URL; FAULT=crash_after_charge kills the process right after the charge's write;
+ * JOURNAL=without_companions runs its journal as one that writes no companion records (as MongoDB's), so a send
+ * creates its message by a second write after the charge.
  */
 import { createInterface } from 'node:readline';
 import { createGateway } from '../../src/gateway.js';
+import { openPostgresPersistence } from '../../src/libraries/persistence/persistence.js';
 import { fromUnits } from '../../src/pricing/money.js';
 import { testConfig } from './gateway-fixture.js';
 
 const url = process.env.DATABASE_URL ?? '';
 const crashAfterCharge = process.env.FAULT === 'crash_after_charge';
 
+const persistence = await openPostgresPersistence({ url, poolSize: 10 });
 const gateway = await createGateway({
   config: testConfig({ database: { url } }),
+  persistence:
+    process.env.JOURNAL === 'without_companions'
+      ? { ...persistence, journal: { ...persistence.journal, writesCompanions: false } }
+      : persistence,
   ...(crashAfterCharge
     ? {
         faults: {

@@ -63,10 +63,52 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     }
   });
 
-  it('when the node dies between the charge and the creation of a message, then after restart the message exists and was charged once', async () => {
-    const shop = await seedMerchant(operator, { name: 'Interrupted', prepaid: '10' });
+  it('when the node dies right after a charge that created its message in the same statement, then the message exists with its dispatch, charged once', async () => {
+    const shop = await seedMerchant(operator, { name: 'One statement', prepaid: '10' });
     operator.hosts.wallets.passivate();
     const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge' });
+    await node.waitFor((m) => m.event === 'ready');
+    node.send({
+      op: 'send',
+      merchantId: shop.merchantId,
+      keyId: shop.keyId,
+      body: { to: ['+243812345678', '+243812345679'], message: 'survive' },
+      ref: 's1',
+    });
+    await node.waitFor((m) => m.event === 'charged_then_crashing');
+    await node.kill('SIGKILL');
+
+    const walletEvents = (await operator.persistence.journal.read(`wallet:${shop.merchantId}`, 0)).flatMap(
+      (r) => r.events as WalletEvent[],
+    );
+    const charged = walletEvents.filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
+    expect(charged).to.have.length(1);
+    const messageId = charged[0]!.chargeId;
+    const created = await operator.persistence.journal.read(`message:${messageId}`, 0);
+    expect(created.map((r) => r.seq)).to.deep.equal([1]);
+    expect((created[0]!.events as { type: string }[]).map((e) => e.type)).to.include('message_created');
+    expect(await operator.persistence.directory.messageOwner(messageId)).to.equal(shop.merchantId);
+    const pending = await operator.persistence.outbox.pending({ limit: 20 });
+    expect(pending.filter((e) => e.topic === 'carrier.dispatch' && e.key === `message:${messageId}`)).to.have.length(1);
+    expect(pending.filter((e) => e.topic === 'message.create')).to.deep.equal([]);
+
+    const restarted = await gatewayOnPostgres(url);
+    try {
+      const status = await restarted.useCases.getStatus(shop.merchantId, messageId);
+      expect(status.found).to.equal(true);
+      if (status.found) expect(status.view.total_recipients).to.equal(2);
+      const balance = await restarted.useCases.wallets.getBalance(shop.merchantId);
+      if (!balance.ok) throw balance.error;
+      expect(balance.value.balance).to.equal(9.96);
+    } finally {
+      await restarted.stop();
+    }
+  });
+
+  it('when the node dies between the charge and the creation of a message (a journal without companion records), then after restart the message exists and was charged once', async () => {
+    const shop = await seedMerchant(operator, { name: 'Interrupted', prepaid: '10' });
+    operator.hosts.wallets.passivate();
+    const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge', JOURNAL: 'without_companions' });
     await node.waitFor((m) => m.event === 'ready');
     node.send({
       op: 'send',
