@@ -63,10 +63,14 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     }
   });
 
-  it('when the node dies right after a charge that created its message in the same statement, then the message exists with its dispatch, charged once', async () => {
-    const shop = await seedMerchant(operator, { name: 'One statement', prepaid: '10' });
+  /**
+   * A node in a child process sends a 2-recipient message and is SIGKILLed right after the charge's write: the
+   * merchant, and the message id its one charge names.
+   */
+  async function killedRightAfterCharge(name: string, env: Record<string, string>) {
+    const shop = await seedMerchant(operator, { name, prepaid: '10' });
     operator.hosts.wallets.passivate();
-    const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge' });
+    const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge', ...env });
     await node.waitFor((m) => m.event === 'ready');
     node.send({
       op: 'send',
@@ -77,13 +81,17 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     });
     await node.waitFor((m) => m.event === 'charged_then_crashing');
     await node.kill('SIGKILL');
-
+    await new Promise((resolve) => setTimeout(resolve, 100));
     const walletEvents = (await operator.persistence.journal.read(`wallet:${shop.merchantId}`, 0)).flatMap(
       (r) => r.events as WalletEvent[],
     );
     const charged = walletEvents.filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
     expect(charged).to.have.length(1);
-    const messageId = charged[0]!.chargeId;
+    return { shop, messageId: charged[0]!.chargeId };
+  }
+
+  it('when the node dies right after a charge that created its message in the same statement, then the message exists with its dispatch, charged once', async () => {
+    const { shop, messageId } = await killedRightAfterCharge('One statement', {});
     const created = await operator.persistence.journal.read(`message:${messageId}`, 0);
     expect(created.map((r) => r.seq)).to.deep.equal([1]);
     expect((created[0]!.events as { type: string }[]).map((e) => e.type)).to.include('message_created');
@@ -106,28 +114,8 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
   });
 
   it('when the node dies between the charge and the creation of a message (a journal without companion records), then after restart the message exists and was charged once', async () => {
-    const shop = await seedMerchant(operator, { name: 'Interrupted', prepaid: '10' });
-    operator.hosts.wallets.passivate();
-    const node = startChild('gateway-child.ts', { DATABASE_URL: url, FAULT: 'crash_after_charge', JOURNAL: 'without_companions' });
-    await node.waitFor((m) => m.event === 'ready');
-    node.send({
-      op: 'send',
-      merchantId: shop.merchantId,
-      keyId: shop.keyId,
-      body: { to: ['+243812345678', '+243812345679'], message: 'survive' },
-      ref: 's1',
-    });
-    await node.waitFor((m) => m.event === 'charged_then_crashing');
-    await node.kill('SIGKILL');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-
+    const { shop, messageId } = await killedRightAfterCharge('Interrupted', { JOURNAL: 'without_companions' });
     // the charge is journaled, the message is not (yet)
-    const walletEvents = (await operator.persistence.journal.read(`wallet:${shop.merchantId}`, 0)).flatMap(
-      (r) => r.events as WalletEvent[],
-    );
-    const charged = walletEvents.filter((e): e is Extract<WalletEvent, { type: 'charged' }> => e.type === 'charged');
-    expect(charged).to.have.length(1);
-    const messageId = charged[0]!.chargeId;
     expect(await operator.persistence.journal.read(`message:${messageId}`, 0)).to.deep.equal([]);
 
     // a restarted node (its clock past the relay's grace period) finishes the send from the outbox
