@@ -90,6 +90,16 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     return { shop, messageId: charged[0]!.chargeId };
   }
 
+  /** The message is found with its 2 recipients, and the wallet was charged for them once (10 − 2 × 0.02). */
+  async function expectCreatedAndChargedOnce(node: Gateway, merchantId: string, messageId: string): Promise<void> {
+    const status = await node.useCases.getStatus(merchantId, messageId);
+    expect(status.found).to.equal(true);
+    if (status.found) expect(status.view.total_recipients).to.equal(2);
+    const balance = await node.useCases.wallets.getBalance(merchantId);
+    if (!balance.ok) throw balance.error;
+    expect(balance.value.balance).to.equal(9.96);
+  }
+
   it('when the node dies right after a charge that created its message in the same statement, then the message exists with its dispatch, charged once', async () => {
     const { shop, messageId } = await killedRightAfterCharge('One statement', {});
     const created = await operator.persistence.journal.read(`message:${messageId}`, 0);
@@ -102,12 +112,7 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
 
     const restarted = await gatewayOnPostgres(url);
     try {
-      const status = await restarted.useCases.getStatus(shop.merchantId, messageId);
-      expect(status.found).to.equal(true);
-      if (status.found) expect(status.view.total_recipients).to.equal(2);
-      const balance = await restarted.useCases.wallets.getBalance(shop.merchantId);
-      if (!balance.ok) throw balance.error;
-      expect(balance.value.balance).to.equal(9.96);
+      await expectCreatedAndChargedOnce(restarted, shop.merchantId, messageId);
     } finally {
       await restarted.stop();
     }
@@ -123,12 +128,7 @@ describe('crash recovery on PostgreSQL (a node killed with SIGKILL)', function (
     const restarted = await gatewayOnPostgres(url, { clock });
     try {
       await restarted.relay.drain();
-      const status = await restarted.useCases.getStatus(shop.merchantId, messageId);
-      expect(status.found).to.equal(true);
-      if (status.found) expect(status.view.total_recipients).to.equal(2);
-      const balance = await restarted.useCases.wallets.getBalance(shop.merchantId);
-      if (!balance.ok) throw balance.error;
-      expect(balance.value.balance).to.equal(9.96);
+      await expectCreatedAndChargedOnce(restarted, shop.merchantId, messageId);
       expect(await restarted.persistence.outbox.pending({ limit: 10, topics: ['message.create'] })).to.deep.equal([]);
       // finishing again (a second relay pass or node) changes nothing
       await restarted.relay.drain();
