@@ -2,7 +2,7 @@ import { Gauge } from 'prom-client';
 import type { CarrierGaugeSample } from './carriers/carrier-health.js';
 import { METRIC_PREFIX, type Metrics } from './libraries/observability/metrics.js';
 import type { DeadLetters } from './libraries/persistence/dead-letters-port.js';
-import type { Journal, JournalAppend } from './libraries/persistence/journal-port.js';
+import { recordsOf, type Journal, type JournalAppend } from './libraries/persistence/journal-port.js';
 import type { MessageEvent } from './messaging/message-behaviour.js';
 import { add } from './pricing/money.js';
 import type { WalletEvent } from './wallets/wallet-behaviour.js';
@@ -60,7 +60,7 @@ export function meteredJournal(
         metrics.journalAppend(Number(process.hrtime.bigint() - started) / 1e9);
       }
       // a companion (the message a charge creates) is a record of its own key, written in the same append
-      for (const record of [append, ...(append.companions ?? [])]) countRecord(record, metrics, currencyOf, onError);
+      for (const record of recordsOf(append)) countRecord(record, metrics, currencyOf, onError);
     },
     read: (key, afterSeq) => journal.read(key, afterSeq),
     latestSnapshot: (key) => journal.latestSnapshot(key),

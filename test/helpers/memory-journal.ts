@@ -1,5 +1,6 @@
 import {
   outboxEntriesOf,
+  recordsOf,
   type Journal,
   type JournalAppend,
   type JournalRecord,
@@ -42,9 +43,9 @@ export function createMemoryJournal(): Journal &
       const companions = append.companions ?? [];
       if (companions.some((c) => (byKey.get(c.key)?.length ?? 0) > 0))
         throw new JournalConflictError(append.key, append.seq, 'sequence_taken');
-      for (const record of [append, ...companions]) {
+      for (const record of recordsOf(append)) {
         const ofKey = byKey.get(record.key) ?? [];
-        ofKey.push({ key: record.key, seq: record.seq, events: record.events, at: append.at });
+        ofKey.push({ key: record.key, seq: record.seq, events: record.events, at: record.at });
         ofKey.sort((a, b) => a.seq - b.seq);
         byKey.set(record.key, ofKey);
       }

@@ -132,14 +132,22 @@ export interface PendingQuery {
   readonly olderThan?: number;
 }
 
+/** A record as an append writes it: its own, or a companion's at the time of the append carrying it. */
+export interface WrittenRecord extends CompanionRecord {
+  readonly at: number;
+}
+
+/** Every record an append writes: its own first, then its companions'. */
+export function recordsOf(append: JournalAppend): readonly WrittenRecord[] {
+  if (!append.companions || append.companions.length === 0) return [append];
+  return [append, ...append.companions.map((companion) => ({ ...companion, at: append.at }))];
+}
+
 /** The outbox entries an append writes, its companions' included, as the outbox lists them. */
 export function outboxEntriesOf(append: JournalAppend): PendingOutboxEntry[] {
-  const own = append.outbox.map((entry) => ({ ...entry, key: append.key, seq: append.seq, createdAt: append.at }));
-  if (!append.companions || append.companions.length === 0) return own;
-  return [
-    ...own,
-    ...append.companions.flatMap((c) => c.outbox.map((entry) => ({ ...entry, key: c.key, seq: c.seq, createdAt: append.at }))),
-  ];
+  return recordsOf(append).flatMap((record) =>
+    record.outbox.map((entry) => ({ ...entry, key: record.key, seq: record.seq, createdAt: record.at })),
+  );
 }
 
 export interface Outbox {

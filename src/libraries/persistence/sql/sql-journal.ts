@@ -1,5 +1,6 @@
 import {
   outboxEntriesOf,
+  recordsOf,
   type Journal,
   type JournalAppend,
   type JournalRecord,
@@ -101,8 +102,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       fence_owner: a.fence?.owner ?? null,
       fence_epoch: a.fence?.epoch ?? null,
     }));
-    // every record of the batch, the companions' with their carrier's time
-    const records = appends.flatMap((a) => [a, ...(a.companions ?? []).map((c) => ({ ...c, at: a.at }))]);
+    const records = appends.flatMap(recordsOf);
     const outboxRows = records.flatMap((r) =>
       r.outbox.map((entry) => ({
         id: entry.id,
