@@ -167,8 +167,10 @@ export async function readPresenceOnce(
   onError: (error: unknown, context: string) => void = () => undefined,
 ): Promise<ConnectorPresence[]> {
   const kv = await openPresenceBucket(nats, names);
-  const keys: string[] = [];
-  for await (const key of await kv.keys()) keys.push(key);
+  // the key listing follows the bucket's writes while it is read: a key written again meanwhile (a connector's
+  // heartbeat, on a loaded machine) can be listed twice, and would be counted twice
+  const keys = new Set<string>();
+  for await (const key of await kv.keys()) keys.add(key);
   const entries: ConnectorPresence[] = [];
   for (const key of keys) {
     const entry = await kv.get(key);
