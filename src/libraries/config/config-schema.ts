@@ -170,7 +170,7 @@ export const configSchema = group({
     forwardRequests: setting(
       Joi.boolean(),
       'CLUSTER_FORWARD_REQUESTS',
-      "Forward a merchant's request whole to the node owning its shard (one remote hop) instead of asking each of its actors there (up to three). Off by default until it has passed the long chaos run.",
+      "Forward a merchant's request whole to the node owning its shard (one remote hop) instead of asking each of its actors there (up to three, the behaviour before forwarding; false keeps it).",
     ),
     failoverDeadlineMs: setting(
       positiveInt(),

@@ -16,7 +16,22 @@ async function hopsOf(node: ClusterNode, route: string): Promise<{ count: number
   };
 }
 
-describe('cluster: a request reaching a node that does not own its merchant makes one remote hop', function () {
+/** Two nodes, one merchant: the node owning the merchant's shard and the other one. */
+async function twoNodesAndAMerchant(env: Record<string, string>): Promise<{
+  cluster: TestCluster;
+  merchant: ClusterMerchant;
+  owner: ClusterNode;
+  other: ClusterNode;
+}> {
+  const cluster = await startCluster({ nodes: 2, simulator: true, env: { ...GENEROUS_RATE_LIMITS, ...env } });
+  const owners = await cluster.waitForBalance(['node-1', 'node-2']);
+  const merchant = (await seedMerchants(cluster, { count: 1 }))[0]!;
+  const shard = shardOf(merchant.merchantId, cluster.shards);
+  const ownerId = [...owners].find(([, shards]) => shards.includes(shard))![0];
+  return { cluster, merchant, owner: cluster.node(ownerId), other: cluster.running().find((node) => node.id !== ownerId)! };
+}
+
+describe('cluster: a request reaching a node that does not own its merchant makes one remote hop (the default)', function () {
   this.timeout(180_000);
   let cluster: TestCluster;
   let merchant: ClusterMerchant;
@@ -25,13 +40,8 @@ describe('cluster: a request reaching a node that does not own its merchant make
 
   before(async function () {
     this.timeout(180_000);
-    cluster = await startCluster({ nodes: 2, simulator: true, env: { ...GENEROUS_RATE_LIMITS, CLUSTER_FORWARD_REQUESTS: 'true' } });
-    const owners = await cluster.waitForBalance(['node-1', 'node-2']);
-    merchant = (await seedMerchants(cluster, { count: 1 }))[0]!;
-    const shard = shardOf(merchant.merchantId, cluster.shards);
-    const ownerId = [...owners].find(([, shards]) => shards.includes(shard))![0];
-    owner = cluster.node(ownerId);
-    other = cluster.running().find((node) => node.id !== ownerId)!;
+    // no CLUSTER_FORWARD_REQUESTS: forwarding is what a cluster does unless told otherwise
+    ({ cluster, merchant, owner, other } = await twoNodesAndAMerchant({}));
   });
 
   after(async () => {
@@ -128,5 +138,42 @@ describe('cluster: a request reaching a node that does not own its merchant make
     expect(old.status, old.text).to.equal(401);
     const fresh = await call(`${other.api}/balance`, { key: rotated!.apiKey });
     expect(fresh.status, fresh.text).to.equal(200);
+  });
+});
+
+describe('cluster: with CLUSTER_FORWARD_REQUESTS=false, the node receiving a request asks each actor on the owner', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let merchant: ClusterMerchant;
+  let other: ClusterNode;
+
+  before(async function () {
+    this.timeout(180_000);
+    ({ cluster, merchant, other } = await twoNodesAndAMerchant({ CLUSTER_FORWARD_REQUESTS: 'false' }));
+  });
+
+  after(async () => {
+    await (cluster as TestCluster | undefined)?.stop();
+  });
+
+  it('when a send and its status are asked of the other node, then they are served with one hop per actor asked, and the message is delivered', async () => {
+    const before = await hopsOf(other, 'send');
+    const sent = await call(`${other.api}/send`, {
+      method: 'POST',
+      key: merchant.apiKey,
+      json: { to: ['+243812345601'], message: 'Asked actor by actor' },
+    });
+    expect(sent.status, sent.text).to.equal(201);
+    const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
+    const after = await hopsOf(other, 'send');
+    expect(after.count - before.count, 'one send observed').to.equal(1);
+    // the key's actor and the wallet, each asked over NATS: not one forward
+    expect(after.le1 - before.le1, 'more than one hop').to.equal(0);
+    await eventually(async () => {
+      const status = await call(`${other.api}/status/${messageId}`, { key: merchant.apiKey });
+      expect(status.status, status.text).to.equal(200);
+      expect((status.body as { data: { recipients: { status: string }[] } }).data.recipients[0]!.status).to.equal('delivered');
+      return true;
+    }, 30_000);
   });
 });

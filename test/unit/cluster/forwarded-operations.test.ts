@@ -6,6 +6,7 @@ import { shardOf } from '../../../src/cluster/shards.js';
 import { systemClock } from '../../../src/libraries/clock/clock.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { ActorFailureError, NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
+import { requestDeadline } from '../../../src/libraries/actors/request-deadline.js';
 
 /** Two routers on an in-process "wire": `serve` registers a subject, `request` calls it (JSON both ways). */
 function wire() {
@@ -100,5 +101,28 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     expect(requests.length, 'it asked the shard until its failover deadline').to.be.greaterThan(1);
     expect(isNotApplied(failure)).to.equal(false);
     expect((failure as ActorFailureError).reason).to.equal('unavailable');
+  });
+
+  it("when a request's deadline is further away than the ask timeout, then the owner serves the forward under the ask timeout, and the node owning the shard itself under the request's deadline", async () => {
+    const { transportOf } = wire();
+    const a = routerOf('a', new Set([SHARD]), transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'));
+    await a.serveShard(SHARD);
+    const seen: (number | null)[] = [];
+    a.handleOperations('work', () => {
+      seen.push(requestDeadline());
+      return Promise.resolve('done');
+    });
+    const requestDeadlineAt = systemClock.now() + 60_000;
+
+    const sentAt = systemClock.now();
+    expect(await b.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
+    const forwardedAt = systemClock.now();
+    expect(await a.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
+
+    expect(seen).to.have.length(2);
+    // routerOf's ask timeout is 1 s
+    expect(seen[0], 'forwarded: capped by the ask timeout').to.be.within(sentAt + 1_000, forwardedAt + 1_000);
+    expect(seen[1], "served where it arrived: the request's own").to.equal(requestDeadlineAt);
   });
 });
