@@ -247,16 +247,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       merchantId,
       target,
       (_shard, deadline) => runOperation(name, merchantId, operation, deadline),
-      // the owner gets what one ask would: the request's deadline, capped by the ask timeout from this attempt. A
-      // forward in flight to an owner that dies is then called unknown after the ask timeout twice, as an ask is, not
-      // after the whole request budget (which, in a cluster, also covers waiting for a failover) and the timeout
-      (shard, deadline) =>
-        askRemote(
-          target,
-          shard,
-          { kind: 'operation', name, merchantId, operation },
-          Math.min(deadline, options.clock.now() + options.requestTimeoutMs),
-        ),
+      (shard, deadline) => askRemote(target, shard, { kind: 'operation', name, merchantId, operation }, deadline),
       explicitDeadline,
     );
   }

@@ -103,7 +103,7 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     expect((failure as ActorFailureError).reason).to.equal('unavailable');
   });
 
-  it("when a request's deadline is further away than the ask timeout, then the owner serves the forward under the ask timeout, and the node owning the shard itself under the request's deadline", async () => {
+  it("when a request is forwarded, then the owner serves it under the request's own deadline, as the node it reached would", async () => {
     const { transportOf } = wire();
     const a = routerOf('a', new Set([SHARD]), transportOf('a'));
     const b = routerOf('b', new Set(), transportOf('b'));
@@ -113,16 +113,12 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
       seen.push(requestDeadline());
       return Promise.resolve('done');
     });
+    // further away than routerOf's ask timeout (1 s): a stalled owner may still answer it definitively
     const requestDeadlineAt = systemClock.now() + 60_000;
 
-    const sentAt = systemClock.now();
     expect(await b.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
-    const forwardedAt = systemClock.now();
     expect(await a.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
 
-    expect(seen).to.have.length(2);
-    // routerOf's ask timeout is 1 s
-    expect(seen[0], 'forwarded: capped by the ask timeout').to.be.within(sentAt + 1_000, forwardedAt + 1_000);
-    expect(seen[1], "served where it arrived: the request's own").to.equal(requestDeadlineAt);
+    expect(seen).to.deep.equal([requestDeadlineAt, requestDeadlineAt]);
   });
 });
