@@ -59,4 +59,6 @@ export interface Directory {
 
   /** The merchant owning a message, recorded with the message's creation (JournalAppend.owner); null if unknown. */
   messageOwner(messageId: string): Promise<string | null>;
+  /** The owners of several messages in one query: message id → merchant, for those recorded (the others are absent). */
+  messageOwners(messageIds: readonly string[]): Promise<ReadonlyMap<string, string>>;
 }

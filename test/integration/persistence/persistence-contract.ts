@@ -207,6 +207,12 @@ export function persistenceContract(open: () => Promise<Persistence>, { writesCo
       const owners = await Promise.all(ids.map((id) => store.directory.messageOwner(id)));
       expect(owners).to.deep.equal(ids.map((_, i) => `mer_${i % 7}`));
       expect(await store.directory.messageOwner('msg_none_0')).to.equal(null);
+      // the same, in one query: the owners found, the others absent
+      const many = await store.directory.messageOwners([...ids, 'msg_none_0', 'msg_never']);
+      expect(many.size).to.equal(ids.length);
+      expect(ids.map((id) => many.get(id))).to.deep.equal(owners);
+      expect(many.has('msg_none_0') || many.has('msg_never')).to.equal(false);
+      expect((await store.directory.messageOwners([])).size).to.equal(0);
     });
 
     describe(writesCompanions ? 'companion records' : 'companion records (not written by this adapter)', () => {

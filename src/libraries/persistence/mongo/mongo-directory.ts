@@ -172,5 +172,11 @@ export function createMongoDirectory(c: Collections): Directory {
       const doc = await c.messageOwners.findOne({ _id: messageId });
       return doc?.merchantId ?? null;
     },
+
+    async messageOwners(messageIds) {
+      if (messageIds.length === 0) return new Map();
+      const docs = await c.messageOwners.find({ _id: { $in: [...messageIds] } }).toArray();
+      return new Map(docs.map((doc) => [doc._id, doc.merchantId]));
+    },
   };
 }

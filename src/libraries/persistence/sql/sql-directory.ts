@@ -201,5 +201,14 @@ export function createSqlDirectory(db: SqlExecutor): Directory {
       const rows = await db.query<{ merchant_id: string }>('SELECT merchant_id FROM message_owners WHERE message_id = $1', [messageId]);
       return rows[0]?.merchant_id ?? null;
     },
+
+    async messageOwners(messageIds) {
+      if (messageIds.length === 0) return new Map();
+      const rows = await db.query<{ message_id: string; merchant_id: string }>(
+        'SELECT message_id, merchant_id FROM message_owners WHERE message_id = ANY($1::text[])',
+        [[...messageIds]],
+      );
+      return new Map(rows.map((r) => [r.message_id, r.merchant_id]));
+    },
   };
 }

@@ -1,26 +1,27 @@
 import { expect } from 'chai';
 import type { Directory } from '../../../../src/libraries/persistence/directory-port.js';
-import { withMessageOwnerCache } from '../../../../src/libraries/persistence/message-owner-cache.js';
+import { OWNER_LOOKUP_BATCH, withMessageOwnerCache } from '../../../../src/libraries/persistence/message-owner-cache.js';
 
 /** The owner half of a directory, counting the database round trips and releasing lookups on demand. */
 function fakeDirectory() {
   const owners = new Map<string, string>();
   const waiting: (() => void)[] = [];
-  const calls = { lookups: 0 };
+  const calls = { lookups: 0, ids: [] as string[][] };
   let failNext = false;
   const directory = {
-    messageOwner(messageId: string) {
+    messageOwners(messageIds: readonly string[]) {
       calls.lookups++;
+      calls.ids.push([...messageIds]);
       const fail = failNext;
       failNext = false;
-      return new Promise<string | null>((resolve, reject) => {
+      return new Promise<ReadonlyMap<string, string>>((resolve, reject) => {
         waiting.push(() => {
           if (fail) reject(new Error('connection lost'));
-          else resolve(owners.get(messageId) ?? null);
+          else resolve(new Map(messageIds.flatMap((id) => (owners.has(id) ? [[id, owners.get(id)!] as const] : []))));
         });
       });
     },
-  } as Pick<Directory, 'messageOwner'> as Directory;
+  } as Pick<Directory, 'messageOwners'> as Directory;
   return {
     directory,
     owners,
@@ -28,8 +29,9 @@ function fakeDirectory() {
     failNextLookup() {
       failNext = true;
     },
-    /** Answers every lookup waiting so far. */
-    answer() {
+    /** Lets the lookups of this turn go out, then answers every query waiting so far. */
+    async answer() {
+      await new Promise((resolve) => setImmediate(resolve));
       for (const release of waiting.splice(0)) release();
     },
   };
@@ -38,7 +40,7 @@ function fakeDirectory() {
 /** Starts a lookup, answers it, returns its result. */
 async function lookup(fake: ReturnType<typeof fakeDirectory>, cached: Directory, messageId: string): Promise<string | null> {
   const result = cached.messageOwner(messageId);
-  fake.answer();
+  await fake.answer();
   return result;
 }
 
@@ -48,7 +50,7 @@ describe('message owner cache', () => {
     const cached = withMessageOwnerCache(fake.directory, 10);
     cached.rememberOwner('msg_1', 'mer_1');
     expect(await cached.messageOwner('msg_1')).to.equal('mer_1');
-    expect(fake.calls).to.deep.equal({ lookups: 0 });
+    expect(fake.calls.lookups).to.equal(0);
   });
 
   it('when an owner is remembered again with another merchant, then the first stays (an owner never changes)', async () => {
@@ -73,9 +75,35 @@ describe('message owner cache', () => {
     fake.owners.set('msg_1', 'mer_1');
     const cached = withMessageOwnerCache(fake.directory, 10);
     const lookups = Array.from({ length: 5 }, () => cached.messageOwner('msg_1'));
-    fake.answer();
+    await fake.answer();
     expect(await Promise.all(lookups)).to.deep.equal(['mer_1', 'mer_1', 'mer_1', 'mer_1', 'mer_1']);
     expect(fake.calls.lookups).to.equal(1);
+  });
+
+  it('when lookups of several messages miss in one turn, then one query asks for all of them, and each gets its own owner', async () => {
+    const fake = fakeDirectory();
+    fake.owners.set('msg_1', 'mer_1');
+    fake.owners.set('msg_2', 'mer_2');
+    const cached = withMessageOwnerCache(fake.directory, 10);
+    cached.rememberOwner('msg_3', 'mer_3');
+    const lookups = ['msg_1', 'msg_2', 'msg_3', 'msg_unknown', 'msg_1'].map((id) => cached.messageOwner(id));
+    await fake.answer();
+    expect(await Promise.all(lookups)).to.deep.equal(['mer_1', 'mer_2', 'mer_3', null, 'mer_1']);
+    // the remembered one is not asked for, the repeated one once
+    expect(fake.calls.ids).to.deep.equal([['msg_1', 'msg_2', 'msg_unknown']]);
+    expect(await cached.messageOwner('msg_2')).to.equal('mer_2');
+    expect(fake.calls.lookups, 'found owners are remembered').to.equal(1);
+  });
+
+  it('when more lookups miss in one turn than one query takes, then they go out as several queries', async () => {
+    const fake = fakeDirectory();
+    const ids = Array.from({ length: OWNER_LOOKUP_BATCH + 1 }, (_, i) => `msg_${i}`);
+    for (const id of ids) fake.owners.set(id, 'mer_1');
+    const cached = withMessageOwnerCache(fake.directory, ids.length);
+    const lookups = ids.map((id) => cached.messageOwner(id));
+    await fake.answer();
+    expect(await Promise.all(lookups)).to.deep.equal(ids.map(() => 'mer_1'));
+    expect(fake.calls.ids.map((chunk) => chunk.length)).to.deep.equal([OWNER_LOOKUP_BATCH, 1]);
   });
 
   it('when a message is unknown, then that is not remembered: once recorded elsewhere, the next lookup finds it', async () => {
