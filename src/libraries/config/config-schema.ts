@@ -232,7 +232,7 @@ export const configSchema = group({
     messageOwnerCacheSize: setting(
       positiveInt(),
       'MESSAGE_OWNER_CACHE_SIZE',
-      'Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most.',
+      'Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most, and the lookups of one turn of the event loop share one query.',
     ),
     merchantCatalogTtlMs: setting(
       positiveInt(),
