@@ -100,6 +100,15 @@ export function createMemoryJournal(): Journal &
         .sort((a, b) => a.createdAt - b.createdAt)
         .slice(0, limit);
     },
+    async pendingTopics({ topics, shards }) {
+      await Promise.resolve();
+      const entries = [...outbox.values()].filter((e) => !shards || shards.includes(e.shard));
+      return new Set(
+        topics
+          .filter(({ topic, olderThan }) => entries.some((e) => e.topic === topic && (olderThan === undefined || e.createdAt < olderThan)))
+          .map(({ topic }) => topic),
+      );
+    },
     async markDone(ids) {
       await Promise.resolve();
       for (const id of ids) outbox.delete(id);

@@ -132,6 +132,12 @@ export interface PendingQuery {
   readonly olderThan?: number;
 }
 
+/** Which of several topics have entries pending, each with its own age limit (`pendingTopics`). */
+export interface PendingTopicsQuery {
+  readonly topics: readonly { readonly topic: string; readonly olderThan?: number }[];
+  readonly shards?: readonly number[];
+}
+
 /** A record as an append writes it: its own, or a companion's at the time of the append carrying it. */
 export interface WrittenRecord extends CompanionRecord {
   readonly at: number;
@@ -153,6 +159,12 @@ export function outboxEntriesOf(append: JournalAppend): PendingOutboxEntry[] {
 export interface Outbox {
   /** Entries not yet relayed, oldest first, optionally only of some shards. */
   pending(options: PendingQuery): Promise<readonly PendingOutboxEntry[]>;
+  /**
+   * Of the topics asked, those with at least one entry pending that was created before the topic's `olderThan`
+   * (any age when it has none), in the shards asked (all when none): one query for every topic, so a relay with
+   * nothing to carry out learns it in one round trip.
+   */
+  pendingTopics(query: PendingTopicsQuery): Promise<ReadonlySet<string>>;
   markDone(ids: readonly string[]): Promise<void>;
   /** How many entries wait, for metrics and health. */
   backlog(): Promise<number>;

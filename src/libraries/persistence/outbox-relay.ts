@@ -69,7 +69,8 @@ export const LANE_CHUNKS_AT_ONCE = 4;
  * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
  *
  * Two ways in: the entries an append of this process wrote come straight from the journal's notice (no query), and
- * a poll every `pollIntervalMs` asks the outbox for what is still pending and older than FRESH_ENTRY_MS.
+ * a poll every `pollIntervalMs` asks the outbox which lanes have entries still pending and older than FRESH_ENTRY_MS
+ * (one query for all lanes), and those lanes query for them.
  */
 export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRelay {
   let running = false;
@@ -163,12 +164,16 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     }
   }
 
-  async function queryBatch(lane: Lane, all: boolean): Promise<boolean> {
+  /** The age a lane's entries must have reached to be queried: its grace, and on a poll the fresh period. */
+  function olderThanOf(lane: Lane, all: boolean, now: number): number | undefined {
     // an entry exactly graceMs old is no longer younger than the grace period (`olderThan` is exclusive): the
     // 24-hour receipt deadline is reached at 24 h, not 24 h + 1 ms
-    const now = options.clock.now();
     const grace = Math.max(lane.handler.graceMs ?? 0, all ? 0 : FRESH_ENTRY_MS);
-    const olderThan = grace > 0 ? now - grace + 1 : undefined;
+    return grace > 0 ? now - grace + 1 : undefined;
+  }
+
+  async function queryBatch(lane: Lane, all: boolean): Promise<boolean> {
+    const olderThan = olderThanOf(lane, all, options.clock.now());
     const shards = options.shards?.();
     const found = await options.outbox.pending({
       limit: options.batchSize,
@@ -240,11 +245,34 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     await Promise.all(lanes.map((lane) => triggerLane(lane, query)));
   }
 
+  /**
+   * A poll: one query asks which lanes have entries due (past their grace and the fresh period); only those lanes
+   * query for them. A relay with nothing left behind makes one round trip per poll, not one per lane.
+   */
+  async function poll(): Promise<void> {
+    const now = options.clock.now();
+    const shards = options.shards?.();
+    let due: ReadonlySet<string>;
+    try {
+      due = await options.outbox.pendingTopics({
+        topics: lanes.map((lane) => {
+          const olderThan = olderThanOf(lane, false, now);
+          return { topic: lane.topic, ...(olderThan !== undefined ? { olderThan } : {}) };
+        }),
+        ...(shards ? { shards } : {}),
+      });
+    } catch (error) {
+      options.onError?.(error);
+      return;
+    }
+    await Promise.all(lanes.filter((lane) => due.has(lane.topic)).map((lane) => triggerLane(lane, 'poll')));
+  }
+
   function schedule(): void {
     if (!running) return;
     // lanes still busy only note that they should go round again: the poll never waits for the slowest
     timer = setTimeout(() => {
-      void trigger('poll');
+      void poll();
       schedule();
     }, options.pollIntervalMs);
   }

@@ -31,6 +31,16 @@ async function twoNodesAndAMerchant(env: Record<string, string>): Promise<{
   return { cluster, merchant, owner: cluster.node(ownerId), other: cluster.running().find((node) => node.id !== ownerId)! };
 }
 
+/** Waits until the message's first recipient is delivered, read through `node`. */
+async function eventuallyDelivered(node: ClusterNode, merchant: ClusterMerchant, messageId: string): Promise<void> {
+  await eventually(async () => {
+    const status = await call(`${node.api}/status/${messageId}`, { key: merchant.apiKey });
+    expect(status.status, status.text).to.equal(200);
+    expect((status.body as { data: { recipients: { status: string }[] } }).data.recipients[0]!.status).to.equal('delivered');
+    return true;
+  }, 30_000);
+}
+
 describe('cluster: a request reaching a node that does not own its merchant makes one remote hop (the default)', function () {
   this.timeout(180_000);
   let cluster: TestCluster;
@@ -72,12 +82,7 @@ describe('cluster: a request reaching a node that does not own its merchant make
     expect(after.le1 - before.le1, 'each within one hop').to.equal(2);
     expect(after.le0 - before.le0, 'none served without a hop').to.equal(0);
 
-    await eventually(async () => {
-      const status = await call(`${other.api}/status/${messageId}`, { key: merchant.apiKey });
-      expect(status.status, status.text).to.equal(200);
-      expect((status.body as { data: { recipients: { status: string }[] } }).data.recipients[0]!.status).to.equal('delivered');
-      return true;
-    }, 30_000);
+    await eventuallyDelivered(other, merchant, messageId);
     const balance = await call(`${other.api}/balance`, { key: merchant.apiKey });
     expect(balance.status, balance.text).to.equal(200);
     const calculate = await call(`${other.api}/calculate`, {
@@ -169,11 +174,6 @@ describe('cluster: with CLUSTER_FORWARD_REQUESTS=false, the node receiving a req
     expect(after.count - before.count, 'one send observed').to.equal(1);
     // the key's actor and the wallet, each asked over NATS: not one forward
     expect(after.le1 - before.le1, 'more than one hop').to.equal(0);
-    await eventually(async () => {
-      const status = await call(`${other.api}/status/${messageId}`, { key: merchant.apiKey });
-      expect(status.status, status.text).to.equal(200);
-      expect((status.body as { data: { recipients: { status: string }[] } }).data.recipients[0]!.status).to.equal('delivered');
-      return true;
-    }, 30_000);
+    await eventuallyDelivered(other, merchant, messageId);
   });
 });

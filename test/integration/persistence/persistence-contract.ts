@@ -339,6 +339,22 @@ export function persistenceContract(open: () => Promise<Persistence>, { writesCo
       expect((await store.outbox.pending({ limit: 10, topics: ['t'] })).map((e) => e.id)).to.deep.equal(['a1', 'b1', 'c1']);
       expect(await store.outbox.pending({ limit: 10, topics: ['other'] })).to.deep.equal([]);
     });
+
+    it('when lanes ask which of their topics have entries due, then one query answers, each topic with its own age limit and the shards asked', async () => {
+      await store.journal.append(append('a', 1, [{}], { at: 1000, outbox: [{ id: 'a1', topic: 'dispatch', payload: {}, shard: 1 }] }));
+      await store.journal.append(append('b', 1, [{}], { at: 5000, outbox: [{ id: 'b1', topic: 'deadline', payload: {}, shard: 2 }] }));
+      const due = async (topics: { topic: string; olderThan?: number }[], shards?: number[]) =>
+        [...(await store.outbox.pendingTopics({ topics, ...(shards ? { shards } : {}) }))].sort();
+      expect(
+        await due([{ topic: 'dispatch', olderThan: 2000 }, { topic: 'deadline', olderThan: 2000 }, { topic: 'webhook' }]),
+      ).to.deep.equal(['dispatch']);
+      expect(await due([{ topic: 'dispatch', olderThan: 1000 }, { topic: 'deadline' }])).to.deep.equal(['deadline']);
+      expect(await due([{ topic: 'dispatch' }, { topic: 'deadline' }], [2])).to.deep.equal(['deadline']);
+      expect(await due([{ topic: 'dispatch' }, { topic: 'deadline' }], [])).to.deep.equal([]);
+      expect(await due([])).to.deep.equal([]);
+      await store.outbox.markDone(['a1']);
+      expect(await due([{ topic: 'dispatch' }, { topic: 'deadline', olderThan: 6000 }])).to.deep.equal(['deadline']);
+    });
   });
 
   describe('pruning', () => {

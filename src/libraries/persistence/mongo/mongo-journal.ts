@@ -8,6 +8,7 @@ import {
   type JournalRecord,
   type Outbox,
   type PendingOutboxEntry,
+  type PendingQuery,
   type Snapshot,
 } from '../journal-port.js';
 import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOptions, type PendingAppend } from '../group-commit.js';
@@ -272,6 +273,35 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
   // the earlier look stale (a later record of its key exists) and refuse it
   const groupCommit = createGroupCommit({ ...options, keyOf: (append: JournalAppend) => append.key }, writeBatch);
 
+  async function pendingEntries({ limit, shards, topics, olderThan }: PendingQuery): Promise<PendingOutboxEntry[]> {
+    if (limit < 1) return [];
+    const rows = await c.journal
+      .aggregate<{ key: string; seq: number; at: number; outbox: OutboxDoc }>([
+        { $match: { outboxPending: true, ...(olderThan !== undefined ? { at: { $lt: olderThan } } : {}) } },
+        { $unwind: '$outbox' },
+        {
+          $match: {
+            'outbox.done': false,
+            ...(shards ? { 'outbox.shard': { $in: [...shards] } } : {}),
+            ...(topics ? { 'outbox.topic': { $in: [...topics] } } : {}),
+          },
+        },
+        { $sort: { at: 1, 'outbox.id': 1 } },
+        { $limit: Math.floor(limit) },
+        { $project: { _id: 0, key: 1, seq: 1, at: 1, outbox: 1 } },
+      ])
+      .toArray();
+    return rows.map((r): PendingOutboxEntry => ({
+      id: r.outbox.id,
+      key: r.key,
+      seq: r.seq,
+      topic: r.outbox.topic,
+      payload: r.outbox.payload,
+      shard: r.outbox.shard,
+      createdAt: r.at,
+    }));
+  }
+
   return {
     append: async (append) => {
       // several documents are not written atomically on a standalone server: a send's creation stays a follow-up
@@ -330,33 +360,22 @@ export function createMongoJournal(c: Collections, options: MongoJournalOptions 
       return result.deletedCount;
     },
 
-    async pending({ limit, shards, topics, olderThan }) {
-      if (limit < 1) return [];
-      const rows = await c.journal
-        .aggregate<{ key: string; seq: number; at: number; outbox: OutboxDoc }>([
-          { $match: { outboxPending: true, ...(olderThan !== undefined ? { at: { $lt: olderThan } } : {}) } },
-          { $unwind: '$outbox' },
-          {
-            $match: {
-              'outbox.done': false,
-              ...(shards ? { 'outbox.shard': { $in: [...shards] } } : {}),
-              ...(topics ? { 'outbox.topic': { $in: [...topics] } } : {}),
-            },
-          },
-          { $sort: { at: 1, 'outbox.id': 1 } },
-          { $limit: Math.floor(limit) },
-          { $project: { _id: 0, key: 1, seq: 1, at: 1, outbox: 1 } },
-        ])
-        .toArray();
-      return rows.map((r): PendingOutboxEntry => ({
-        id: r.outbox.id,
-        key: r.key,
-        seq: r.seq,
-        topic: r.outbox.topic,
-        payload: r.outbox.payload,
-        shard: r.outbox.shard,
-        createdAt: r.at,
-      }));
+    pending: pendingEntries,
+
+    async pendingTopics({ topics, shards }) {
+      // a probe per topic, at once: the adapter's pending() with a limit of one
+      const found = await Promise.all(
+        topics.map(async ({ topic, olderThan }) => {
+          const entries = await pendingEntries({
+            limit: 1,
+            topics: [topic],
+            ...(shards ? { shards } : {}),
+            ...(olderThan !== undefined ? { olderThan } : {}),
+          });
+          return entries.length > 0 ? [topic] : [];
+        }),
+      );
+      return new Set(found.flat());
     },
 
     markDone: (ids) => markEntriesDone(ids),

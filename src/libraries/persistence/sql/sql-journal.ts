@@ -268,6 +268,20 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       }));
     },
 
+    async pendingTopics({ topics, shards }) {
+      if (topics.length === 0) return new Set();
+      // an age limit for every topic (none: later than any entry), so each probe is one index range of
+      // outbox_by_topic_and_age that stops at its first entry
+      const params: unknown[] = [topics.map((t) => t.topic), topics.map((t) => t.olderThan ?? Number.MAX_SAFE_INTEGER)];
+      const inShards = shards ? ` AND o.shard = ANY($${params.push([...shards])}::integer[])` : '';
+      const rows = await db.query<{ topic: string }>(
+        `SELECT t.topic FROM unnest($1::text[], $2::bigint[]) AS t(topic, older_than)
+         WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.topic = t.topic AND o.created_at < t.older_than${inShards})`,
+        params,
+      );
+      return new Set(rows.map((r) => r.topic));
+    },
+
     async markDone(ids) {
       if (ids.length === 0) return;
       await db.query('DELETE FROM outbox WHERE id = ANY($1::text[])', [[...ids]]);

@@ -161,6 +161,76 @@ describe('outbox relay: waking the lanes', () => {
     await relay.stop();
   });
 
+  it('when a poll finds nothing due, then it asks the outbox once for every lane together, and no lane queries for entries', async () => {
+    const { journal, relay, queried } = setUp();
+    const probes = sinon.spy(journal, 'pendingTopics');
+    relay.start();
+    await advance(0);
+    queried();
+    probes.resetHistory();
+    await advance(1_000);
+    expect(probes.callCount, 'one probe per poll').to.equal(1);
+    const asked = probes.getCall(0).args[0].topics;
+    expect(asked.map((t) => t.topic).sort()).to.deep.equal(['carrier.dispatch', 'message.create', 'webhook.event']);
+    // each lane's age limit: the fresh period, or its own grace when longer
+    expect(asked.every((t) => t.olderThan === Date.now() - FRESH_ENTRY_MS + 1)).to.equal(true);
+    expect(queried(), 'no lane queried').to.deep.equal([]);
+    await relay.stop();
+  });
+
+  it('when one lane has an entry due, then a poll has that lane alone query for it', async () => {
+    const { relay, dispatch, append, queried } = setUp();
+    relay.start();
+    await advance(0);
+    dispatch.failing = 1;
+    await append('carrier.dispatch');
+    await advance(0);
+    queried();
+    await advance(FRESH_ENTRY_MS);
+    expect(queried()).to.deep.equal(['carrier.dispatch']);
+    expect(dispatch.seen).to.deep.equal(['carrier.dispatch-1-0', 'carrier.dispatch-1-0']);
+    await relay.stop();
+  });
+
+  it('when the probe of a poll fails, then the failure is reported and the next poll carries the entry out', async () => {
+    const journal = createMemoryJournal();
+    const dispatch = recordingHandler();
+    const errors: unknown[] = [];
+    const probe = journal.pendingTopics.bind(journal);
+    sinon
+      .stub(journal, 'pendingTopics')
+      .onFirstCall()
+      .rejects(new Error('connection lost'))
+      .callsFake((query) => probe(query));
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: { 'carrier.dispatch': dispatch },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+      onError: (error) => errors.push(error),
+    });
+    // written while nobody listened, older than the fresh period
+    await journal.append({
+      key: 'message:m1',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'left-behind', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
+      at: Date.now() - 3_000,
+    });
+    dispatch.failing = 1;
+    relay.start();
+    await advance(0);
+    expect(dispatch.seen, 'the first pass failed it').to.deep.equal(['left-behind']);
+    await advance(1_000);
+    expect(errors.map((e) => (e as Error).message)).to.deep.equal(['connection lost']);
+    expect(dispatch.seen).to.have.length(1);
+    await advance(1_000);
+    expect(dispatch.seen).to.deep.equal(['left-behind', 'left-behind']);
+    expect(await journal.pending({ limit: 10 })).to.deep.equal([]);
+    await relay.stop();
+  });
+
   it('when an append hands over an entry older than the fresh period while a poll is out, then the entry is carried out once, not by both paths', async () => {
     const journal = createMemoryJournal();
     const dispatch = recordingHandler();
