@@ -265,14 +265,23 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       options.onError?.(error);
       return;
     }
-    await Promise.all(lanes.filter((lane) => due.has(lane.topic)).map((lane) => triggerLane(lane, 'poll')));
+    // stopped while the probe was out: no lane starts a pass stop() would not wait for
+    if (!running) return;
+    // the passes are not waited for here (stop() waits for them): a slow lane never holds the next poll up
+    for (const lane of lanes) if (due.has(lane.topic)) void triggerLane(lane, 'poll');
   }
+
+  /** The poll's probe under way, if any (stop waits for it). */
+  let polling: Promise<void> | null = null;
 
   function schedule(): void {
     if (!running) return;
     // lanes still busy only note that they should go round again: the poll never waits for the slowest
     timer = setTimeout(() => {
-      void poll();
+      if (!polling)
+        polling = poll().finally(() => {
+          polling = null;
+        });
       schedule();
     }, options.pollIntervalMs);
   }
@@ -306,6 +315,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       running = false;
       unsubscribe?.();
       if (timer) clearTimeout(timer);
+      await polling;
       await Promise.all(lanes.flatMap((lane) => (lane.pass ? [lane.pass] : [])));
       await laterSettled();
     },

@@ -192,6 +192,110 @@ describe('outbox relay: waking the lanes', () => {
     await relay.stop();
   });
 
+  it('when one lane is slow carrying its entries out, then polls go on and another lane left with an entry carries it out meanwhile', async () => {
+    const journal = createMemoryJournal();
+    const dispatch = recordingHandler();
+    let release: () => void = () => undefined;
+    const slowSeen: string[] = [];
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: {
+        'carrier.dispatch': dispatch,
+        'webhook.event': {
+          accepts: anyPayload,
+          async handle(entries) {
+            slowSeen.push(...entries.map((e) => e.id));
+            await new Promise<void>((resolve) => {
+              release = resolve;
+            });
+            return entries.map((e) => e.id);
+          },
+        },
+      },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+    });
+    relay.start();
+    await advance(0);
+    await journal.append({
+      key: 'message:m1',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'slow-event', topic: 'webhook.event', payload: {}, shard: 0 }],
+      // decided a while ago: due at the very next poll, which finds its lane busy
+      at: Date.now() - 3_000,
+    });
+    await advance(0);
+    expect(slowSeen, 'the webhook lane is busy').to.deep.equal(['slow-event']);
+    // a dispatch whose carrying out failed, left for a poll
+    dispatch.failing = 1;
+    await journal.append({
+      key: 'message:m2',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'left-dispatch', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
+      at: Date.now(),
+    });
+    await advance(0);
+    await advance(FRESH_ENTRY_MS);
+    expect(dispatch.seen).to.deep.equal(['left-dispatch', 'left-dispatch']);
+    expect(await journal.pending({ limit: 10, topics: ['carrier.dispatch'] })).to.deep.equal([]);
+    release();
+    await advance(0);
+    await relay.stop();
+    expect(await journal.pending({ limit: 10 })).to.deep.equal([]);
+  });
+
+  it('when the relay stops while a poll asks which lanes have entries due, then it waits for the answer and starts no lane after it', async () => {
+    const journal = createMemoryJournal();
+    const dispatch = recordingHandler();
+    const probe = journal.pendingTopics.bind(journal);
+    let answer: () => void = () => undefined;
+    sinon.stub(journal, 'pendingTopics').callsFake(async (query) => {
+      await new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      return probe(query);
+    });
+    const relay = createOutboxRelay({
+      outbox: journal,
+      clock: { now: () => Date.now() },
+      handlers: { 'carrier.dispatch': dispatch },
+      pollIntervalMs: 1_000,
+      batchSize: 50,
+    });
+    relay.start();
+    await advance(0);
+    // carrying it out fails at once: left behind, and due at the next poll
+    dispatch.failing = 1;
+    await journal.append({
+      key: 'message:m1',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'left-behind', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
+      at: Date.now() - 3_000,
+    });
+    await advance(0);
+    expect(dispatch.seen).to.deep.equal(['left-behind']);
+    dispatch.seen.length = 0;
+    await advance(1_000);
+    let stopped = false;
+    const stopping = relay.stop().then(() => {
+      stopped = true;
+    });
+    await advance(0);
+    expect(stopped, 'stop waits for the probe').to.equal(false);
+    answer();
+    await stopping;
+    await advance(0);
+    expect(dispatch.seen, 'no lane started once stopping').to.deep.equal([]);
+    expect(
+      (await journal.pending({ limit: 10 })).map((e) => e.id),
+      'still pending for the next start',
+    ).to.deep.equal(['left-behind']);
+  });
+
   it('when the probe of a poll fails, then the failure is reported and the next poll carries the entry out', async () => {
     const journal = createMemoryJournal();
     const dispatch = recordingHandler();
