@@ -161,8 +161,8 @@ export interface Outbox {
   pending(options: PendingQuery): Promise<readonly PendingOutboxEntry[]>;
   /**
    * Of the topics asked, those with at least one entry pending that was created before the topic's `olderThan`
-   * (any age when it has none), in the shards asked (all when none): one query for every topic, so a relay with
-   * nothing to carry out learns it in one round trip.
+   * (any age when it has none), in the shards asked (all when none), so a relay with nothing to carry out learns it
+   * at once (PostgreSQL: one query for every topic; MongoDB: one probe per topic, sent together).
    */
   pendingTopics(query: PendingTopicsQuery): Promise<ReadonlySet<string>>;
   markDone(ids: readonly string[]): Promise<void>;

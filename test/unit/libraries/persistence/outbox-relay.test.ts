@@ -32,6 +32,27 @@ function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: str
   return handler;
 }
 
+/** A relay over `journal` with these handlers, polling every second, 50 entries a batch. */
+function relayOf(
+  journal: ReturnType<typeof createMemoryJournal>,
+  handlers: Readonly<Record<string, TopicHandler>>,
+  onError?: (error: unknown) => void,
+) {
+  return createOutboxRelay<Record<string, unknown>>({
+    outbox: journal,
+    clock: { now: () => Date.now() },
+    handlers,
+    pollIntervalMs: 1_000,
+    batchSize: 50,
+    ...(onError ? { onError } : {}),
+  });
+}
+
+/** An append of `key` (record `seq`) with one outbox entry of `topic`, decided `agoMs` ago. */
+function appendEntry(journal: ReturnType<typeof createMemoryJournal>, key: string, seq: number, id: string, topic: string, agoMs = 0) {
+  return journal.append({ key, seq, events: [{ type: 'x' }], outbox: [{ id, topic, payload: {}, shard: 0 }], at: Date.now() - agoMs });
+}
+
 /**
  * Fake timers for the tests of a describe block, and `advance`: fake time forward, then the rest of the event loop's
  * turn (done marks go out at the end of a turn).
@@ -61,13 +82,7 @@ describe('outbox relay: waking the lanes', () => {
     const dispatch = recordingHandler();
     const webhook = recordingHandler();
     const followUp = recordingHandler(2_000);
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: { 'carrier.dispatch': dispatch, 'webhook.event': webhook, 'message.create': followUp },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-    });
+    const relay = relayOf(journal, { 'carrier.dispatch': dispatch, 'webhook.event': webhook, 'message.create': followUp });
     let seq = 0;
     const append = (...topics: string[]) =>
       journal.append({
@@ -107,15 +122,7 @@ describe('outbox relay: waking the lanes', () => {
     relay.start();
     await advance(0);
     // a request whose deadline has long passed by the time later passes run (a relay pass must never inherit it)
-    await withDeadline(T0 - 1, () =>
-      journal.append({
-        key: 'message:m1',
-        seq: 1,
-        events: [{ type: 'x' }],
-        outbox: [{ id: 'w-1', topic: 'webhook.event', payload: {}, shard: 0 }],
-        at: Date.now(),
-      }),
-    );
+    await withDeadline(T0 - 1, () => appendEntry(journal, 'message:m1', 1, 'w-1', 'webhook.event'));
     await advance(0);
     await relay.stop();
     expect(deadlinesSeen).to.deep.equal([null]);
@@ -218,25 +225,13 @@ describe('outbox relay: waking the lanes', () => {
     });
     relay.start();
     await advance(0);
-    await journal.append({
-      key: 'message:m1',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'slow-event', topic: 'webhook.event', payload: {}, shard: 0 }],
-      // decided a while ago: due at the very next poll, which finds its lane busy
-      at: Date.now() - 3_000,
-    });
+    // decided a while ago: due at the very next poll, which finds its lane busy
+    await appendEntry(journal, 'message:m1', 1, 'slow-event', 'webhook.event', 3_000);
     await advance(0);
     expect(slowSeen, 'the webhook lane is busy').to.deep.equal(['slow-event']);
     // a dispatch whose carrying out failed, left for a poll
     dispatch.failing = 1;
-    await journal.append({
-      key: 'message:m2',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'left-dispatch', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
-      at: Date.now(),
-    });
+    await appendEntry(journal, 'message:m2', 1, 'left-dispatch', 'carrier.dispatch');
     await advance(0);
     await advance(FRESH_ENTRY_MS);
     expect(dispatch.seen).to.deep.equal(['left-dispatch', 'left-dispatch']);
@@ -258,24 +253,12 @@ describe('outbox relay: waking the lanes', () => {
       });
       return probe(query);
     });
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: { 'carrier.dispatch': dispatch },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-    });
+    const relay = relayOf(journal, { 'carrier.dispatch': dispatch });
     relay.start();
     await advance(0);
     // carrying it out fails at once: left behind, and due at the next poll
     dispatch.failing = 1;
-    await journal.append({
-      key: 'message:m1',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'left-behind', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
-      at: Date.now() - 3_000,
-    });
+    await appendEntry(journal, 'message:m1', 1, 'left-behind', 'carrier.dispatch', 3_000);
     await advance(0);
     expect(dispatch.seen).to.deep.equal(['left-behind']);
     dispatch.seen.length = 0;
@@ -306,22 +289,9 @@ describe('outbox relay: waking the lanes', () => {
       .onFirstCall()
       .rejects(new Error('connection lost'))
       .callsFake((query) => probe(query));
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: { 'carrier.dispatch': dispatch },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-      onError: (error) => errors.push(error),
-    });
+    const relay = relayOf(journal, { 'carrier.dispatch': dispatch }, (error) => errors.push(error));
     // written while nobody listened, older than the fresh period
-    await journal.append({
-      key: 'message:m1',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'left-behind', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
-      at: Date.now() - 3_000,
-    });
+    await appendEntry(journal, 'message:m1', 1, 'left-behind', 'carrier.dispatch', 3_000);
     dispatch.failing = 1;
     relay.start();
     await advance(0);
@@ -345,13 +315,7 @@ describe('outbox relay: waking the lanes', () => {
       if (gate) await gate;
       return query(options);
     });
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: { 'carrier.dispatch': dispatch },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-    });
+    const relay = relayOf(journal, { 'carrier.dispatch': dispatch });
     relay.start();
     await advance(0);
     gate = new Promise<void>((resolve) => {
@@ -360,13 +324,7 @@ describe('outbox relay: waking the lanes', () => {
     // the poll goes out and waits for the database
     await advance(1_000);
     // meanwhile a slow write completes: its record was decided 3 s ago, so the poll's answer will include it
-    await journal.append({
-      key: 'message:m1',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'late-dispatch', topic: 'carrier.dispatch', payload: {}, shard: 0 }],
-      at: Date.now() - 3_000,
-    });
+    await appendEntry(journal, 'message:m1', 1, 'late-dispatch', 'carrier.dispatch', 3_000);
     gate = null;
     open();
     await advance(0);
@@ -383,13 +341,7 @@ describe('outbox relay: waking the lanes', () => {
     await advance(0);
     await relay.stop();
     // written while the relay was not listening
-    await journal.append({
-      key: 'message:m2',
-      seq: 1,
-      events: [{ type: 'x' }],
-      outbox: [{ id: 'evt-quiet', topic: 'webhook.event', payload: {}, shard: 0 }],
-      at: Date.now(),
-    });
+    await appendEntry(journal, 'message:m2', 1, 'evt-quiet', 'webhook.event');
     await relay.drain();
     expect(webhook.seen).to.deep.equal(['evt-quiet']);
   });
@@ -496,14 +448,7 @@ describe('outbox relay: entries a handler finishes later', () => {
     const journal = createMemoryJournal();
     const { handler, passes, seen } = laterHandler();
     const errors: unknown[] = [];
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: { 'webhook.event': handler },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-      onError: (error) => errors.push(error),
-    });
+    const relay = relayOf(journal, { 'webhook.event': handler }, (error) => errors.push(error));
     relay.start();
     await advance(0);
     await journal.append({
