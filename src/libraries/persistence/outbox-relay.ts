@@ -241,8 +241,9 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     return lane.pass;
   }
 
-  async function trigger(query: 'poll' | 'all'): Promise<void> {
-    await Promise.all(lanes.map((lane) => triggerLane(lane, query)));
+  /** Every lane, over everything pending whatever its age (start, drain); a poll goes through `poll()`. */
+  async function triggerAll(): Promise<void> {
+    await Promise.all(lanes.map((lane) => triggerLane(lane, 'all')));
   }
 
   /**
@@ -308,7 +309,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
         wake(woken);
       });
       // at start nothing is fresh: everything pending is from before
-      void trigger('all');
+      void triggerAll();
       schedule();
     },
     async stop() {
@@ -320,7 +321,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       await laterSettled();
     },
     async drain() {
-      await trigger('all');
+      await triggerAll();
       await laterSettled();
     },
   };
