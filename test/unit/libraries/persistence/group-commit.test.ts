@@ -7,6 +7,7 @@ const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 function recordingQueue(options: {
   maxBatch: number;
   maxConcurrentBatches: number;
+  overlapFrom?: number;
   groupCommit?: boolean;
   firstWrite?: 'end-of-turn' | 'at-once';
   keyOf?: (item: number) => string;
@@ -54,6 +55,43 @@ describe('group commit', () => {
     expect(statements).to.deep.equal([[1], [2, 3, 4]]);
     finishOldest();
     await Promise.all([...later, last]);
+  });
+
+  it('when fewer writes wait than overlapFrom while a statement is under way, then they wait for it and go out together, though slots are free', async () => {
+    const { write, statements, finishOldest } = recordingQueue({ maxBatch: 256, maxConcurrentBatches: 4, overlapFrom: 3 });
+    const first = write(1);
+    await endOfTurn();
+    const second = write(2);
+    await endOfTurn();
+    const third = write(3);
+    await endOfTurn();
+    expect(statements, 'two wait: below overlapFrom').to.deep.equal([[1]]);
+    finishOldest();
+    await first;
+    expect(statements).to.deep.equal([[1], [2, 3]]);
+    finishOldest();
+    await Promise.all([second, third]);
+  });
+
+  it('when overlapFrom writes wait while a statement is under way, then a second statement starts at once with them', async () => {
+    const { write, statements, finishOldest } = recordingQueue({ maxBatch: 256, maxConcurrentBatches: 4, overlapFrom: 3 });
+    const first = write(1);
+    await endOfTurn();
+    const later = [2, 3, 4].map((item) => write(item));
+    await endOfTurn();
+    expect(statements).to.deep.equal([[1], [2, 3, 4]]);
+    finishOldest();
+    finishOldest();
+    await Promise.all([first, ...later]);
+  });
+
+  it('when nothing is under way, then even one write goes out alone whatever overlapFrom says', async () => {
+    const { write, statements, finishOldest } = recordingQueue({ maxBatch: 256, maxConcurrentBatches: 4, overlapFrom: 100 });
+    const only = write(1);
+    await endOfTurn();
+    expect(statements).to.deep.equal([[1]]);
+    finishOldest();
+    await only;
   });
 
   it('when more writes wait than a batch holds, then they are split into batches of at most maxBatch', async () => {
