@@ -34,6 +34,9 @@
  *   --lease-ttl-ms MS         CLUSTER_LEASE_TTL_MS of the nodes (default: config/default.json's)
  *   --failover-deadline-ms MS CLUSTER_FAILOVER_DEADLINE_MS of the nodes (default: config/default.json's)
  *   --shards N                CLUSTER_SHARDS (default: config/default.json's)
+ *
+ * BENCH_NODE_ARGS, when set, are added to every gateway node's `node` arguments (space-separated), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their CPU goes.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -649,6 +652,7 @@ async function main(): Promise<void> {
     env,
     audit: false,
     natsMonitoring: true,
+    nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== ''),
   });
   harness.cluster = running;
   const query = queryOf(running);

@@ -20,7 +20,7 @@ export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMM
 // taken, writes the companion records of exactly the appends that went in (an append whose companion's key already
 // holds a record is refused), the outbox entries and owners of every record written, and removes the entries those
 // appends retire (only entries of their own key).
-const APPEND_BATCH_SQL = `
+export const APPEND_BATCH_SQL = `
 WITH input AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
     AS i(key text, seq bigint, events jsonb, at bigint, fence_shard integer, fence_owner text, fence_epoch bigint)
@@ -34,10 +34,13 @@ WITH input AS (
     WHERE l.shard = i.fence_shard AND l.owner = i.fence_owner AND l.epoch = i.fence_epoch AND l.expires_at > now()))
     -- a key pruned past this sequence number (journal prune) keeps a later record: a stale writer still conflicts
     AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.key = i.key AND j.seq > i.seq)
-    -- a companion is a key's first record: one whose key is already written refuses its carrier
+    -- a companion is a key's first record: one whose key is already written refuses its carrier. Each companion's key
+    -- is probed through the journal's primary key: written as a join, the check was planned as a hash join over a scan
+    -- of the whole journal, on every batch that carried a companion (every send)
     AND NOT EXISTS (
-      SELECT 1 FROM companion_input c JOIN journal j ON j.key = c.key
-      WHERE c.parent_key = i.key AND c.parent_seq = i.seq)
+      SELECT 1 FROM companion_input c
+      WHERE c.parent_key = i.key AND c.parent_seq = i.seq
+        AND (SELECT 1 FROM journal j WHERE j.key = c.key LIMIT 1) IS NOT NULL)
 ), written AS (
   INSERT INTO journal (key, seq, events, at) SELECT key, seq, events, at FROM allowed
   ON CONFLICT (key, seq) DO NOTHING
