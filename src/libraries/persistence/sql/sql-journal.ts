@@ -36,11 +36,14 @@ WITH input AS (
     AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.key = i.key AND j.seq > i.seq)
     -- a companion is a key's first record: one whose key is already written refuses its carrier. Each companion's key
     -- is probed through the journal's primary key: written as a join, the check was planned as a hash join over a scan
-    -- of the whole journal, on every batch that carried a companion (every send)
+    -- of the whole journal, on every batch that carried a companion (every send). The probe asks for the key's first
+    -- record in the primary key's order, which only the index gives at no cost: without the order, a plan made while
+    -- the journal was small (a new database, statistics not yet gathered) scanned it, and the prepared statement kept
+    -- that plan as the journal grew
     AND NOT EXISTS (
       SELECT 1 FROM companion_input c
       WHERE c.parent_key = i.key AND c.parent_seq = i.seq
-        AND (SELECT 1 FROM journal j WHERE j.key = c.key LIMIT 1) IS NOT NULL)
+        AND (SELECT j.seq FROM journal j WHERE j.key = c.key ORDER BY j.seq LIMIT 1) IS NOT NULL)
 ), written AS (
   INSERT INTO journal (key, seq, events, at) SELECT key, seq, events, at FROM allowed
   ON CONFLICT (key, seq) DO NOTHING
