@@ -44,10 +44,12 @@ describe('SQL journal: the batch append probes the journal by key, never scans i
 
   async function planOfBatch(): Promise<string> {
     await client.query('DEALLOCATE ALL');
-    await client.query(`PREPARE append_batch (jsonb, jsonb, jsonb, jsonb, jsonb) AS ${APPEND_BATCH_SQL}`);
+    await client.query(`PREPARE append_batch (jsonb, jsonb, jsonb, jsonb, jsonb, text[]) AS ${APPEND_BATCH_SQL}`);
     const appends = [{ key: 'wallet:w1', seq: 7, events: [], at: 1, fence_shard: null, fence_owner: null, fence_epoch: null }];
     const companions = [{ parent_key: 'wallet:w1', parent_seq: 7, key: 'message:new', seq: 1, events: [], at: 1 }];
-    const parameters = [JSON.stringify(appends), '[]', '[]', '[]', JSON.stringify(companions)].map((value) => client.escapeLiteral(value));
+    const parameters = [JSON.stringify(appends), '[]', '[]', '[]', JSON.stringify(companions), '{outbox-entry-1}'].map((value) =>
+      client.escapeLiteral(value),
+    );
     const rows = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE append_batch (${parameters.join(', ')})`);
     return rows.rows.map((row) => row['QUERY PLAN']).join('\n');
   }
@@ -59,6 +61,7 @@ describe('SQL journal: the batch append probes the journal by key, never scans i
       const plan = await planOfBatch();
       expect(plan, 'the plan of the append').to.include('Insert on journal');
       expect(plan).not.to.match(/Seq Scan on journal/);
+      expect(plan, 'done marks').not.to.match(/Seq Scan on outbox/);
     });
   }
 
@@ -68,6 +71,7 @@ describe('SQL journal: the batch append probes the journal by key, never scans i
       const plan = await planOfBatch();
       expect(plan, 'the plan of the append').to.include('Insert on journal');
       expect(plan).not.to.match(/Seq Scan on journal/);
+      expect(plan, 'done marks').not.to.match(/Seq Scan on outbox/);
     });
   }
 });

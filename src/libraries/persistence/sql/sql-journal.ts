@@ -12,14 +12,23 @@ import { createGroupCommit, DEFAULT_GROUP_COMMIT_OPTIONS, type GroupCommitOption
 import type { SqlExecutor } from './sql-executor.js';
 import { JournalConflictError } from '../../errors/internal-errors.js';
 
-export type SqlJournalOptions = GroupCommitOptions;
+export interface SqlJournalOptions extends GroupCommitOptions {
+  /**
+   * How long outbox done marks wait for a journal append to carry them (a delete in the append's own statement)
+   * before they go out in a statement of their own; 0 or unset: every `markDone` is a statement at once. On a busy
+   * node an append leaves every few milliseconds, and the marks cost no statement of their own.
+   */
+  readonly doneMarksWaitMs?: number;
+}
 
-export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = DEFAULT_GROUP_COMMIT_OPTIONS;
+export const DEFAULT_SQL_JOURNAL_OPTIONS: SqlJournalOptions = { ...DEFAULT_GROUP_COMMIT_OPTIONS, doneMarksWaitMs: 20 };
+
+const DELETE_DONE_SQL = 'DELETE FROM outbox WHERE id = ANY($1::text[])';
 
 // One statement writes every append of a batch whose fence (if any) is current, skips (key, seq) pairs already
 // taken, writes the companion records of exactly the appends that went in (an append whose companion's key already
 // holds a record is refused), the outbox entries and owners of every record written, and removes the entries those
-// appends retire (only entries of their own key).
+// appends retire (only entries of their own key); it also deletes the outbox entries marked done since the last one.
 export const APPEND_BATCH_SQL = `
 WITH input AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb)
@@ -74,6 +83,9 @@ WITH input AS (
   FROM jsonb_to_recordset($4::jsonb) AS o(id text, owner text, at bigint, key text, seq bigint)
   JOIN all_written w ON w.key = o.key AND w.seq = o.seq
   ON CONFLICT (message_id) DO NOTHING
+), done AS (
+  -- outbox entries carried out meanwhile (done marks), whatever the appends' fate
+  DELETE FROM outbox WHERE id = ANY($6::text[])
 )
 SELECT key, seq::float8 AS seq FROM written`;
 
@@ -85,6 +97,7 @@ function isDataException(error: unknown): boolean {
 
 export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = DEFAULT_SQL_JOURNAL_OPTIONS): Journal & Outbox {
   const listeners = new Set<(entries: readonly PendingOutboxEntry[]) => void>();
+  const doneMarks = createDoneMarks(db, options.doneMarksWaitMs ?? 0);
 
   async function writeBatch(batch: readonly PendingAppend[]): Promise<void> {
     // two appends of one (key, seq) in a batch: the first competes, the others lost already
@@ -125,6 +138,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     const companionRows = appends.flatMap((a) =>
       (a.companions ?? []).map((c) => ({ parent_key: a.key, parent_seq: a.seq, key: c.key, seq: c.seq, events: c.events, at: a.at })),
     );
+    const marks = doneMarks.take();
     let written: readonly { key: string; seq: number }[];
     try {
       written = await db.query<{ key: string; seq: number }>(
@@ -135,12 +149,16 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
           JSON.stringify(retiredRows),
           JSON.stringify(ownerRows),
           JSON.stringify(companionRows),
+          marks.ids,
         ],
         {
           prepare: true,
         },
       );
+      marks.done();
     } catch (error) {
+      // the marks do not depend on the appends: they go out on their own
+      void doneMarks.deleteAlone(marks);
       // an append whose data the database refuses (a NUL in its text, say) must not fail the others batched with
       // it: the batch is halved until the guilty one is alone. Any other failure (the database down) fails all.
       if (contenders.length > 1 && isDataException(error)) {
@@ -288,10 +306,7 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
       return new Set(rows.map((r) => r.topic));
     },
 
-    async markDone(ids) {
-      if (ids.length === 0) return;
-      await db.query('DELETE FROM outbox WHERE id = ANY($1::text[])', [[...ids]]);
-    },
+    markDone: (ids) => doneMarks.mark(ids),
 
     async backlog() {
       const rows = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM outbox');
@@ -301,6 +316,68 @@ export function createSqlJournal(db: SqlExecutor, options: SqlJournalOptions = D
     onAppended(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+  };
+}
+
+/** Done marks taken by a statement, settled with it. */
+interface TakenMarks {
+  readonly ids: readonly string[];
+  done(): void;
+  failed(error: unknown): void;
+}
+
+/**
+ * Outbox done marks waiting for a statement: the next journal append's (`take`), or their own once they have waited
+ * `waitMs`. Each `mark` resolves when a statement that deleted its ids has committed, and rejects when it failed.
+ */
+function createDoneMarks(db: SqlExecutor, waitMs: number) {
+  let ids: string[] = [];
+  let waiting: { resolve(): void; reject(error: unknown): void }[] = [];
+  let timer: NodeJS.Timeout | null = null;
+
+  function take(): TakenMarks {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    const taken = waiting;
+    const marks: TakenMarks = {
+      ids,
+      done: () => {
+        for (const mark of taken) mark.resolve();
+      },
+      failed: (error) => {
+        for (const mark of taken) mark.reject(error);
+      },
+    };
+    ids = [];
+    waiting = [];
+    return marks;
+  }
+
+  async function deleteAlone(marks: TakenMarks): Promise<void> {
+    if (marks.ids.length === 0) return;
+    try {
+      await db.query(DELETE_DONE_SQL, [marks.ids]);
+      marks.done();
+    } catch (error) {
+      marks.failed(error);
+    }
+  }
+
+  return {
+    take,
+    deleteAlone,
+    async mark(marked: readonly string[]): Promise<void> {
+      if (marked.length === 0) return;
+      if (waitMs <= 0) {
+        await db.query(DELETE_DONE_SQL, [[...marked]]);
+        return;
+      }
+      await new Promise<void>((resolve, reject) => {
+        ids.push(...marked);
+        waiting.push({ resolve, reject });
+        timer ??= setTimeout(() => void deleteAlone(take()), waitMs);
+      });
     },
   };
 }
