@@ -464,17 +464,22 @@ export function verifyWebhooks(evidence: Evidence): { verification: Verification
 
 /**
  * A node that died or froze holding a command leaves its outcome unknown: other nodes answer 500/1401, or the key
- * check's 500 `{detail}` (docs/cluster.md). Only then is a 500 an answer of the fault: one the attempt started in,
- * or one that began while it was under way (a request sent just before a node froze waits on it, and is answered
- * during the freeze).
+ * check's 500 `{detail}` (docs/cluster.md). So does the broker killed while a node's request to another node was on
+ * its way: the owner may have taken it before the broker died, and only its answer was lost (a request made once
+ * the node has seen the broker go is refused unsent, 503). Only then is a 500 an answer of the fault: one the
+ * attempt started in, or one that began while it was under way (a request sent just before a node froze waits on
+ * it, and is answered during the freeze).
  */
-function unknownOutcomeOfNodeFault(attempt: Attempt, faults: readonly FaultRecord[]): boolean {
-  const nodeFault = (label: string): boolean => / node-(kill|freeze)#/.test(` ${label}`);
-  if (!nodeFault(faultAt(faults, attempt.startedAt)) && !nodeFault(faultAt(faults, attempt.endedAt))) return false;
+function unknownOutcomeOfFault(attempt: Attempt, faults: readonly FaultRecord[]): boolean {
+  const inDoubt = (label: string): boolean => / (node-kill|node-freeze|nats-kill)#/.test(` ${label}`);
+  if (!inDoubt(faultAt(faults, attempt.startedAt)) && !inDoubt(faultAt(faults, attempt.endedAt))) return false;
   return attempt.outcome === 500 && (attempt.errorCode === '1401' || (attempt.detail ?? '').includes('Could not verify the API key'));
 }
 
-/** A dependency's fault is a 503 (1402) for what needs it, never another 5xx (beside a node's death or freeze: 500, outcome unknown). */
+/**
+ * A dependency's fault is a 503 (1402) for what needs it, never another 5xx (beside a node's death or freeze, or the
+ * broker's death under a request between nodes: 500, outcome unknown).
+ */
 export function verifyNoOther5xx(evidence: Evidence): Verification {
   // grouped by fault and answer: the same answer repeats by the hundred
   const groups = new Map<string, number>();
@@ -483,7 +488,7 @@ export function verifyNoOther5xx(evidence: Evidence): Verification {
   for (const record of evidence.records) {
     for (const attempt of [...record.attempts, ...(record.cancel?.attempts ?? [])]) {
       if (typeof attempt.outcome !== 'number' || attempt.outcome < 500 || attempt.outcome === 503) continue;
-      if (unknownOutcomeOfNodeFault(attempt, evidence.faults)) {
+      if (unknownOutcomeOfFault(attempt, evidence.faults)) {
         unknown++;
         continue;
       }
@@ -494,9 +499,9 @@ export function verifyNoOther5xx(evidence: Evidence): Verification {
   }
   const failures = [...groups].map(([group, n]) => `${n} × ${group}`);
   return {
-    name: 'no 5xx but 503 (but 500, outcome unknown, beside a node killed or frozen)',
+    name: 'no 5xx but 503 (but 500, outcome unknown, beside a node killed or frozen or the broker killed)',
     ok: count === 0,
-    summary: `${count} answers 5xx other than 503; ${unknown} answers 500 of unknown outcome beside a node killed or frozen`,
+    summary: `${count} answers 5xx other than 503; ${unknown} answers 500 of unknown outcome beside a node killed or frozen or the broker killed`,
     failures,
   };
 }

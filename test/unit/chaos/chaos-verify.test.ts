@@ -188,7 +188,7 @@ describe('chaos verifications', () => {
     expect(result.failures).to.deep.equal(['2 × [before any fault] 500 boom']);
   });
 
-  it("when a 500 of unknown outcome follows a node killed or frozen, then it is that fault's answer; during a dependency outage it fails", () => {
+  it("when a 500 of unknown outcome follows a node killed or frozen or the broker killed, then it is that fault's answer; during a database outage it fails", () => {
     const fault = (name: string): FaultRecord => ({
       name,
       round: 1,
@@ -208,7 +208,26 @@ describe('chaos verifications', () => {
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-kill')] })).ok).to.equal(true);
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('node-freeze')] })).ok).to.equal(true);
     expect(verifyNoOther5xx(consistent({ records, faults: [fault('postgres-outage')] })).ok).to.equal(false);
-    expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(false);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('nats-kill')] })).ok).to.equal(true);
+    expect(verifyNoOther5xx(consistent({ records, faults: [fault('simulator-kill')] })).ok).to.equal(false);
+  });
+
+  it('when the broker is killed, then only the answers of unknown outcome (500/1401) are its answer; another 500 fails', () => {
+    const natsKill: FaultRecord = {
+      name: 'nats-kill',
+      round: 1,
+      target: '',
+      startedAt: 900,
+      endedAt: 2_000,
+      firstSendMs: 1,
+      allMerchantsMs: 1,
+      healthOkMs: 1,
+      firstDispatchMs: null,
+    };
+    const records = [send(0, [at(500, { detail: 'boom' }), at(201)], { key: true })];
+    const result = verifyNoOther5xx(consistent({ records, faults: [natsKill] }));
+    expect(result.ok).to.equal(false);
+    expect(result.failures).to.deep.equal(['1 × [during nats-kill#1] 500 boom']);
   });
 
   it("when a request sent just before a node froze is answered 500 of unknown outcome during the freeze, then it is that fault's answer", () => {
