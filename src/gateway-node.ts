@@ -166,6 +166,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
             ownsMerchant: (merchantId: string) => cluster.ownsMerchant(merchantId),
             forward: (merchantId: string, request: ForwardedRequest, deadline: number | undefined) =>
               cluster.forward(MERCHANT_REQUEST, merchantId, request, deadline),
+            messageCreated: gateway.rememberMessageOwner,
           },
         }
       : {}),

@@ -69,7 +69,7 @@ export async function createGateway(options: GatewayOptions) {
   const secrets = secretBoxOf(config);
   const transport = options.transport;
 
-  const readModels = createReadModels({ config, persistence, clock });
+  const readModels = createReadModels({ config, persistence, clock, ...(metrics ? { metrics } : {}) });
   const { catalog } = readModels;
   const actors = createActorsAndCluster({
     config,
@@ -169,6 +169,13 @@ export async function createGateway(options: GatewayOptions) {
     runtime: actors.runtime,
     hosts: actors.hosts,
     router,
+    /**
+     * Remembers the merchant of a message this node saw created elsewhere (a send it forwarded was answered 201):
+     * receipts for it that reach this node then find their owner without the database.
+     */
+    rememberMessageOwner: (messageId: string, merchantId: string) => {
+      readModels.directory.rememberOwner(messageId, merchantId);
+    },
     /** The cluster's router (null in embedded mode): forwards merchants' requests to their shard's owner. */
     clusterRouter: actors.clusterRouter,
     nodeId: actors.nodeId,

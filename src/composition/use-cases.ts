@@ -3,6 +3,7 @@ import type { ActorRouter } from '../cluster/actor-router.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { Config } from '../libraries/config/config.js';
 import { withMessageOwnerCache } from '../libraries/persistence/message-owner-cache.js';
+import type { Metrics } from '../libraries/observability/metrics.js';
 import type { Persistence } from '../libraries/persistence/persistence.js';
 import type { SecretBox } from '../libraries/secrets/secret-box.js';
 import { createMerchantCatalog } from '../merchants/merchant-catalog.js';
@@ -16,10 +17,17 @@ import { webhookUrlPolicyOf } from '../webhooks/url-guard.js';
 import type { UseCases } from '../entry-points/use-cases.js';
 
 /** What the use cases read besides the actors: who owns a message, and the merchants with their pricing. */
-export function createReadModels(options: { readonly config: Config; readonly persistence: Persistence; readonly clock: Clock }) {
-  const { config, persistence, clock } = options;
+export function createReadModels(options: {
+  readonly config: Config;
+  readonly persistence: Persistence;
+  readonly clock: Clock;
+  readonly metrics?: Pick<Metrics, 'messageOwnerLookups'>;
+}) {
+  const { config, persistence, clock, metrics } = options;
   // a message's owner never changes: status reads and receipts ask the database once per message at most
-  const directory = withMessageOwnerCache(persistence.directory, config.tuning.messageOwnerCacheSize);
+  const directory = withMessageOwnerCache(persistence.directory, config.tuning.messageOwnerCacheSize, (messageIds) => {
+    metrics?.messageOwnerLookups(messageIds);
+  });
   const catalog = createMerchantCatalog({
     directory,
     clock,

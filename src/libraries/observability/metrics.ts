@@ -54,6 +54,8 @@ export interface Metrics {
   journalAppend(seconds: number): void;
   schedulerTick(lagSeconds: number): void;
   remoteHop(seconds: number): void;
+  /** `messageIds` message owners read from the database: this node had not seen those messages created or sent. */
+  messageOwnerLookups(messageIds: number): void;
   /** Binds the scrape-time sources (one node per registry); the returned function unbinds them (on stop). */
   bind(sources: MetricSources): () => void;
   /** The Prometheus text exposition of every series. */
@@ -102,6 +104,11 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     help: "Remote hops (asks or forwards over NATS to another node) made by each merchant request, by route: 0 when the merchant's shard is owned by the node that received it, 1 when forwarded.",
     labelNames: ['route'] as const,
     buckets: [0, 1, 2, 3],
+    registers,
+  });
+  const messageOwnerLookups = new Counter({
+    name: name('message_owner_lookups_total'),
+    help: 'Message ids whose merchant was read from the database: status reads and receipts of messages this node had not seen created or answered (its memory of message owners missed).',
     registers,
   });
   const messagesCreated = new Counter({
@@ -296,6 +303,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     },
     remoteHop(seconds) {
       remoteHops.observe(seconds);
+    },
+    messageOwnerLookups(messageIds) {
+      messageOwnerLookups.inc(messageIds);
     },
     bind(next) {
       sources = next;

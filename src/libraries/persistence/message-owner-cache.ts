@@ -16,7 +16,12 @@ export const OWNER_LOOKUP_BATCH = 500;
  * go to the database as one query; concurrent lookups of one message share it. An unknown message is not remembered
  * (it may be recorded later, on this node or another). At `limit` entries the least recently used is forgotten first.
  */
-export function withMessageOwnerCache(directory: Directory, limit: number): MessageOwnerCache {
+export function withMessageOwnerCache(
+  directory: Directory,
+  limit: number,
+  /** Told of every query of the database: how many message ids it asks for (the cache's misses). */
+  onDatabaseLookup?: (messageIds: number) => void,
+): MessageOwnerCache {
   const owners = new LRUCache<string, string>({ max: limit });
   const lookups = new Map<string, Promise<string | null>>();
   /** Misses waiting for the end of this turn, each with the settling of its promise. */
@@ -44,6 +49,7 @@ export function withMessageOwnerCache(directory: Directory, limit: number): Mess
     const ids = [...waiting.keys()];
     for (let from = 0; from < ids.length; from += OWNER_LOOKUP_BATCH) {
       const chunk = ids.slice(from, from + OWNER_LOOKUP_BATCH);
+      onDatabaseLookup?.(chunk.length);
       directory.messageOwners(chunk).then(
         (found) => {
           settle(chunk, found, null, waiting);

@@ -16,6 +16,14 @@ async function hopsOf(node: ClusterNode, route: string): Promise<{ count: number
   };
 }
 
+/** `sms_gateway_message_owner_lookups_total` of a node (the series must exist). */
+async function ownerLookupsOf(node: ClusterNode): Promise<number> {
+  const text = await (await fetch(node.metricsUrl)).text();
+  const found = /^sms_gateway_message_owner_lookups_total (\d+)/m.exec(text);
+  expect(found, 'the message owner lookups counter').to.not.equal(null);
+  return Number(found![1]);
+}
+
 /** Two nodes, one merchant: the node owning the merchant's shard and the other one. */
 async function twoNodesAndAMerchant(env: Record<string, string>): Promise<{
   cluster: TestCluster;
@@ -112,6 +120,30 @@ describe('cluster: a request reaching a node that does not own its merchant make
     expect(local.status).to.equal(200);
     const ownerHops = await hopsOf(owner, 'balance');
     expect(ownerHops.le0).to.equal(ownerHops.count);
+  });
+
+  it('when sends are forwarded, then the forwarding node remembers their owner: their receipts reaching it need no database lookup', async () => {
+    /** `count` sends through `node`, 20 ms apart (their receipts then fall due apart and travel in batches of their own). */
+    const sendSpaced = async (node: ClusterNode, count: number): Promise<string[]> => {
+      const ids: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const sent = await call(`${node.api}/send`, {
+          method: 'POST',
+          key: merchant.apiKey,
+          json: { to: ['+243812345600'], message: `owner ${i}` },
+        });
+        expect(sent.status, sent.text).to.equal(201);
+        ids.push((sent.body as { data: { message_id: string } }).data.message_id);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return ids;
+    };
+    const before = await ownerLookupsOf(other);
+    for (const messageId of await sendSpaced(other, 8)) await eventuallyDelivered(other, merchant, messageId);
+    expect(await ownerLookupsOf(other), 'owners looked up by the node that forwarded the sends').to.equal(before);
+    // the contrast: receipts of messages created on the owner also reach this node, which must look those up
+    for (const messageId of await sendSpaced(owner, 8)) await eventuallyDelivered(owner, merchant, messageId);
+    expect(await ownerLookupsOf(other), 'owners of messages this node never saw').to.be.greaterThan(before);
   });
 
   it('when the key is locked, then the very next request through the other node is refused, before its body is read', async () => {

@@ -29,5 +29,7 @@ export interface HttpAppDependencies {
   readonly forwarding?: {
     ownsMerchant(merchantId: string): boolean;
     forward(merchantId: string, request: ForwardedRequest, deadline: number | undefined): Promise<unknown>;
+    /** A send forwarded to the owner was answered 201: the message `messageId` is `merchantId`'s. */
+    messageCreated?(messageId: string, merchantId: string): void;
   };
 }

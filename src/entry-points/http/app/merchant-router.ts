@@ -2,7 +2,13 @@ import express, { type Request, type RequestHandler } from 'express';
 import { AppError } from '../../../libraries/errors/app-error.js';
 import type { ScheduleAction } from '../../../messaging/manage-schedule-use-case.js';
 import { writeAnswer } from '../envelopes.js';
-import { forwardedReplyOf, performOperation, type ForwardedRequest, type MerchantOperation } from '../merchant-operations.js';
+import {
+  createdMessageOf,
+  forwardedReplyOf,
+  performOperation,
+  type ForwardedRequest,
+  type MerchantOperation,
+} from '../merchant-operations.js';
 import { ROUTES, type RouteName } from '../routes.js';
 import type { MerchantAuthentication } from './authentication.js';
 import { bodyReaders } from './body-reading.js';
@@ -42,7 +48,10 @@ export function createMerchantRouter(deps: HttpAppDependencies, authentication: 
         underDeadline(deps.deadline, res, () => forwarding.forward(pending.key.merchantId, request, locals(res).deadline ?? undefined))
           .then((value) => {
             const reply = forwardedReplyOf(value);
-            if (admit(res, reply.auth, pending.clientAddress) && 'answer' in reply) writeAnswer(res, reply.answer);
+            if (!admit(res, reply.auth, pending.clientAddress) || !('answer' in reply)) return;
+            const created = operation.route === 'send' ? createdMessageOf(reply.answer) : null;
+            if (created !== null) forwarding.messageCreated?.(created, pending.key.merchantId);
+            writeAnswer(res, reply.answer);
           })
           .catch(next);
         return;

@@ -116,6 +116,19 @@ describe('message owner cache', () => {
     expect(fake.calls.lookups).to.equal(2);
   });
 
+  it('when lookups go to the database, then the observer is told how many message ids each query asks for, and nothing for hits', async () => {
+    const fake = fakeDirectory();
+    const asked: number[] = [];
+    const cached = withMessageOwnerCache(fake.directory, 10_000, (messageIds) => asked.push(messageIds));
+    cached.rememberOwner('msg_known', 'mer_1');
+    fake.owners.set('msg_a', 'mer_1');
+    const ids = Array.from({ length: OWNER_LOOKUP_BATCH + 2 }, (_, i) => `msg_${i}`);
+    const lookups = [...ids, 'msg_known', 'msg_0'].map((id) => cached.messageOwner(id));
+    await fake.answer();
+    await Promise.all(lookups);
+    expect(asked).to.deep.equal([OWNER_LOOKUP_BATCH, 2]);
+  });
+
   it('when a lookup fails, then its callers see the failure and the next lookup asks again', async () => {
     const fake = fakeDirectory();
     fake.owners.set('msg_1', 'mer_1');
