@@ -74,6 +74,8 @@ import {
   perSend,
   readDatabaseCounters,
   readNatsCounters,
+  readHopCounters,
+  formatHops,
   readWalPosition,
   sendCosts,
   walCommits,
@@ -273,12 +275,13 @@ async function takeSample(running: TestCluster, targets: readonly ClusterNode[],
     ),
   );
   const monitorUrl = running.nats.monitorUrl;
-  const [nats, wal, database] = await Promise.all([
+  const [nats, wal, database, hops] = await Promise.all([
     monitorUrl === null ? Promise.resolve({}) : readNatsCounters(monitorUrl),
     readWalPosition(queryOf(running)),
     withDatabase ? readDatabaseCounters(queryOf(running)) : Promise.resolve({}),
+    readHopCounters(targets.map((n) => n.metricsUrl)),
   ]);
-  return { sample: { atMs, counters: { ...cpu, ...nats, ...wal.counters, ...database } }, lsn: wal.lsn };
+  return { sample: { atMs, counters: { ...cpu, ...nats, ...wal.counters, ...database, ...hops } }, lsn: wal.lsn };
 }
 
 /** What one node count's run cost, per accepted send, in two scopes, and the background rate measured before it. */
@@ -629,6 +632,7 @@ function costsJson(c: SendCosts): Record<string, unknown> {
       nats: round2(c.cpuMs.nats),
       connector: round2(c.cpuMs.connector),
     },
+    remoteHops: Object.fromEntries(Object.entries(c.hops).map(([what, n]) => [what, round2(n)])),
   };
 }
 
@@ -829,6 +833,7 @@ async function main(): Promise<void> {
     const rate = (name: string, digits = 1): string => num(idle[name] ?? Number.NaN, digits);
     console.log(
       `${phase.nodes} node(s), rows per send by table (drained; inserted/updated/deleted): ${formatByTable(phase.costs.drained.byTable)}. ` +
+        `Crossings to another node per send (drained, by what crossed): ${formatHops(phase.costs.drained.hops)}. ` +
         `Idle background: ${rate('db.transactions')} transactions/s (${phase.costs.idleWriteCommitsPerSecond === null ? 'n/a' : num(phase.costs.idleWriteCommitsPerSecond, 1)} writing), ` +
         `NATS ${rate('nats.in_msgs')} msgs/s in, ${rate('nats.out_msgs')} out; CPU ms/s: nodes ${rate('cpu.gateway')}, PostgreSQL ${rate('cpu.postgres')}, NATS ${rate('cpu.nats')}, connector ${rate('cpu.connector')}.`,
     );

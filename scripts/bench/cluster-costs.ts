@@ -124,6 +124,28 @@ export async function readNatsCounters(monitorUrl: string): Promise<Record<strin
   };
 }
 
+/**
+ * Crossings to another node by what crossed, summed over the nodes' `sms_gateway_cluster_remote_hops_total{what}`
+ * (their metrics ports), as `hops.<what>` counters.
+ */
+export async function readHopCounters(metricsUrls: readonly string[]): Promise<Record<string, number>> {
+  const counters: Record<string, number> = {};
+  const texts = await Promise.all(
+    metricsUrls.map(async (url) => {
+      const response = await fetch(url);
+      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+      return response.text();
+    }),
+  );
+  for (const text of texts) {
+    for (const match of text.matchAll(/^sms_gateway_cluster_remote_hops_total\{what="([^"]+)"\} (\S+)$/gm)) {
+      const name = `hops.${match[1] ?? ''}`;
+      counters[name] = (counters[name] ?? 0) + Number(match[2]);
+    }
+  }
+  return counters;
+}
+
 /** A CPU sample (seconds per group) as `cpu.<group>` counters in ms; NaN for every group without one. */
 export function cpuCounters(sample: CpuSample | null): Record<string, number> {
   return Object.fromEntries(CPU_GROUPS.map((group) => [`cpu.${group}`, sample ? sample[group] * 1000 : Number.NaN]));
@@ -186,6 +208,8 @@ export interface SendCosts {
   };
   /** CPU ms. */
   readonly cpuMs: Readonly<Record<CpuGroup, number>>;
+  /** Crossings to another node by what crossed (`merchant-request`, `receipts`, `ask:wallet`, …). */
+  readonly hops: Readonly<Record<string, number>>;
 }
 
 /** The interval with one more counter's movement (`wal.commits`, read from the WAL rather than sampled). */
@@ -224,7 +248,19 @@ export function sendCosts(figures: Readonly<Record<string, number>>): SendCosts 
       storedBytes: figures['nats.stored_bytes'] ?? Number.NaN,
     },
     cpuMs: Object.fromEntries(CPU_GROUPS.map((group) => [group, figures[`cpu.${group}`] ?? Number.NaN])) as Record<CpuGroup, number>,
+    hops: Object.fromEntries(
+      Object.entries(figures)
+        .filter(([name, value]) => name.startsWith('hops.') && Math.abs(value) >= 0.005)
+        .map(([name, value]) => [name.slice('hops.'.length), value]),
+    ),
   };
+}
+
+/** `merchant-request 0.50 · receipts 0.74` (crossings per send, most first), or `none`. */
+export function formatHops(hops: Readonly<Record<string, number>>): string {
+  const entries = Object.entries(hops).sort((a, b) => b[1] - a[1]);
+  if (entries.length === 0) return 'none';
+  return entries.map(([what, n]) => `${what} ${n.toFixed(2)}`).join(' · ');
 }
 
 /** `journal 3.00/0.00/0.00 · outbox 1.00/0.00/1.00` (inserted/updated/deleted per send), or `none`. */

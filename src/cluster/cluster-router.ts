@@ -121,7 +121,11 @@ export interface ClusterRouterOptions {
   readonly requestTimeoutMs: number;
   /** How long to keep trying while a shard has no owner (failover), before answering 503. */
   readonly failoverDeadlineMs: number;
-  readonly onRemoteHop?: (seconds: number) => void;
+  /**
+   * Each crossing to another node, timed, with what crossed: an operation's name (`merchant-request`, `receipts`, …)
+   * or `ask:<actor kind>` for one actor's command.
+   */
+  readonly onRemoteHop?: (seconds: number, what: string) => void;
 }
 
 export interface ClusterRouter extends ActorRouter {
@@ -180,7 +184,10 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(target, 'timeout', error.message));
       throw error;
     } finally {
-      options.onRemoteHop?.(Number(process.hrtime.bigint() - started) / 1e9);
+      options.onRemoteHop?.(
+        Number(process.hrtime.bigint() - started) / 1e9,
+        request.kind === 'operation' ? request.name : `ask:${request.kind}`,
+      );
     }
     const reply = shardReplyOf(answered);
     if (reply === null)

@@ -127,8 +127,8 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
       clock,
       requestTimeoutMs: config.actors.askTimeoutMs,
       failoverDeadlineMs: config.cluster.failoverDeadlineMs,
-      onRemoteHop: (seconds) => {
-        metrics?.remoteHop(seconds);
+      onRemoteHop: (seconds, what) => {
+        metrics?.remoteHop(seconds, what);
       },
     });
   }

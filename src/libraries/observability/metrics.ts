@@ -53,7 +53,8 @@ export interface Metrics {
   receipt(sample: { readonly changed: boolean; readonly lagSeconds: number }): void;
   journalAppend(seconds: number): void;
   schedulerTick(lagSeconds: number): void;
-  remoteHop(seconds: number): void;
+  /** A crossing to another node took `seconds`; `what` crossed (an operation's name, or `ask:<actor kind>`). */
+  remoteHop(seconds: number, what: string): void;
   /** `messageIds` message owners read from the database: this node had not seen those messages created or sent. */
   messageOwnerLookups(messageIds: number): void;
   /** Binds the scrape-time sources (one node per registry); the returned function unbinds them (on stop). */
@@ -104,6 +105,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     help: "Remote hops (asks or forwards over NATS to another node) made by each merchant request, by route: 0 when the merchant's shard is owned by the node that received it, 1 when forwarded.",
     labelNames: ['route'] as const,
     buckets: [0, 1, 2, 3],
+    registers,
+  });
+  const remoteHopsByWhat = new Counter({
+    name: name('cluster_remote_hops_total'),
+    help: 'Crossings to another node, by what crossed: a forwarded operation (merchant-request, receipts, webhook-targets) or one actor command (ask:wallet, ask:apiKey, ask:message).',
+    labelNames: ['what'] as const,
     registers,
   });
   const messageOwnerLookups = new Counter({
@@ -301,8 +308,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     schedulerTick(lagSeconds) {
       schedulerLag.observe(lagSeconds);
     },
-    remoteHop(seconds) {
+    remoteHop(seconds, what) {
       remoteHops.observe(seconds);
+      remoteHopsByWhat.inc({ what });
     },
     messageOwnerLookups(messageIds) {
       messageOwnerLookups.inc(messageIds);

@@ -359,7 +359,7 @@ describe('metrics on the operator port', function () {
       return parseExposition((await metrics.scrape()).body);
     }
 
-    it('shares the shards (shard_owned) and times the remote hop (cluster_remote_hop_seconds)', async () => {
+    it('shares the shards (shard_owned), times the remote hop (cluster_remote_hop_seconds) and counts it by what crossed (cluster_remote_hops_total)', async () => {
       const shards = first.node.gateway.config.cluster.shards;
       expect(valueOf(await scrape(), M('shard_owned'))).to.equal(shards);
 
@@ -374,7 +374,9 @@ describe('metrics on the operator port', function () {
         if (!gateway.shardManager?.owns(gateway.router.shardOf(merchant.merchantId))) remote = merchant;
       }
       expect(remote, 'a merchant on the other node').to.not.equal(null);
-      const before = valueOf(await scrape(), M('cluster_remote_hop_seconds_count')) ?? 0;
+      const earlier = await scrape();
+      const before = valueOf(earlier, M('cluster_remote_hop_seconds_count')) ?? 0;
+      const forwardedBefore = valueOf(earlier, M('cluster_remote_hops_total'), { what: 'merchant-request' }) ?? 0;
 
       expect((await call(`${first.api}/balance`, { key: remote!.apiKey })).status).to.equal(200);
 
@@ -382,6 +384,9 @@ describe('metrics on the operator port', function () {
       // the key's actor and the wallet both live there: the request is forwarded whole, one hop
       expect(valueOf(after, M('cluster_remote_hop_seconds_count'))).to.equal(before + 1);
       expect(valueOf(after, M('cluster_remote_hop_seconds_sum'))).to.be.greaterThan(0);
+      expect(valueOf(after, M('cluster_remote_hops_total'), { what: 'merchant-request' }), 'the hop, by what crossed').to.equal(
+        forwardedBefore + 1,
+      );
     });
   });
 });

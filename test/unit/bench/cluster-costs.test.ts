@@ -5,10 +5,12 @@ import {
   between,
   cpuCounters,
   formatByTable,
+  formatHops,
   lsnToBytes,
   perSecond,
   perSend,
   readDatabaseCounters,
+  readHopCounters,
   readNatsCounters,
   sendCosts,
   walCommits,
@@ -179,6 +181,36 @@ describe('bench:cluster send costs', () => {
     expect(formatByTable(costs.byTable)).to.equal('journal 3.00/0.00/0.00 · outbox 1.00/0.00/1.00 · snapshots 0.00/0.20/0.00');
     // without pg_walinspect there is no write-commit figure, rather than a wrong one
     expect(sendCosts(perSend(withMovement(interval, 'wal.commits', null), 100)).writeCommits).to.equal(null);
+  });
+
+  it('sums the crossings to another node by what crossed over the nodes, and names them per send', async () => {
+    const pages = [
+      '# TYPE sms_gateway_cluster_remote_hops_total counter\nsms_gateway_cluster_remote_hops_total{what="merchant-request"} 50\nsms_gateway_cluster_remote_hops_total{what="receipts"} 30\nsms_gateway_cluster_remote_hop_seconds_count 80\n',
+      'sms_gateway_cluster_remote_hops_total{what="receipts"} 44\nsms_gateway_cluster_remote_hops_total{what="ask:wallet"} 0\n',
+    ];
+    const servers: Server[] = pages.map((page) =>
+      createServer((req, res) => {
+        res.writeHead(req.url === '/metrics' ? 200 : 404).end(page);
+      }),
+    );
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    try {
+      const urls = servers.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`);
+      const counters = await readHopCounters(urls);
+      expect(counters).to.deep.equal({ 'hops.merchant-request': 50, 'hops.receipts': 74, 'hops.ask:wallet': 0 });
+      const costs = sendCosts(perSend({ ms: 1_000, delta: counters }, 100));
+      // a kind that did not move is left out
+      expect(costs.hops).to.deep.equal({ 'merchant-request': 0.5, receipts: 0.74 });
+      expect(formatHops(costs.hops)).to.equal('receipts 0.74 · merchant-request 0.50');
+      expect(formatHops({})).to.equal('none');
+      let failed: unknown = null;
+      await readHopCounters([urls[0]!.replace('/metrics', '/missing')]).catch((error: unknown) => {
+        failed = error;
+      });
+      expect(String(failed)).to.match(/answered 404/);
+    } finally {
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+    }
   });
 
   it('makes every CPU figure unavailable when /proc could not be read', () => {
