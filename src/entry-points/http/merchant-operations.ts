@@ -152,7 +152,6 @@ const AUTH_OUTCOMES: readonly string[] = [
   'suspended',
 ] satisfies Authentication['outcome'][];
 
-/** The owner's reply off the wire, checked (a malformed one is an error: the outcome of the request is unknown). */
 /** The message id of a send's 201 answer (a new message, or the replay of one), null for any other answer. */
 export function createdMessageOf(answer: Answer): string | null {
   if (answer.status !== 201 || !isRecord(answer.body) || !isRecord(answer.body.data)) return null;
@@ -160,6 +159,7 @@ export function createdMessageOf(answer: Answer): string | null {
   return isString(messageId) ? messageId : null;
 }
 
+/** The owner's reply off the wire, checked (a malformed one is an error: the outcome of the request is unknown). */
 export function forwardedReplyOf(value: unknown): ForwardedReply {
   const malformed = (): never => {
     throw new Error('the node owning the shard sent a malformed reply');

@@ -76,9 +76,9 @@ const decode = (data: Uint8Array): unknown => (data.length === 0 ? null : JSON.p
  * Measured on nats-server 2.9.10: a publish sent while the server restarts can be lost and time out (publish
  * rejects; the caller retries with the same id, which the stream deduplicates, except when the first copy was
  * stored and already consumed from a work-queue stream: a restarted server forgets such ids, so the retry lands a
- * second copy, which the connector's dispatch-id record absorbs, docs/carrier-protocol.md §4); and a message whose ack wait runs out
- * while no process of its durable is pulling comes back with its delivery count not incremented, so `deliveryCount`
- * is a lower bound after such an outage.
+ * second copy, which the connector's dispatch-id record absorbs, docs/carrier-protocol.md section 4); and a message
+ * whose ack wait runs out while no process of its durable is pulling comes back with its delivery count not
+ * incremented, so `deliveryCount` is a lower bound after such an outage.
  */
 export async function connectNatsTransport(options: NatsTransportOptions): Promise<Transport> {
   const onError = options.onError ?? (() => undefined);
