@@ -232,7 +232,7 @@ export const configSchema = group({
     messageOwnerCacheSize: setting(
       positiveInt(),
       'MESSAGE_OWNER_CACHE_SIZE',
-      'Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most, and the lookups of one turn of the event loop share one query.',
+      'Message owners each node remembers (about 100 bytes each): status reads and receipts ask the database once per message at most, and the lookups of one turn of the event loop share one query. A node remembers the messages it creates and those of the sends it forwards to another node; `sms_gateway_message_owner_lookups_total` counts the misses.',
     ),
     merchantCatalogTtlMs: setting(
       positiveInt(),
