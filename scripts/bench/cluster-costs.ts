@@ -15,6 +15,7 @@
  * is busy (and within a second of going idle): read them a second or more after the load stops.
  */
 import { CPU_GROUPS, type CpuGroup, type CpuSample } from './process-cpu.js';
+import { parseExposition } from '../../test/helpers/prometheus-text.js';
 
 /** One query on the cluster's database. */
 export type Query = <T extends object>(text: string, params?: readonly unknown[]) => Promise<readonly T[]>;
@@ -138,9 +139,10 @@ export async function readHopCounters(metricsUrls: readonly string[]): Promise<R
     }),
   );
   for (const text of texts) {
-    for (const match of text.matchAll(/^sms_gateway_cluster_remote_hops_total\{what="([^"]+)"\} (\S+)$/gm)) {
-      const name = `hops.${match[1] ?? ''}`;
-      counters[name] = (counters[name] ?? 0) + Number(match[2]);
+    for (const sample of parseExposition(text).samples) {
+      if (sample.name !== 'sms_gateway_cluster_remote_hops_total' || sample.labels.what === undefined) continue;
+      const name = `hops.${sample.labels.what}`;
+      counters[name] = (counters[name] ?? 0) + sample.value;
     }
   }
   return counters;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startCluster, type ClusterNode, type TestCluster } from '../../test/helpers/cluster.js';
+import { journalDispatchesOf, startCluster, type ClusterNode, type TestCluster } from '../../test/helpers/cluster.js';
 import { seedMerchant } from '../../test/helpers/gateway-fixture.js';
 import { startTestPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/helpers/webhook-receiver.js';
@@ -429,10 +429,7 @@ async function collectEvidence(
     `SELECT substr(j.key, 9) AS "messageId", (e->>'refund')::float8 AS refund
      FROM journal j, jsonb_array_elements(j.events) e WHERE j.key LIKE 'message:%' AND e->>'type' = 'schedule_cancelled'`,
   );
-  const dispatchRows = await cluster.sql<{ id: string; n: number }>(
-    `SELECT substr(j.key, 9) || ':' || (e->>'occurrence') AS id, count(*)::int AS n
-     FROM journal j, jsonb_array_elements(j.events) e WHERE j.key LIKE 'message:%' AND e->>'type' = 'occurrence_dispatched' GROUP BY 1`,
-  );
+  const journalDispatches = await journalDispatchesOf(cluster);
   const webhooks: ReceivedWebhook[] = receiver.events().map((e) => ({
     eventId: e.event_id,
     type: e.event_type,
@@ -473,7 +470,7 @@ async function collectEvidence(
     staleWrites = (await cluster.staleWrites()).length;
     journalGaps = (await cluster.journalGaps()).length;
   }
-  const dispatched = new Set(dispatchRows.map((r) => r.id));
+  const dispatched = new Set(journalDispatches.keys());
   const undispatched = records.flatMap((r) => (r.accepted && !dispatched.has(`${r.accepted.messageId}:0`) ? [r.accepted.messageId] : []));
   const undispatchedDetail = new Map<string, string>();
   if (api && undispatched.length > 0 && undispatched.length <= 50) {
@@ -496,7 +493,7 @@ async function collectEvidence(
   if (api) {
     const missing = missingTerminalEvents({
       records,
-      journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])),
+      journalDispatches,
       webhooks,
       deliveries: cluster.simulatorDeliveries(),
       killedSimulators,
@@ -512,7 +509,7 @@ async function collectEvidence(
     journalMessages,
     journalMoney,
     journalCancels,
-    journalDispatches: new Map(dispatchRows.map((r) => [r.id, r.n])),
+    journalDispatches,
     balances,
     statuses,
     deliveries: cluster.simulatorDeliveries(),

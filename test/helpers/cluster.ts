@@ -199,6 +199,15 @@ export interface SimulatorDelivery {
   readonly taken: boolean;
 }
 
+/** `<message>:<occurrence>` → how many `occurrence_dispatched` events the cluster's journal holds for it. */
+export async function journalDispatchesOf(cluster: Pick<TestCluster, 'sql'>): Promise<Map<string, number>> {
+  const rows = await cluster.sql<{ id: string; n: number }>(
+    `SELECT substr(j.key, 9) || ':' || (e->>'occurrence') AS id, count(*)::int AS n
+     FROM journal j, jsonb_array_elements(j.events) e WHERE j.key LIKE 'message:%' AND e->>'type' = 'occurrence_dispatched' GROUP BY 1`,
+  );
+  return new Map(rows.map((row) => [row.id, row.n]));
+}
+
 export interface TestCluster {
   readonly databaseUrl: string;
   readonly nats: TestNats;

@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { seedMerchant } from '../../helpers/gateway-fixture.js';
 import { call } from '../../helpers/http-fixture.js';
-import { getOn, toUnits, type LoadMerchant, type LoadSend, type SendAttempt, type TestCluster } from '../../helpers/cluster.js';
+import {
+  getOn,
+  journalDispatchesOf,
+  toUnits,
+  type LoadMerchant,
+  type LoadSend,
+  type SendAttempt,
+  type TestCluster,
+} from '../../helpers/cluster.js';
 import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 /**
@@ -179,14 +187,11 @@ export async function expectDispatchedOnce(
   const twice = [...taken].filter(([, count]) => count !== 1);
   expect(twice, 'dispatch ids sent to the carrier more than once').to.deep.equal([]);
   // the connector's memory hides a second dispatch by the gateway: its journal must hold one per occurrence
-  const dispatched = await cluster.sql<{ id: string; n: number }>(
-    `SELECT substr(j.key, 9) || ':' || (e->>'occurrence') AS id, count(*)::int AS n
-     FROM journal j, jsonb_array_elements(j.events) e WHERE j.key LIKE 'message:%' AND e->>'type' = 'occurrence_dispatched' GROUP BY 1`,
-  );
+  const dispatched = await journalDispatchesOf(cluster);
   const occurrences = [...new Set(accepted(sends).map((s) => `${s.accepted!.messageId}:0`))].sort();
-  expect(dispatched.map((row) => row.id).sort(), 'occurrences dispatched (journal)').to.deep.equal(occurrences);
+  expect([...dispatched.keys()].sort(), 'occurrences dispatched (journal)').to.deep.equal(occurrences);
   expect(
-    dispatched.filter((row) => row.n !== 1),
+    [...dispatched].filter(([, n]) => n !== 1),
     'occurrences dispatched more than once (journal)',
   ).to.deep.equal([]);
 }

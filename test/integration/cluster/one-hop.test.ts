@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
+import { M, parseExposition, valueOf } from '../../helpers/prometheus-text.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
@@ -18,10 +19,9 @@ async function hopsOf(node: ClusterNode, route: string): Promise<{ count: number
 
 /** `sms_gateway_message_owner_lookups_total` of a node (the series must exist). */
 async function ownerLookupsOf(node: ClusterNode): Promise<number> {
-  const text = await (await fetch(node.metricsUrl)).text();
-  const found = /^sms_gateway_message_owner_lookups_total (\d+)/m.exec(text);
-  expect(found, 'the message owner lookups counter').to.not.equal(null);
-  return Number(found![1]);
+  const lookups = valueOf(parseExposition(await (await fetch(node.metricsUrl)).text()), M('message_owner_lookups_total'));
+  expect(lookups, 'the message owner lookups counter').to.not.equal(undefined);
+  return lookups!;
 }
 
 /** Two nodes, one merchant: the node owning the merchant's shard and the other one. */
