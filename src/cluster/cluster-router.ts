@@ -63,12 +63,16 @@ function shardRequestOf(payload: unknown): ShardRequest | null {
 
 const FAILURE_REASONS = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] as const satisfies readonly ActorFailureReason[];
 
+const isShardList = (value: unknown): value is number[] =>
+  Array.isArray(value) && value.every((shard) => Number.isSafeInteger(shard) && (shard as number) >= 0);
+
 /** A reply off the wire, checked field by field (null: not a shard reply). */
 function shardReplyOf(value: unknown): ShardReply | null {
   if (!isRecord(value)) return null;
   switch (value.outcome) {
     case 'ok':
-      return { outcome: 'ok', value: value.value };
+      // a node from before routing hints names no shards: nothing is learnt from its replies
+      return isShardList(value.owned) ? { outcome: 'ok', value: value.value, owned: value.owned } : { outcome: 'ok', value: value.value };
     case 'not_owner':
       return { outcome: 'not_owner' };
     case 'refused':
@@ -89,7 +93,8 @@ function shardReplyOf(value: unknown): ShardReply | null {
 export type OperationHandler = (merchantId: string, operation: unknown) => Promise<unknown>;
 
 type ShardReply =
-  | { readonly outcome: 'ok'; readonly value: unknown }
+  /** `owned`: every shard the answering node held as it answered, ascending (a routing hint, see `shardGroupOf`). */
+  | { readonly outcome: 'ok'; readonly value: unknown; readonly owned?: readonly number[] }
   | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
   | { readonly outcome: 'not_owner' }
   | { readonly outcome: 'refused'; readonly detail: string };
@@ -98,7 +103,7 @@ type ShardReply =
 const PATIENCE_BACKSTOP = 10;
 
 /** Tried again elsewhere: nothing was applied (nobody served the shard, the server did not own it, or its write was fenced). */
-class NotApplied extends InternalError {
+export class NotApplied extends InternalError {
   readonly kind = 'not_applied';
 }
 
@@ -142,6 +147,18 @@ export interface ClusterRouter extends ActorRouter {
   ownsMerchant(merchantId: string): boolean;
   /** The handler of the operations called `name` (merchants' requests, batches of receipts…), set once. */
   handleOperations(name: string, handler: OperationHandler): void;
+  /**
+   * The lowest shard last known to share its owner with `shard` (`shard` itself when nothing is known): work for
+   * shards of one group can travel to that owner together. Learnt from the shards every answering node names in its
+   * replies; a hint only, which may be out of date (see `runForShardOf`).
+   */
+  shardGroupOf(shard: number): number;
+  /**
+   * Runs `step` for a merchant whose shard this node owns, on behalf of an operation forwarded here for another shard
+   * (work grouped by a routing hint): throws what `isNotApplied` recognises when the shard is not ours, its asks never
+   * wait for a new owner of that shard, and leaving the shard waits for it as for the shard's own requests.
+   */
+  runForShardOf<T>(merchantId: string, step: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -155,6 +172,15 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
   /** The shard of the forwarded operation being served (its asks do not wait for a new owner of that shard). */
   const forwardedFor = new AsyncLocalStorage<number>();
   const serving = new Map<number, { stop(): Promise<void> }>();
+  /** Steps of grouped work running for a shard outside its own server (`runForShardOf`): leaving it waits for them. */
+  const runningFor = new Map<number, Set<Promise<unknown>>>();
+  /** Routing hints: shard → the lowest shard its owner named alongside it. */
+  const groupOf = new Map<number, number>();
+  function learnOwned(owned: readonly number[]): void {
+    if (owned.length === 0) return;
+    const lowest = Math.min(...owned);
+    for (const shard of owned) groupOf.set(shard, lowest);
+  }
 
   function hostOf(kind: ActorKind): ActorHost<Command, ReplyMap<Command>> {
     const host = kind === 'wallet' ? hosts.wallets : kind === 'apiKey' ? hosts.apiKeys : hosts.messages;
@@ -194,9 +220,16 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       throw new AbortError(
         new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`),
       );
-    if (reply.outcome === 'ok') return reply.value;
-    if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced'))
+    if (reply.outcome === 'ok') {
+      // a node from before the hints (a rolling upgrade) names none and serves only its own shard's items: no grouping
+      if (reply.owned) learnOwned(reply.owned);
+      else groupOf.clear();
+      return reply.value;
+    }
+    if (reply.outcome === 'not_owner' || (reply.outcome === 'failed' && reply.reason === 'fenced')) {
+      groupOf.delete(shard);
       throw new NotApplied(`shard ${shard} changed hands`);
+    }
     if (reply.outcome === 'refused') throw new AbortError(new Error(`shard ${shard} refused a malformed request: ${reply.detail}`));
     throw new AbortError(new ActorFailureError(target, reply.reason, reply.detail));
   }
@@ -311,6 +344,9 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     };
   }
 
+  /** An answer, with the shards this node holds now (the requester's routing hint). */
+  const ok = (value: unknown): ShardReply => ({ outcome: 'ok', value, owned: manager.ownedShards() });
+
   async function answer(shard: number, payload: unknown): Promise<ShardReply> {
     if (!manager.owns(shard)) return { outcome: 'not_owner' };
     const request = shardRequestOf(payload);
@@ -320,14 +356,14 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         if (shardOf(request.merchantId, options.shards) !== shard) return { outcome: 'refused', detail: `merchant not in shard ${shard}` };
         const deadline = request.deadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
         const { name, merchantId, operation } = request;
-        return { outcome: 'ok', value: await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)) };
+        return ok(await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)));
       }
       const host = hostOf(request.kind);
       if (!host.handles(request.command.type))
         return { outcome: 'refused', detail: `${request.kind} has no command ${JSON.stringify(request.command.type)}` };
       // a requester from before deadlines sends none: the command then gets this node's default
       const deadline = typeof request.deadline === 'number' ? { deadline: request.deadline } : {};
-      return { outcome: 'ok', value: await host.ref(request.id, shard).ask(request.command, deadline) };
+      return ok(await host.ref(request.id, shard).ask(request.command, deadline));
     } catch (error) {
       if (error instanceof NotApplied) return { outcome: 'not_owner' };
       if (error instanceof ActorFailureError) return { outcome: 'failed', reason: error.reason, detail: error.message };
@@ -345,6 +381,21 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     handleOperations(name, handler) {
       operationHandlers.set(name, handler);
     },
+    shardGroupOf: (shard) => groupOf.get(shard) ?? shard,
+    async runForShardOf(merchantId, step) {
+      const shard = shardOf(merchantId, options.shards);
+      if (!manager.owns(shard)) throw new NotApplied(`shard ${shard} is not this node's`);
+      const running = forwardedFor.run(shard, step);
+      const tracked = runningFor.get(shard) ?? new Set<Promise<unknown>>();
+      runningFor.set(shard, tracked);
+      tracked.add(running);
+      try {
+        return await running;
+      } finally {
+        tracked.delete(running);
+        if (tracked.size === 0 && runningFor.get(shard) === tracked) runningFor.delete(shard);
+      }
+    },
     async serveShard(shard) {
       if (serving.has(shard)) return;
       serving.set(shard, await transport.serve(shardSubject(shard), (payload) => answer(shard, payload)));
@@ -353,6 +404,9 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       const server = serving.get(shard);
       serving.delete(shard);
       await server?.stop();
+      // grouped work for this shard that arrived in another shard's requests (it fails fast now that the shard is gone)
+      const grouped = runningFor.get(shard);
+      if (grouped) await Promise.allSettled([...grouped]);
       const inShard = (_id: string, actorShard: number) => actorShard === shard;
       hosts.wallets.passivate(inShard);
       hosts.apiKeys.passivate(inShard);

@@ -4,6 +4,8 @@ import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
 import { M, parseExposition, valueOf } from '../../helpers/prometheus-text.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
+import { natsNames } from '../../../src/libraries/transport/nats-names.js';
+import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
 /** `sms_gateway_remote_hops_per_request` of one route on a node: observations, and those of at most 0 and 1 hop. */
@@ -22,6 +24,14 @@ async function ownerLookupsOf(node: ClusterNode): Promise<number> {
   const lookups = valueOf(parseExposition(await (await fetch(node.metricsUrl)).text()), M('message_owner_lookups_total'));
   expect(lookups, 'the message owner lookups counter').to.not.equal(undefined);
   return lookups!;
+}
+
+/** A counter of a node, summed over the series whose labels include `labels` (0 before the first sample). */
+async function counterOf(node: ClusterNode, suffix: string, labels: Record<string, string> = {}): Promise<number> {
+  const exposition = parseExposition(await (await fetch(node.metricsUrl)).text());
+  return exposition.samples
+    .filter((sample) => sample.name === M(suffix) && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
+    .reduce((sum, sample) => sum + sample.value, 0);
 }
 
 /** Two nodes, one merchant: the node owning the merchant's shard and the other one. */
@@ -139,11 +149,81 @@ describe('cluster: a request reaching a node that does not own its merchant make
       return ids;
     };
     const before = await ownerLookupsOf(other);
-    for (const messageId of await sendSpaced(other, 8)) await eventuallyDelivered(other, merchant, messageId);
+    const receiptsBefore = await counterOf(other, 'receipts_total');
+    // the simulator waits while the sends are made, so that no receipt can reach this node before the send's 201
+    // did; rounds until this node took some of their receipts (each NATS message goes to one node or the other)
+    for (let round = 0; round < 6 && (await counterOf(other, 'receipts_total')) === receiptsBefore; round++) {
+      await cluster.stopSimulator('SIGTERM');
+      const ids = await sendSpaced(other, 4);
+      await cluster.startSimulator();
+      for (const messageId of ids) await eventuallyDelivered(other, merchant, messageId);
+    }
+    expect(await counterOf(other, 'receipts_total'), 'receipts of the forwarded sends this node applied').to.be.greaterThan(receiptsBefore);
     expect(await ownerLookupsOf(other), 'owners looked up by the node that forwarded the sends').to.equal(before);
     // the contrast: receipts of messages created on the owner also reach this node, which must look those up
     for (const messageId of await sendSpaced(owner, 8)) await eventuallyDelivered(owner, merchant, messageId);
     expect(await ownerLookupsOf(other), 'owners of messages this node never saw').to.be.greaterThan(before);
+  });
+
+  it("when receipts of several of the owner's shards reach the other node together, then they cross to the owner in one hop, not one per shard", async () => {
+    // merchants of distinct shards, all the owner's: one receipt of each travels in every batch below
+    const candidates = await seedMerchants(cluster, { count: 1, onNode: { node: owner.id, atLeast: 6 } });
+    const ownerShards = new Set((await cluster.ownership()).get(owner.id));
+    const byShard = new Map<number, ClusterMerchant>();
+    for (const candidate of candidates) {
+      const shard = shardOf(candidate.merchantId, cluster.shards);
+      if (ownerShards.has(shard) && !byShard.has(shard)) byShard.set(shard, candidate);
+    }
+    const merchants = [...byShard.values()];
+    expect(merchants.length, 'merchants of distinct shards of the owner').to.be.at.least(3);
+    // each message sent through the other node (its forwards also tell it which shards the owner holds)
+    const messages: string[] = [];
+    for (const [index, each] of merchants.entries()) {
+      const sent = await call(`${other.api}/send`, {
+        method: 'POST',
+        key: each.apiKey,
+        json: { to: ['+243812345600'], message: `grouped ${index}` },
+      });
+      expect(sent.status, sent.text).to.equal(201);
+      const messageId = (sent.body as { data: { message_id: string } }).data.message_id;
+      await eventuallyDelivered(other, each, messageId);
+      messages.push(messageId);
+    }
+
+    const transport = await connectNatsTransport({ servers: cluster.nats.url, name: 'receipt-batches', names: natsNames('') });
+    try {
+      const appliedEverywhere = async (): Promise<number> =>
+        (await counterOf(owner, 'receipts_total')) + (await counterOf(other, 'receipts_total'));
+      const hopsBefore = await counterOf(other, 'cluster_remote_hops_total', { what: 'receipts' });
+      const appliedBefore = await counterOf(other, 'receipts_total');
+      // batches one at a time, each applied before the next, until the other node has taken three of them
+      for (let batch = 0; batch < 40 && (await counterOf(other, 'receipts_total')) - appliedBefore < 3 * messages.length; batch++) {
+        const before = await appliedEverywhere();
+        const batchId = `grouped-${batch}`;
+        await transport.publish(
+          'sms.receipts.simulator',
+          {
+            version: 1,
+            batch_id: batchId,
+            receipts: messages.map((messageId, index) => ({
+              version: 1,
+              receipt_id: `${batchId}-${index}`,
+              dispatch_id: `${messageId}:0:0`,
+              status: 'delivered',
+              occurred_at: new Date().toISOString(),
+            })),
+          },
+          { id: batchId },
+        );
+        await eventually(async () => (await appliedEverywhere()) - before === messages.length, 30_000);
+      }
+      const batchesTaken = ((await counterOf(other, 'receipts_total')) - appliedBefore) / messages.length;
+      expect(batchesTaken, 'batches the other node took').to.be.at.least(3);
+      const hops = (await counterOf(other, 'cluster_remote_hops_total', { what: 'receipts' })) - hopsBefore;
+      expect(hops, `crossings for ${batchesTaken} batches of ${messages.length} shards each`).to.equal(batchesTaken);
+    } finally {
+      await transport.close();
+    }
   });
 
   it('when the key is locked, then the very next request through the other node is refused, before its body is read', async () => {

@@ -39,7 +39,10 @@ const MERCHANT = 'mer_forwarded';
 const SHARD = shardOf(MERCHANT, SHARDS);
 
 function routerOf(name: string, owned: Set<number>, transport: Transport) {
-  const manager = { owns: (shard: number) => owned.has(shard) } as unknown as ShardManager;
+  const manager = {
+    owns: (shard: number) => owned.has(shard),
+    ownedShards: () => [...owned].sort((x, y) => x - y),
+  } as unknown as ShardManager;
   const passivate = (): void => undefined;
   const hosts = {
     wallets: { passivate },
@@ -120,5 +123,102 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     expect(await a.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
 
     expect(seen).to.deep.equal([requestDeadlineAt, requestDeadlineAt]);
+  });
+});
+
+/** A merchant of each shard of `SHARDS`, found by hashing. */
+const merchantOfShard = (shard: number): string => {
+  for (let n = 0; ; n++) if (shardOf(`mer_${n}`, SHARDS) === shard) return `mer_${n}`;
+};
+
+describe('cluster router: routing hints from the shards each owner names in its replies', () => {
+  it('when an owner answers, then the requester groups every shard it named under the lowest of them, and forgets a shard answered not_owner', async () => {
+    const { transportOf } = wire();
+    const ownedByA = new Set([2, 5, 6]);
+    const a = routerOf('a', ownedByA, transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'));
+    for (const shard of ownedByA) await a.serveShard(shard);
+    a.handleOperations('work', () => Promise.resolve('done'));
+    expect(
+      [2, 5, 6, 7].map((shard) => b.shardGroupOf(shard)),
+      'nothing known yet',
+    ).to.deep.equal([2, 5, 6, 7]);
+
+    expect(await b.forward('work', merchantOfShard(6), {})).to.equal('done');
+    expect([2, 5, 6, 7].map((shard) => b.shardGroupOf(shard))).to.deep.equal([2, 2, 2, 7]);
+
+    // shard 5 moves away (to nobody, here): the requester learns it from the not_owner answer
+    ownedByA.delete(5);
+    await b.forward('work', merchantOfShard(5), {}).catch(() => undefined);
+    expect([2, 5, 6].map((shard) => b.shardGroupOf(shard))).to.deep.equal([2, 5, 2]);
+  });
+
+  it('when a node from before the hints answers (it names no shards), then the requester drops every hint: it groups nothing until told again', async () => {
+    const { transportOf } = wire();
+    const a = routerOf('a', new Set([2, 5]), transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'));
+    await a.serveShard(2);
+    a.handleOperations('work', () => Promise.resolve('done'));
+    await b.forward('work', merchantOfShard(2), {});
+    expect(b.shardGroupOf(5)).to.equal(2);
+    // shard 7's owner runs the version before the hints
+    await transportOf('old').serve('gw.shard.7', () => Promise.resolve({ outcome: 'ok', value: 'old done' }));
+    expect(await b.forward('work', merchantOfShard(7), {})).to.equal('old done');
+    expect([2, 5].map((shard) => b.shardGroupOf(shard))).to.deep.equal([2, 5]);
+  });
+
+  it('when a step runs for a shard the node does not hold, then it is refused as not applied; a running one is waited for by leaving the shard', async () => {
+    const { transportOf } = wire();
+    const owned = new Set([3]);
+    const a = routerOf('a', owned, transportOf('a'));
+    await a.serveShard(3);
+    let refused: unknown = null;
+    await a
+      .runForShardOf(merchantOfShard(4), () => Promise.resolve('never'))
+      .catch((error: unknown) => {
+        refused = error;
+      });
+    expect(isNotApplied(refused)).to.equal(true);
+
+    let finishStep!: () => void;
+    const step = a.runForShardOf(
+      merchantOfShard(3),
+      () =>
+        new Promise<string>((resolve) => {
+          finishStep = () => {
+            resolve('done');
+          };
+        }),
+    );
+    owned.delete(3);
+    let left = false;
+    const leaving = a.leaveShard(3).then(() => {
+      left = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(left, 'leaving waits for the step').to.equal(false);
+    finishStep();
+    expect(await step).to.equal('done');
+    await leaving;
+    expect(left).to.equal(true);
+  });
+
+  it('when a step running for a shard meets that shard gone, then its asks do not wait for a new owner: it fails as not applied at once', async () => {
+    const { transportOf, requests } = wire();
+    const owned = new Set([3]);
+    const a = routerOf('a', owned, transportOf('a'));
+    const merchant = merchantOfShard(3);
+    a.handleOperations('step', () => Promise.resolve('done'));
+    let failure: unknown = null;
+    await a
+      .runForShardOf(merchant, () => {
+        owned.delete(3);
+        return a.forward('step', merchant, {});
+      })
+      .catch((error: unknown) => {
+        failure = error;
+      });
+    expect(isNotApplied(failure)).to.equal(true);
+    expect(requests, 'no wait for an owner, not even one try elsewhere').to.deep.equal([]);
   });
 });

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import type { OperationHandler } from '../../../src/cluster/cluster-router.js';
+import { NotApplied, type OperationHandler } from '../../../src/cluster/cluster-router.js';
 import { createShardBatches } from '../../../src/cluster/shard-batches.js';
 import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**
- * Two nodes in one process: `here` owns no shard of the merchants below, `owner` owns them all. A forward from here
- * crosses a JSON "wire" to the owner's handler, as NATS would carry it.
+ * Two nodes in one process: `here` owns shard 0 (merchant m0), `owner` the shards in `ownerShards` (by default all
+ * the others). A forward from here crosses a JSON "wire" to the owner's handler, as NATS would carry it; `hints` are
+ * here's routing hints (shard → its group).
  */
 interface Item {
   readonly n: number;
@@ -13,20 +14,34 @@ interface Item {
 
 const shardOf = (merchantId: string): number => Number(merchantId.slice('m'.length)) % 4;
 
-function twoNodes(perform: (merchantId: string, item: Item) => Promise<string>, maxBatch = 100) {
+function twoNodes(
+  perform: (merchantId: string, item: Item) => Promise<string>,
+  maxBatch = 100,
+  ownerShards: ReadonlySet<number> = new Set([1, 2, 3]),
+) {
   const forwards: { name: string; merchantId: string; items: number }[] = [];
   const handlers = new Map<string, OperationHandler>();
+  const hints = new Map<number, number>();
+  const ranForOtherShards: string[] = [];
   const owner = {
-    ownsMerchant: () => true,
+    ownsMerchant: (merchantId: string) => ownerShards.has(shardOf(merchantId)),
     shardOf,
     forward: () => Promise.reject(new Error('the owner forwards nothing')),
     handleOperations: (name: string, handler: OperationHandler) => {
       handlers.set(name, handler);
     },
+    shardGroupOf: (shard: number) => shard,
+    runForShardOf<T>(merchantId: string, step: () => Promise<T>): Promise<T> {
+      if (!ownerShards.has(shardOf(merchantId))) return Promise.reject(new NotApplied(`${merchantId}'s shard is not here`));
+      ranForOtherShards.push(merchantId);
+      return step();
+    },
   };
   const here = {
-    ownsMerchant: (merchantId: string) => merchantId === 'm0',
+    ownsMerchant: (merchantId: string) => shardOf(merchantId) === 0,
     shardOf,
+    shardGroupOf: (shard: number) => hints.get(shard) ?? shard,
+    runForShardOf: () => Promise.reject(new Error('here serves no batch')),
     async forward(name: string, merchantId: string, operation: unknown) {
       forwards.push({ name, merchantId, items: (operation as { items: unknown[] }).items.length });
       const handler = handlers.get(name);
@@ -39,11 +54,11 @@ function twoNodes(perform: (merchantId: string, item: Item) => Promise<string>, 
     typeof value === 'object' && value !== null && typeof (value as Item).n === 'number' ? { n: (value as Item).n } : null;
   createShardBatches<Item, string>({ name: 'things', router: owner, perform, itemOf, maxBatch });
   const batches = createShardBatches<Item, string>({ name: 'things', router: here, perform, itemOf, maxBatch });
-  return { batches, forwards, handlers };
+  return { batches, forwards, handlers, hints, ranForOtherShards };
 }
 
-describe("shard batches: items for another node's shards reach it in one hop per shard", () => {
-  it('when items of three shards are queued in one turn, then each shard gets one forward with all its items, and each item its own answer', async () => {
+describe("shard batches: items for another node's shards reach it in one hop per shard, or per owner once known", () => {
+  it('when nothing is known of the owners and items of three shards are queued in one turn, then each shard gets one forward with all its items, and each item its own answer', async () => {
     const performed: string[] = [];
     const { batches, forwards } = twoNodes((merchantId, item) => {
       performed.push(`${merchantId}:${item.n}`);
@@ -93,23 +108,92 @@ describe("shard batches: items for another node's shards reach it in one hop per
     expect(forwards.map((f) => f.items)).to.deep.equal([4, 4, 2]);
   });
 
-  it('when the owner gets a malformed item or one of another shard, then that item is refused and the others are served', async () => {
-    const { handlers } = twoNodes((_m, item) => Promise.resolve(`ok ${item.n}`));
+  it('when the router knows that three shards share an owner, then their items queued in one turn go there in one forward', async () => {
+    const { batches, forwards, hints, ranForOtherShards } = twoNodes((merchantId, item) => Promise.resolve(`done ${merchantId}:${item.n}`));
+    for (const shard of [1, 2, 3]) hints.set(shard, 1);
+    const sends: [string, number][] = [
+      ['m2', 1],
+      ['m1', 2],
+      ['m3', 3],
+      ['m5', 4],
+      ['m0', 5],
+    ];
+    const answers = await Promise.all(sends.map(([merchantId, n]) => batches.run(merchantId, { n })));
+    expect(answers).to.deep.equal(['done m2:1', 'done m1:2', 'done m3:3', 'done m5:4', 'done m0:5']);
+    expect(forwards, 'one hop for the four items of the three shards').to.deep.equal([{ name: 'things', merchantId: 'm2', items: 4 }]);
+    // the operation went to m2's shard: the items of shards 1 and 3 ran there as their own shard's work
+    expect(ranForOtherShards).to.have.members(['m1', 'm3', 'm5']);
+  });
+
+  it('when a hint is out of date, then the owner answers its items moved and they reach their own shard in a forward of their own', async () => {
+    const performed: string[] = [];
+    // the owner holds shards 1 and 2 only: shard 3 has gone elsewhere since the hint was learnt
+    const moving = twoNodes(
+      (merchantId, item) => {
+        performed.push(`${merchantId}:${item.n}`);
+        return Promise.resolve(`done ${item.n}`);
+      },
+      100,
+      new Set([1, 2]),
+    );
+    for (const shard of [1, 2, 3]) moving.hints.set(shard, 1);
+    const answers = await Promise.all([
+      moving.batches.run('m1', { n: 1 }),
+      moving.batches.run('m3', { n: 2 }),
+      moving.batches.run('m2', { n: 3 }),
+    ]);
+    expect(answers).to.deep.equal(['done 1', 'done 2', 'done 3']);
+    // the group's forward, then m3's item alone to shard 3 (whose owner, in this fake, serves every forward)
+    expect(moving.forwards.map((f) => [f.merchantId, f.items])).to.deep.equal([
+      ['m1', 3],
+      ['m3', 1],
+    ]);
+    expect(
+      performed.filter((p) => p === 'm3:2'),
+      'the moved item performed once, by its shard',
+    ).to.have.length(1);
+  });
+
+  it('when the owner gets a malformed item, one of another shard it holds and one of a shard it does not hold, then it refuses the first, serves the second and answers the third moved', async () => {
+    const { handlers, ranForOtherShards } = twoNodes((_m, item) => Promise.resolve(`ok ${item.n}`), 100, new Set([1, 2]));
     const handler = handlers.get('things')!;
     const reply = (await handler('m1', {
       items: [
         { merchantId: 'm1', item: { n: 1 } },
         { merchantId: 'm1', item: { n: 'x' } },
         { merchantId: 'm2', item: { n: 3 } },
+        { merchantId: 'm3', item: { n: 4 } },
       ],
     })) as {
-      outcomes: { ok: boolean }[];
+      outcomes: { ok: boolean; value?: string; moved?: boolean; reason?: string }[];
     };
-    expect(reply.outcomes.map((o) => o.ok)).to.deep.equal([true, false, false]);
+    expect(reply.outcomes).to.deep.equal([
+      { ok: true, value: 'ok 1' },
+      { ok: false, reason: 'crashed', detail: 'malformed things item' },
+      { ok: true, value: 'ok 3' },
+      { ok: false, moved: true },
+    ]);
+    expect(ranForOtherShards).to.deep.equal(['m2']);
     let refused: unknown = null;
     await handler('m1', { nothing: true }).catch((error: unknown) => {
       refused = error;
     });
     expect(refused).to.be.instanceOf(Error);
+  });
+
+  it("when the operation's own shard leaves the owner while serving, then the whole batch is given back for the shard's new owner", async () => {
+    const { handlers } = twoNodes((merchantId) =>
+      merchantId === 'm1' ? Promise.reject(new NotApplied('shard 1 left')) : Promise.resolve('ok'),
+    );
+    let failure: unknown = null;
+    await handlers.get('things')!('m1', {
+      items: [
+        { merchantId: 'm1', item: { n: 1 } },
+        { merchantId: 'm2', item: { n: 2 } },
+      ],
+    }).catch((error: unknown) => {
+      failure = error;
+    });
+    expect(failure).to.be.instanceOf(NotApplied);
   });
 });

@@ -28,7 +28,7 @@ async function servedShard() {
     }),
   };
   const hosts = { wallets: host, apiKeys: host, messages: host } as unknown as DomainHosts;
-  const manager = { owns: (shard: number) => shard === SHARD } as unknown as ShardManager;
+  const manager = { owns: (shard: number) => shard === SHARD, ownedShards: () => [SHARD] } as unknown as ShardManager;
   const router = createClusterRouter({
     hosts,
     shards: 8,
@@ -71,10 +71,10 @@ describe('cluster router: requests off the wire are checked', () => {
     expect(asked).to.deep.equal([]);
   });
 
-  it('when a request is well formed, then its command reaches the actor whole and the answer goes back', async () => {
+  it('when a request is well formed, then its command reaches the actor whole and the answer goes back, naming the shards this node holds', async () => {
     const { serve, asked } = await servedShard();
     const reply = await serve({ kind: 'wallet', id: 'mer_a', command: { type: 'balance' }, deadline: Date.now() + 1_000 });
-    expect(reply).to.deep.equal({ outcome: 'ok', value: { answered: true } });
+    expect(reply).to.deep.equal({ outcome: 'ok', value: { answered: true }, owned: [SHARD] });
     expect(asked).to.deep.equal([{ type: 'balance' }]);
   });
 });
