@@ -5,7 +5,7 @@
  * this process (a cluster client) that seeds the merchants.
  *
  *   1. Throughput, for each node count of --nodes (ascending; the cluster grows by starting nodes and waiting until
- *      the shards are balanced): a closed loop of --concurrency requests in flight for --duration-s (after a
+ *      the shards are balanced): a closed loop of --concurrency requests in flight (paced at --rate when given) for --duration-s (after a
  *      --warmup-s warm-up), spread round-robin over every node's HTTP port and over the merchants; req/s and
  *      p50/p99 latency, and the CPU time the node processes spent per request (from /proc: the cost of the NATS hops
  *      to a shard's owner shows there even when the machine has fewer cores than processes).
@@ -27,6 +27,10 @@
  *   --duration-s S            measured seconds per node count (BENCH_DURATION_S, 15)
  *   --warmup-s S              unmeasured seconds before each (BENCH_WARMUP_S, 3)
  *   --concurrency C           requests in flight (BENCH_CONCURRENCY, 16)
+ *   --rate R                  pace the throughput load: request i starts no earlier than i / R seconds into the run,
+ *                             still at most --concurrency in flight (BENCH_RATE; default: unpaced, a closed loop).
+ *                             The same offered load for every node count compares their CPU per send at equal load
+ *                             (a closed loop compares them at saturation, where each node batches more per turn)
  *   --merchants M             merchants the load is spread over (BENCH_MERCHANTS, 12)
  *   --failover-rate R         sends/s of the failover load (BENCH_FAILOVER_RATE, 40)
  *   --failover-s S            length of the failover load (BENCH_FAILOVER_S, 30)
@@ -91,7 +95,7 @@ import { sampleCpu } from './process-cpu.js';
 // Options
 
 const USAGE =
-  'usage: npm run bench:cluster -- [--nodes 1,3] [--duration-s S] [--warmup-s S] [--concurrency C] [--merchants M] ' +
+  'usage: npm run bench:cluster -- [--nodes 1,3] [--duration-s S] [--warmup-s S] [--concurrency C] [--rate R] [--merchants M] ' +
   '[--failover-rate R] [--failover-s S] [--no-failover] [--lease-ttl-ms MS] [--failover-deadline-ms MS] [--shards N]';
 
 const OPTION_SPECS: readonly BenchOptionSpec[] = [
@@ -99,6 +103,7 @@ const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'duration-s', env: 'BENCH_DURATION_S', kind: 'value' },
   { flag: 'warmup-s', env: 'BENCH_WARMUP_S', kind: 'value' },
   { flag: 'concurrency', env: 'BENCH_CONCURRENCY', kind: 'value' },
+  { flag: 'rate', env: 'BENCH_RATE', kind: 'value' },
   { flag: 'merchants', env: 'BENCH_MERCHANTS', kind: 'value' },
   { flag: 'failover-rate', env: 'BENCH_FAILOVER_RATE', kind: 'value' },
   { flag: 'failover-s', env: 'BENCH_FAILOVER_S', kind: 'value' },
@@ -127,6 +132,8 @@ const NODE_COUNTS = (given.get('nodes') ?? '1,3').split(',').map((n) => Math.flo
 const DURATION_S = numberOption('duration-s', 15);
 const WARMUP_S = given.get('warmup-s') === '0' ? 0 : numberOption('warmup-s', 3);
 const CONCURRENCY = Math.floor(numberOption('concurrency', 16));
+/** Requests per second of the paced throughput load; null: a closed loop. */
+const RATE = given.get('rate') === undefined ? null : numberOption('rate', 1);
 const MERCHANTS = Math.floor(numberOption('merchants', 12));
 const FAILOVER_RATE = numberOption('failover-rate', 40);
 const FAILOVER_S = numberOption('failover-s', 30);
@@ -173,7 +180,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Throughput: a closed loop of CONCURRENCY requests, round-robin over the nodes and the merchants
+// Throughput: a closed loop of CONCURRENCY requests (paced at RATE when given), round-robin over the nodes and the
+// merchants; a paced request's latency counts from when it started, not from when it was due
 
 interface LoadStats {
   readonly requests: number;
@@ -203,6 +211,12 @@ async function closedLoop(
     Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < until) {
         const i = next++;
+        if (RATE !== null) {
+          const due = started + (i * 1000) / RATE;
+          if (due >= until) break;
+          const wait = due - performance.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        }
         const node = targets[i % targets.length];
         const merchant = merchants[Math.floor(i / targets.length) % merchants.length];
         if (!node || !merchant) throw new Error('no target or merchant');
@@ -905,6 +919,7 @@ async function main(): Promise<void> {
         askTimeoutMs: ASK_TIMEOUT_MS,
         merchants: MERCHANTS,
         concurrency: CONCURRENCY,
+        rate: RATE,
         durationS: DURATION_S,
         warmupS: WARMUP_S,
       },
