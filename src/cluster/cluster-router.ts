@@ -10,7 +10,7 @@ import type { Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';
-import { shardOf } from './shards.js';
+import { decodeShardSet, encodeShardSet, shardOf } from './shards.js';
 import {
   ActorFailureError,
   InternalError,
@@ -63,16 +63,15 @@ function shardRequestOf(payload: unknown): ShardRequest | null {
 
 const FAILURE_REASONS = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] as const satisfies readonly ActorFailureReason[];
 
-const isShardList = (value: unknown): value is number[] =>
-  Array.isArray(value) && value.every((shard) => Number.isSafeInteger(shard) && (shard as number) >= 0);
-
-/** A reply off the wire, checked field by field (null: not a shard reply). */
-function shardReplyOf(value: unknown): ShardReply | null {
+/** A reply off the wire, checked field by field (null: not a shard reply); `shards`: the deployment's shard count. */
+function shardReplyOf(value: unknown, shards: number): ShardReply | null {
   if (!isRecord(value)) return null;
   switch (value.outcome) {
-    case 'ok':
-      // a node from before routing hints names no shards: nothing is learnt from its replies
-      return isShardList(value.owned) ? { outcome: 'ok', value: value.value, owned: value.owned } : { outcome: 'ok', value: value.value };
+    case 'ok': {
+      // a node from before routing hints names no shards (nor does a malformed set): nothing is learnt from its reply
+      const owned = decodeShardSet(value.owned, shards);
+      return owned === null ? { outcome: 'ok', value: value.value } : { outcome: 'ok', value: value.value, owned };
+    }
     case 'not_owner':
       return { outcome: 'not_owner' };
     case 'refused':
@@ -93,11 +92,18 @@ function shardReplyOf(value: unknown): ShardReply | null {
 export type OperationHandler = (merchantId: string, operation: unknown) => Promise<unknown>;
 
 type ShardReply =
-  /** `owned`: every shard the answering node held as it answered, ascending (a routing hint, see `shardGroupOf`). */
+  /**
+   * `owned`: every shard the answering node held as it answered, ascending (a routing hint, see `shardGroupOf`); on the
+   * wire, a bitmap (`encodeShardSet`).
+   */
   | { readonly outcome: 'ok'; readonly value: unknown; readonly owned?: readonly number[] }
   | { readonly outcome: 'failed'; readonly reason: ActorFailureError['reason']; readonly detail: string }
   | { readonly outcome: 'not_owner' }
   | { readonly outcome: 'refused'; readonly detail: string };
+
+/** A reply as it goes on the wire: an answer's shards encoded. */
+type WireReply =
+  Exclude<ShardReply, { readonly outcome: 'ok' }> | { readonly outcome: 'ok'; readonly value: unknown; readonly owned: string };
 
 /** The transport's own timeout, in multiples of the patient wait (which ends first unless the process froze). */
 const PATIENCE_BACKSTOP = 10;
@@ -215,7 +221,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         request.kind === 'operation' ? request.name : `ask:${request.kind}`,
       );
     }
-    const reply = shardReplyOf(answered);
+    const reply = shardReplyOf(answered, options.shards);
     if (reply === null)
       throw new AbortError(
         new ActorFailureError(target, 'unavailable', `shard ${shard} answered with something that is not a shard reply`),
@@ -344,10 +350,10 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     };
   }
 
-  /** An answer, with the shards this node holds now (the requester's routing hint). */
-  const ok = (value: unknown): ShardReply => ({ outcome: 'ok', value, owned: manager.ownedShards() });
+  /** An answer off to the wire, with the shards this node holds now (the requester's routing hint). */
+  const ok = (value: unknown): WireReply => ({ outcome: 'ok', value, owned: encodeShardSet(manager.ownedShards(), options.shards) });
 
-  async function answer(shard: number, payload: unknown): Promise<ShardReply> {
+  async function answer(shard: number, payload: unknown): Promise<WireReply> {
     if (!manager.owns(shard)) return { outcome: 'not_owner' };
     const request = shardRequestOf(payload);
     if (request === null) return { outcome: 'refused', detail: 'not a shard request' };

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createClusterRouter } from '../../../src/cluster/cluster-router.js';
+import { encodeShardSet } from '../../../src/cluster/shards.js';
 import type { DomainHosts } from '../../../src/cluster/actor-router.js';
 import type { ShardManager } from '../../../src/cluster/shard-manager.js';
 import { systemClock } from '../../../src/libraries/clock/clock.js';
@@ -74,7 +75,7 @@ describe('cluster router: requests off the wire are checked', () => {
   it('when a request is well formed, then its command reaches the actor whole and the answer goes back, naming the shards this node holds', async () => {
     const { serve, asked } = await servedShard();
     const reply = await serve({ kind: 'wallet', id: 'mer_a', command: { type: 'balance' }, deadline: Date.now() + 1_000 });
-    expect(reply).to.deep.equal({ outcome: 'ok', value: { answered: true }, owned: [SHARD] });
+    expect(reply).to.deep.equal({ outcome: 'ok', value: { answered: true }, owned: encodeShardSet([SHARD], 8) });
     expect(asked).to.deep.equal([{ type: 'balance' }]);
   });
 });
