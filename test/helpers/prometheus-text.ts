@@ -49,5 +49,13 @@ export function valueOf(exposition: Exposition, name: string, labels: Record<str
   return sampleOf(exposition, name, labels)?.value;
 }
 
+/** The sum of every sample of `name` whose labels include `labels` (a counter over all its series, or some); 0 when none. */
+export function totalOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number {
+  const wanted = Object.entries(labels);
+  return exposition.samples
+    .filter((s) => s.name === name && wanted.every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
 /** `sms_gateway_<suffix>` */
 export const M = (suffix: string): string => `sms_gateway_${suffix}`;

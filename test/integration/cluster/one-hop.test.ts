@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
-import { M, parseExposition, valueOf } from '../../helpers/prometheus-text.js';
+import { M, parseExposition, totalOf, valueOf } from '../../helpers/prometheus-text.js';
 import { eventually } from '../../helpers/webhook-receiver.js';
 import { natsNames } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
@@ -28,10 +28,7 @@ async function ownerLookupsOf(node: ClusterNode): Promise<number> {
 
 /** A counter of a node, summed over the series whose labels include `labels` (0 before the first sample). */
 async function counterOf(node: ClusterNode, suffix: string, labels: Record<string, string> = {}): Promise<number> {
-  const exposition = parseExposition(await (await fetch(node.metricsUrl)).text());
-  return exposition.samples
-    .filter((sample) => sample.name === M(suffix) && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
-    .reduce((sum, sample) => sum + sample.value, 0);
+  return totalOf(parseExposition(await (await fetch(node.metricsUrl)).text()), M(suffix), labels);
 }
 
 /** Two nodes, one merchant: the node owning the merchant's shard and the other one. */
