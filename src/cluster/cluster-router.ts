@@ -350,8 +350,14 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     };
   }
 
+  /** The shards this node holds, encoded once per change (every gain and loss passes through serveShard / leaveShard). */
+  let ownedOnWire: string | null = null;
   /** An answer off to the wire, with the shards this node holds now (the requester's routing hint). */
-  const ok = (value: unknown): WireReply => ({ outcome: 'ok', value, owned: encodeShardSet(manager.ownedShards(), options.shards) });
+  const ok = (value: unknown): WireReply => ({
+    outcome: 'ok',
+    value,
+    owned: (ownedOnWire ??= encodeShardSet(manager.ownedShards(), options.shards)),
+  });
 
   async function answer(shard: number, payload: unknown): Promise<WireReply> {
     if (!manager.owns(shard)) return { outcome: 'not_owner' };
@@ -403,10 +409,12 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       }
     },
     async serveShard(shard) {
+      ownedOnWire = null;
       if (serving.has(shard)) return;
       serving.set(shard, await transport.serve(shardSubject(shard), (payload) => answer(shard, payload)));
     },
     async leaveShard(shard) {
+      ownedOnWire = null;
       const server = serving.get(shard);
       serving.delete(shard);
       await server?.stop();

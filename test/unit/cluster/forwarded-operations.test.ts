@@ -153,6 +153,23 @@ describe('cluster router: routing hints from the shards each owner names in its 
     expect([2, 5, 6].map((shard) => b.shardGroupOf(shard))).to.deep.equal([2, 5, 2]);
   });
 
+  it('when the owner leaves a shard, then its answers from then on no longer name it', async () => {
+    const { transportOf } = wire();
+    const ownedByA = new Set([2, 5, 6]);
+    const a = routerOf('a', ownedByA, transportOf('a'));
+    for (const shard of ownedByA) await a.serveShard(shard);
+    a.handleOperations('work', () => Promise.resolve('done'));
+    const b = routerOf('b', new Set(), transportOf('b'));
+    await b.forward('work', merchantOfShard(2), {});
+    expect([2, 5, 6].map((shard) => b.shardGroupOf(shard))).to.deep.equal([2, 2, 2]);
+
+    ownedByA.delete(5);
+    await a.leaveShard(5);
+    const c = routerOf('c', new Set(), transportOf('c'));
+    await c.forward('work', merchantOfShard(6), {});
+    expect([2, 5, 6].map((shard) => c.shardGroupOf(shard))).to.deep.equal([2, 5, 2]);
+  });
+
   it('when a node from before the hints answers (it names no shards), then the requester drops every hint: it groups nothing until told again', async () => {
     const { transportOf } = wire();
     const a = routerOf('a', new Set([2, 5]), transportOf('a'));
