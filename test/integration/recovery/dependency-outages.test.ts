@@ -183,6 +183,14 @@ describe('dependency outages: a node survives its database and its broker going 
     const health = await waitDegraded('database');
     expect(health.status).to.equal('degraded');
     const [merchant] = merchants;
+    // the balance of a merchant the last sends touched is still answered from memory while the node keeps its record
+    // (MERCHANT_CATALOG_TTL_MS, 5 s) and its shard's lease: the first refusal comes within seconds
+    await eventually(
+      async () => (await call(`${node.api}/balance`, { key: merchant!.apiKey })).status === 503,
+      30_000,
+      'a balance refused once the merchant record is no longer cached',
+      200,
+    );
     // what needs the database: a send (the wallet's journal), a balance, a status
     const until = Date.now() + OUTAGE_MS;
     let probes = 0;
