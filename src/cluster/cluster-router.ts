@@ -12,11 +12,11 @@ import type { ShardManager } from './shard-manager.js';
 import { recordRemoteHop } from './remote-hops.js';
 import { decodeShardSet, encodeShardSet, shardOf } from './shards.js';
 import {
+  ACTOR_FAILURE_REASONS,
   ActorFailureError,
   InternalError,
   NoResponderError,
   RequestTimeoutError,
-  type ActorFailureReason,
 } from '../libraries/errors/internal-errors.js';
 
 type ActorKind = 'wallet' | 'apiKey' | 'message';
@@ -61,8 +61,6 @@ function shardRequestOf(payload: unknown): ShardRequest | null {
   return { kind, id, command, ...within };
 }
 
-const FAILURE_REASONS = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] as const satisfies readonly ActorFailureReason[];
-
 /** A reply off the wire, checked field by field (null: not a shard reply); `shards`: the deployment's shard count. */
 function shardReplyOf(value: unknown, shards: number): ShardReply | null {
   if (!isRecord(value)) return null;
@@ -77,7 +75,7 @@ function shardReplyOf(value: unknown, shards: number): ShardReply | null {
     case 'refused':
       return typeof value.detail === 'string' ? { outcome: 'refused', detail: value.detail } : null;
     case 'failed':
-      return isOneOf(FAILURE_REASONS, value.reason) && typeof value.detail === 'string'
+      return isOneOf(ACTOR_FAILURE_REASONS, value.reason) && typeof value.detail === 'string'
         ? { outcome: 'failed', reason: value.reason, detail: value.detail }
         : null;
     default:

@@ -1,5 +1,6 @@
 import { isNotApplied, type ClusterRouter } from './cluster-router.js';
-import { ActorFailureError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
+import { ACTOR_FAILURE_REASONS, ActorFailureError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
+import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 
 /**
  * Work items for merchants' actors, sent to their shards' owners in batches: the items queued in one turn of the
@@ -38,10 +39,6 @@ type ItemOutcome<O> =
   /** The node holds no longer (or never held) the item's shard: nothing was done, the item goes to its shard. */
   | { readonly ok: false; readonly moved: true };
 
-const REASONS: readonly string[] = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] satisfies ActorFailureReason[];
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-
 /** The owner's outcomes off the wire, checked: one per item sent. */
 function outcomesOf<O>(value: unknown, count: number): ItemOutcome<O>[] {
   const outcomes = isRecord(value) ? value.outcomes : undefined;
@@ -50,8 +47,8 @@ function outcomesOf<O>(value: unknown, count: number): ItemOutcome<O>[] {
   return outcomes.map((outcome: unknown): ItemOutcome<O> => {
     if (isRecord(outcome) && outcome.ok === true) return { ok: true, value: outcome.value as O };
     if (isRecord(outcome) && outcome.moved === true) return { ok: false, moved: true };
-    if (isRecord(outcome) && typeof outcome.reason === 'string' && REASONS.includes(outcome.reason)) {
-      return { ok: false, reason: outcome.reason as ActorFailureReason, detail: String(outcome.detail) };
+    if (isRecord(outcome) && isOneOf(ACTOR_FAILURE_REASONS, outcome.reason)) {
+      return { ok: false, reason: outcome.reason, detail: String(outcome.detail) };
     }
     throw new Error('the node owning the shard answered a batch item with a malformed outcome');
   });

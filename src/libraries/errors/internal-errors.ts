@@ -66,7 +66,9 @@ export class ConfigError extends InternalError {
   }
 }
 
-export type ActorFailureReason = 'crashed' | 'fenced' | 'unavailable' | 'timeout' | 'expired';
+/** Why an actor's command failed (on the wire between nodes too: the list checks what arrives). */
+export const ACTOR_FAILURE_REASONS = ['crashed', 'fenced', 'unavailable', 'timeout', 'expired'] as const;
+export type ActorFailureReason = (typeof ACTOR_FAILURE_REASONS)[number];
 
 /** The actor could not answer: it crashed on the command, lost its fence, or its storage failed. */
 export class ActorFailureError extends InternalError {
