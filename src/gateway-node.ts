@@ -118,6 +118,7 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
           transport,
           delays: config.simulator,
           receiptBatchMax: config.simulator.receiptBatchMax,
+          receiptLingerMs: config.simulator.receiptLingerMs,
           onError: (error, context) => {
             logger.warn({ err: error, context }, 'simulator');
           },

@@ -45,6 +45,15 @@ export interface SimulatorConnectorOptions {
    * as one batch; 1 publishes every receipt on its own, as a connector that does not batch would.
    */
   readonly receiptBatchMax?: number;
+  /**
+   * How long the first receipt to fall due while the publisher is idle waits for others before it leaves (0: only
+   * those falling due in the same turn of the event loop). At a light load each receipt would otherwise travel alone,
+   * and every NATS message costs the stream, the node that consumes it and its journal write about as much whatever
+   * it holds. A full batch leaves at once, and receipts falling due while a publish is under way never wait: they
+   * leave with the next publish, as without a linger. Nothing waits on a receipt here (the dispatch was acknowledged
+   * when taken), so the wait only delays the receipts.
+   */
+  readonly receiptLingerMs?: number;
   /** Told of every valid job delivered: `taken` when it goes to the carrier, false when it was taken before. */
   readonly onDelivery?: (dispatchId: string, taken: boolean) => void;
 }
@@ -83,6 +92,8 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
   if (!Number.isInteger(batchMax) || batchMax < 1 || batchMax > RECEIPT_BATCH_MAX) {
     throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${batchMax}`);
   }
+  const lingerMs = options.receiptLingerMs ?? 0;
+  if (!Number.isInteger(lingerMs) || lingerMs < 0) throw new Error(`receiptLingerMs must be a non-negative integer, got ${lingerMs}`);
 
   /** dispatch id → deliveries seen; presence means the dispatch was taken (sent to the simulated carrier). */
   const seen = new Map<string, number>();
@@ -92,6 +103,8 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
   let due: Receipt[] = [];
   /** The publisher: one NATS message in flight at a time, so receipts reach the stream in the order they fell due. */
   let publisher: Promise<void> | null = null;
+  /** Ends the publisher's linger now (a batch filled up, or the connector is stopping); null when not lingering. */
+  let endLinger: (() => void) | null = null;
   /** Receipts in the NATS message being published. */
   let inFlight = 0;
   let idleWaiters: (() => void)[] = [];
@@ -162,11 +175,29 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     }
   }
 
-  /** Started after the timers of this turn have run, so receipts falling due together leave together. */
+  /**
+   * Started after the timers of this turn have run, so receipts falling due together leave together; with a linger,
+   * after receiptLingerMs, or as soon as a batch is full or the connector stops.
+   */
   function kickPublisher(): void {
-    if (publisher) return;
+    if (publisher) {
+      if (endLinger && (due.length >= batchMax || state !== 'running')) endLinger();
+      return;
+    }
     publisher = new Promise<void>((resolve) => {
-      setImmediate(resolve);
+      if (lingerMs === 0 || due.length >= batchMax || state !== 'running') {
+        setImmediate(resolve);
+        return;
+      }
+      const timer = setTimeout(() => {
+        endLinger = null;
+        resolve();
+      }, lingerMs);
+      endLinger = () => {
+        clearTimeout(timer);
+        endLinger = null;
+        setImmediate(resolve);
+      };
     })
       .then(drain)
       .catch((error: unknown) => {
@@ -255,6 +286,8 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     async stop() {
       if (state !== 'running') return;
       state = 'stopping';
+      // receipts waiting for company leave now; those falling due from here on leave without waiting
+      endLinger?.();
       await consumer?.stop();
       consumer = null;
       let largestDelay = 0;

@@ -68,6 +68,7 @@ async function main(): Promise<void> {
     transport,
     delays: { stepDelayMs: config.simulator.stepDelayMs, slowDelayMs: config.simulator.slowDelayMs },
     receiptBatchMax: config.simulator.receiptBatchMax,
+    receiptLingerMs: config.simulator.receiptLingerMs,
     ...(deliveryLog === ''
       ? {}
       : {

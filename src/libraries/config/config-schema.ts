@@ -193,6 +193,11 @@ export const configSchema = group({
       'SIMULATOR_RECEIPT_BATCH_MAX',
       'Sandbox simulator: most receipts in one NATS message; receipts falling due together travel together (1: one receipt per message).',
     ),
+    receiptLingerMs: setting(
+      nonNegativeInt(),
+      'SIMULATOR_RECEIPT_LINGER_MS',
+      'Sandbox simulator: how long a receipt falling due while none is being published waits for others to share its NATS message (0: only those falling due at once).',
+    ),
   }),
   outbox: group({
     pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),

@@ -488,6 +488,72 @@ describe('simulator connector', () => {
       expect(fake.receipts()).to.have.length(8);
     });
 
+    describe('with a linger', () => {
+      const statuses = (): [string, string][] => fake.receipts().map((r): [string, string] => [r.dispatch_id.slice(-1), r.status]);
+
+      it('when receipts fall due within the linger, then the first waits for it and they all leave in one message', async () => {
+        await startConnector({ receiptLingerMs: 20 });
+        await fake.deliver(job('97', 0));
+        await timers.tickAsync(5);
+        await fake.deliver(job('97', 1));
+        // due so far: processing 0 (at 0), processing 1 (at 5), accepted 0 (at 10), accepted 1 (at 15)
+        await timers.tickAsync(14);
+        expect(fake.published, 'nothing before the linger ends').to.deep.equal([]);
+
+        await timers.tickAsync(1);
+
+        expect(fake.published).to.have.length(1);
+        expect(checkReceiptBatch(fake.published[0]!.payload).ok).to.equal(true);
+        expect(statuses()).to.deep.equal([
+          ['0', 'processing'],
+          ['1', 'processing'],
+          ['0', 'accepted'],
+          ['1', 'accepted'],
+        ]);
+      });
+
+      it('when a batch fills up, then it leaves at once, and what fell due meanwhile follows without waiting', async () => {
+        await startConnector({ receiptLingerMs: 1_000, receiptBatchMax: 2 });
+        await Promise.all([0, 1, 2].map((recipient) => fake.deliver(job('42', recipient))));
+
+        await timers.tickAsync(5);
+
+        expect(fake.published.map((p) => (isBatch(p.payload) ? p.payload.receipts.length : 1))).to.deep.equal([2, 1]);
+        expect(statuses()).to.deep.equal([
+          ['0', 'processing'],
+          ['1', 'processing'],
+          ['2', 'processing'],
+        ]);
+      });
+
+      it('when the connector stops, then a receipt waiting for company leaves at once and later ones do not wait', async () => {
+        await startConnector({ receiptLingerMs: 1_000 });
+        await fake.deliver(job('97'));
+        await timers.tickAsync(1);
+        expect(fake.published, 'lingering').to.deep.equal([]);
+
+        const stopping = connector.stop();
+        await timers.tickAsync(0);
+        expect(statuses()).to.deep.equal([['0', 'processing']]);
+        await timers.tickAsync(S);
+        await stopping;
+
+        expect(statuses()).to.deep.equal([
+          ['0', 'processing'],
+          ['0', 'accepted'],
+        ]);
+      });
+
+      it('when receiptLingerMs is negative or not an integer, then the connector is not created', () => {
+        for (const receiptLingerMs of [-1, 1.5]) {
+          expect(
+            () => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptLingerMs }),
+            String(receiptLingerMs),
+          ).to.throw(/receiptLingerMs/);
+        }
+      });
+    });
+
     it('when receiptBatchMax is outside 1 to 500, then the connector is not created', () => {
       for (const receiptBatchMax of [0, 501, 1.5]) {
         expect(
