@@ -189,9 +189,10 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
         setImmediate(resolve);
         return;
       }
+      // the publish starts after the check phase, as without a linger: receipts falling due at the linger's end join it
       const timer = setTimeout(() => {
         endLinger = null;
-        resolve();
+        setImmediate(resolve);
       }, lingerMs);
       endLinger = () => {
         clearTimeout(timer);

@@ -500,7 +500,7 @@ describe('simulator connector', () => {
         await timers.tickAsync(14);
         expect(fake.published, 'nothing before the linger ends').to.deep.equal([]);
 
-        await timers.tickAsync(1);
+        await timers.tickAsync(2);
 
         expect(fake.published).to.have.length(1);
         expect(checkReceiptBatch(fake.published[0]!.payload).ok).to.equal(true);
