@@ -194,9 +194,9 @@ export const configSchema = group({
       'Sandbox simulator: most receipts in one NATS message; receipts falling due together travel together (1: one receipt per message).',
     ),
     receiptLingerMs: setting(
-      nonNegativeInt(),
+      nonNegativeInt().max(1_000),
       'SIMULATOR_RECEIPT_LINGER_MS',
-      'Sandbox simulator: how long a receipt falling due while none is being published waits for others to share its NATS message (0: only those falling due at once).',
+      'Sandbox simulator: how long a receipt falling due while none is being published waits for others to share its NATS message (0: only those falling due at once; at most 1000).',
     ),
   }),
   outbox: group({

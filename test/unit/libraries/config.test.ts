@@ -86,6 +86,12 @@ describe('configuration', () => {
       .with.property('key', 'http.port');
     expect(() => loadConfig({ env: { GATEWAY_ENVIRONMENT: 'staging' } })).to.throw(ConfigError, /environment.*GATEWAY_ENVIRONMENT/);
     expect(() => loadConfig({ env: { DEFAULT_UNIT_PRICE: '0.00001' } })).to.throw(ConfigError, /merchantDefaults\.unitPrice/);
+    // a simulator receipt held longer than a second would no longer keep the sandbox's pace
+    expect(() => loadConfig({ env: { SIMULATOR_RECEIPT_LINGER_MS: '1001' } })).to.throw(
+      ConfigError,
+      /simulator\.receiptLingerMs.*SIMULATOR_RECEIPT_LINGER_MS/,
+    );
+    expect(loadConfig({ env: { SIMULATOR_RECEIPT_LINGER_MS: '0' } }).simulator.receiptLingerMs).to.equal(0);
   });
 
   it('when loaded, then the result is frozen all the way down', () => {
