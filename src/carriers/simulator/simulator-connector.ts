@@ -180,24 +180,26 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
    * after receiptLingerMs, or as soon as a batch is full or the connector stops.
    */
   function kickPublisher(): void {
+    // a full batch waits for nothing more, and nothing waits once the connector stops
+    const waitsNoMore = due.length >= batchMax || state !== 'running';
     if (publisher) {
-      if (endLinger && (due.length >= batchMax || state !== 'running')) endLinger();
+      if (waitsNoMore) endLinger?.();
       return;
     }
     publisher = new Promise<void>((resolve) => {
-      if (lingerMs === 0 || due.length >= batchMax || state !== 'running') {
+      // the publish starts after the check phase: receipts falling due at that instant join it
+      const start = (): void => {
+        endLinger = null;
         setImmediate(resolve);
+      };
+      if (lingerMs === 0 || waitsNoMore) {
+        start();
         return;
       }
-      // the publish starts after the check phase, as without a linger: receipts falling due at the linger's end join it
-      const timer = setTimeout(() => {
-        endLinger = null;
-        setImmediate(resolve);
-      }, lingerMs);
+      const timer = setTimeout(start, lingerMs);
       endLinger = () => {
         clearTimeout(timer);
-        endLinger = null;
-        setImmediate(resolve);
+        start();
       };
     })
       .then(drain)
