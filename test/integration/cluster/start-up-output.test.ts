@@ -107,7 +107,7 @@ describe('start-up output of a server-mode node', function () {
     expect(summaries(second, 'shards handed over: ')).to.have.length(1);
     expect(summaries(second, 'shards handed over: ')[0]).to.include({ handed_over: half, owned: 0 });
     // on a loaded machine the second node's shards can come free over more than one of the first node's lease rounds
-    // (seen with both cores busy: 27-31 in one round, 16-26 in the next): one summary line per round, and together
+    // (seen with both cores busy: a first line of 27-31 alone): one summary line per round, and together
     // they take back exactly the second half
     const takenBack = (): Log[] => summaries(first!, 'shards acquired: ').slice(1);
     await eventually(
