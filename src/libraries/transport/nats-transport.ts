@@ -12,7 +12,15 @@ import {
   type JsMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { RequestError, TimeoutError, headers as natsHeaders, nanos, type Msg, type MsgHdrs } from '@nats-io/transport-node';
+import {
+  RequestError,
+  TimeoutError,
+  headers as natsHeaders,
+  nanos,
+  type Msg,
+  type MsgHdrs,
+  type Subscription,
+} from '@nats-io/transport-node';
 import { createHandlerSlots } from './handler-slots.js';
 import { connectNats } from './nats-connect.js';
 import { NO_NAMESPACE, type NatsNames } from './nats-names.js';
@@ -53,6 +61,8 @@ export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
 export const DEFAULT_MAX_AGE_MS = 7 * 24 * 3_600_000;
 /** A handler that throws is retried after this delay (a throw is a bug or an outage, not a decision). */
 export const HANDLER_FAILURE_DELAY_MS = 1_000;
+/** How long a stopping consumer waits for the server to confirm its unsubscription (one round trip when all is well). */
+const DRAIN_WAIT_MS = 2_000;
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 /** A reply carrying this header is an error raised by the serving handler; its body is `{ message }`. */
 const REPLY_ERROR_HEADER = 'Gw-Error';
@@ -187,6 +197,8 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
         if (state.stopping) return;
         state.stopping = true;
         slots.release();
+        // disconnected, nothing is in flight to this process, and a drain would wait for the server to come back
+        if (disconnectedFrom === null) await drainPullSubscription(messages, DRAIN_WAIT_MS);
         await messages.close();
         await loop;
         await slots.settled(spec.ackWaitMs);
@@ -280,6 +292,33 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/**
+ * Drains the subscription a pull consumer's messages arrive on, before the consumer is closed. Closing alone
+ * unsubscribes at once, and a delivery the server sent before it saw the unsubscription is dropped by the client:
+ * the broker then holds it, unacknowledged, for the whole ack wait (a connector standing by while a job it handed back
+ * came round again kept that job 30 s from the instance taking over). Drained, such a delivery still reaches the
+ * consumer's loop, which hands it back at once. The client keeps that subscription in a field of its own (it
+ * handles a drained one as a normal end); if a later client version has none, closing alone is what remains.
+ */
+async function drainPullSubscription(messages: object, withinMs: number): Promise<void> {
+  const sub: unknown = Reflect.get(messages, 'sub');
+  if (!isDrainable(sub) || sub.isClosed() || sub.isDraining()) return;
+  let timer: NodeJS.Timeout | undefined;
+  // a drain ends with the server's answer to a ping: bounded, so a connection lost meanwhile cannot hold the stop
+  await Promise.race([
+    sub.drain().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, withinMs);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+function isDrainable(value: unknown): value is Pick<Subscription, 'drain' | 'isClosed' | 'isDraining'> {
+  if (typeof value !== 'object' || value === null) return false;
+  return ['drain', 'isClosed', 'isDraining'].every((method) => typeof Reflect.get(value, method) === 'function');
 }
 
 function toDelivery(msg: JsMsg, names: NatsNames): Delivery {

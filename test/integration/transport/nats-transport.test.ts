@@ -3,9 +3,17 @@ import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager }
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
 import { NO_NAMESPACE, natsNames, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
-import { ACK, STREAMS, type Delivery, type Disposition, type Transport } from '../../../src/libraries/transport/transport-port.js';
+import {
+  ACK,
+  STREAMS,
+  type Consumer,
+  type Delivery,
+  type Disposition,
+  type Transport,
+} from '../../../src/libraries/transport/transport-port.js';
 import { dependencyOf } from '../../../src/libraries/errors/dependency-failure.js';
 import { startTestNats, testNats, type TestNats } from '../../helpers/nats.js';
+import { startDelayingProxy } from '../../helpers/delaying-proxy.js';
 import { pause, transportContract, waitUntil } from './transport-contract.js';
 import { NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
 
@@ -65,6 +73,28 @@ describe('transport contract: NATS JetStream under a namespace (private nats-ser
     reset: () => deleteStreams(jsm, names),
   });
 });
+
+/** A consumer of dispatch jobs on `name` that acknowledges whatever it gets. */
+function idleConsumer(transport: Transport, name: string): Promise<Consumer> {
+  return transport.consume({
+    stream: 'dispatch',
+    filter: `sms.dispatch.${name}`,
+    durable: name,
+    concurrency: 1,
+    ackWaitMs: 30_000,
+    handler: () => Promise.resolve(ACK),
+  });
+}
+
+/** Stops the consumer, failing if the stop has not ended within `timeoutMs`. */
+async function stopsWithin(consumer: Consumer, timeoutMs: number): Promise<void> {
+  let stopped = false;
+  const stopping = consumer.stop().then(() => {
+    stopped = true;
+  });
+  await waitUntil(() => stopped, 'the consumer has stopped', timeoutMs);
+  await stopping;
+}
 
 describe('NATS transport', function () {
   this.timeout(30_000);
@@ -297,6 +327,74 @@ describe('NATS transport', function () {
       errors.filter((e) => dependencyOf(e) === null).length,
     );
     await server2.stop();
+  });
+
+  it('when a consumer stops while the server is delivering to it, then that delivery is handed back at once, not held for the ack wait', async () => {
+    // the stopping consumer's unsubscription reaches the server a second late: meanwhile the server delivers to it
+    const proxy = await startDelayingProxy(server.port);
+    const stopping = await connectNatsTransport({ servers: proxy.url, name: 'stopping' });
+    try {
+      const spec = {
+        stream: 'dispatch',
+        filter: 'sms.dispatch.handover',
+        durable: 'handover',
+        concurrency: 4,
+        ackWaitMs: 120_000,
+      } as const;
+      const handledByFirst: string[] = [];
+      const first = await stopping.consume({
+        ...spec,
+        handler: (d: Delivery): Promise<Disposition> => {
+          handledByFirst.push(d.id);
+          return Promise.resolve(ACK);
+        },
+      });
+      await waitUntilAsync(async () => (await jsm.consumers.info('SMS_DISPATCH', 'handover')).num_waiting > 0, 'its pull request waits');
+      proxy.delayToServer(1_000);
+      const stopped = first.stop();
+      await transport.publish('sms.dispatch.handover', { n: 1 }, { id: 'handover-1' });
+      await stopped;
+      const handledBySecond: string[] = [];
+      await transport.consume({
+        ...spec,
+        handler: (d: Delivery): Promise<Disposition> => {
+          handledBySecond.push(d.id);
+          return Promise.resolve(ACK);
+        },
+      });
+      // dropped on arrival, it would come back only after the ack wait (two minutes)
+      await waitUntil(() => handledBySecond.length === 1, 'the next consumer takes the job', 20_000);
+      expect(handledBySecond).to.deep.equal(['handover-1']);
+      expect(handledByFirst, 'a stopping consumer hands deliveries back unhandled').to.deep.equal([]);
+    } finally {
+      await stopping.close();
+      await proxy.close();
+    }
+  });
+
+  it('when the server does not confirm the unsubscription, then a consumer still stops after a short wait', async () => {
+    const proxy = await startDelayingProxy(server.port);
+    const stalled = await connectNatsTransport({ servers: proxy.url, name: 'stalled' });
+    try {
+      const consumer = await idleConsumer(stalled, 'stalled');
+      // nothing this client sends reaches the server for two minutes: the unsubscription is never confirmed meanwhile
+      proxy.delayToServer(120_000);
+      await stopsWithin(consumer, 15_000);
+    } finally {
+      await proxy.close();
+      await stalled.close();
+    }
+  });
+
+  it('when the server is gone, then a consumer still stops (it does not wait for the server to confirm)', async () => {
+    const consumer = await idleConsumer(transport, 'outage');
+    await server.stopServer();
+    try {
+      // a stop waiting for the server would still wait when the server is back, long after this
+      await stopsWithin(consumer, 15_000);
+    } finally {
+      await server.startServer();
+    }
   });
 
   it('when nats-server restarts mid-stream, then the consumer resumes and every message is delivered', async () => {
