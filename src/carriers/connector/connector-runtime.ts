@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection, QueuedIterator } from '@nats-io/nats-core';
 import { systemClock, toIsoUtc, uuidV4, type Clock, type IdGenerator } from '../../libraries/clock/clock.js';
 import type { Logger } from '../../libraries/logger/logger.js';
 import { createGroupCommit, settledTogether } from '../../libraries/persistence/group-commit.js';
+import { bucketKeys } from '../../libraries/transport/bucket-keys.js';
 import {
   PRESENCE_BUCKET,
   connectorDurable,
@@ -236,6 +237,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   let dispatches: KV | null = null;
   let references: KV | null = null;
   let presence: KV | null = null;
+  let streams: JetStreamManager | null = null;
   let consumer: Consumer | null = null;
   /** Starting or stopping the consumer, one change at a time. */
   let consumerChange: Promise<void> = Promise.resolve();
@@ -279,6 +281,11 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
   const bucket = (kv: KV | null): KV => {
     if (kv === null) throw new Error('connector runtime not started');
     return kv;
+  };
+
+  const streamManager = (): JetStreamManager => {
+    if (streams === null) throw new Error('connector runtime not started');
+    return streams;
   };
 
   const correlationMemory = (): CorrelationMemory => {
@@ -852,7 +859,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
    */
   async function adoptLegacyEarlyReports(kvm: Kvm): Promise<number> {
     const name = options.names.bucket(legacyEarlyReportBucket(carrier));
-    const jsm = await jetstreamManager(options.nats);
+    const jsm = streamManager();
     const exists = await jsm.streams.info(`KV_${name}`).then(
       () => true,
       (error: unknown) => {
@@ -989,8 +996,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
 
   async function readLiveOfCarrier(now: number): Promise<ConnectorPresence[]> {
     const kv = bucket(presence);
-    const keys: string[] = [];
-    for await (const key of await kv.keys(`${carrier}.*`)) keys.push(key);
+    const keys = await bucketKeys(streamManager(), options.names.bucket(PRESENCE_BUCKET), `${carrier}.*`);
     const entries: ConnectorPresence[] = [];
     for (const key of keys) {
       if (key === presenceKey(carrier, connectorId)) continue;
@@ -1060,6 +1066,7 @@ export function createConnectorRuntime(options: ConnectorRuntimeOptions): Connec
     async start() {
       if (state !== 'idle') throw new Error(`connector runtime cannot start: it is ${state}`);
       const kvm = new Kvm(options.nats);
+      streams = await jetstreamManager(options.nats);
       const { names } = options;
       [dispatches, references, presence] = await Promise.all([
         openBucket(kvm, names.bucket(dispatchBucket(carrier)), recordTtlMs),

@@ -1,5 +1,7 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection, QueuedIterator } from '@nats-io/transport-node';
+import { bucketKeys } from '../../libraries/transport/bucket-keys.js';
 import { PRESENCE_BUCKET, type NatsNames } from '../../libraries/transport/nats-names.js';
 import { CARRIER_SLUG } from '../carrier-protocol.js';
 import { PRESENCE_TTL_MS, liveConnectors, presenceKey, type ConnectorPresence } from './connector-presence.js';
@@ -167,10 +169,7 @@ export async function readPresenceOnce(
   onError: (error: unknown, context: string) => void = () => undefined,
 ): Promise<ConnectorPresence[]> {
   const kv = await openPresenceBucket(nats, names);
-  // the key listing follows the bucket's writes while it is read: a key written again meanwhile (a connector's
-  // heartbeat, on a loaded machine) can be listed twice, and would be counted twice
-  const keys = new Set<string>();
-  for await (const key of await kv.keys()) keys.add(key);
+  const keys = await bucketKeys(await jetstreamManager(nats), names.bucket(PRESENCE_BUCKET));
   const entries: ConnectorPresence[] = [];
   for (const key of keys) {
     const entry = await kv.get(key);

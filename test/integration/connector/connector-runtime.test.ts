@@ -3,6 +3,7 @@ import sinon from 'sinon';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { bucketKeys } from '../../../src/libraries/transport/bucket-keys.js';
 import { connectNats } from '../../../src/libraries/transport/nats-connect.js';
 import {
   NO_NAMESPACE,
@@ -923,7 +924,7 @@ describe('connector runtime on NATS (fake carrier link)', function () {
     const kv = await new Kvm(nc).open(PRESENCE_BUCKET);
     const entries = async (): Promise<ConnectorPresence[]> => {
       const found: ConnectorPresence[] = [];
-      for await (const key of await kv.keys('rt-presence.*')) {
+      for (const key of await bucketKeys(jsm, PRESENCE_BUCKET, 'rt-presence.*')) {
         const entry = await kv.get(key);
         if (entry?.operation === 'PUT') found.push(entry.json<ConnectorPresence>());
       }
@@ -948,5 +949,25 @@ describe('connector runtime on NATS (fake carrier link)', function () {
       return found.length === 1 && found[0]?.name === 'two' ? found : null;
     });
     await waitFor('the remaining connector to take the jobs', () => two.runtime.stats().active);
+  });
+
+  it('reads the presence of its carrier in one request per round, through no consumer, while the others keep writing theirs', async () => {
+    // a key listing made by a consumer follows the writes it meets and can go on while they do: a round waited for
+    // good on one, so the standby never took over and could not stop
+    const primary = await startConnector('rt-presence-read', { name: 'primary', priority: 1 });
+    const standby = await startConnector('rt-presence-read', { name: 'standby', priority: 2 });
+    await waitFor('presence to settle', () => primary.runtime.stats().active && !standby.runtime.stats().active);
+    const spy = sinon.spy(standby.kv, 'request');
+    for (let round = 0; round < 5; round++) await standby.runtime.refreshPresence();
+    const subjects = spy.getCalls().map((call) => call.args[0]);
+    spy.restore();
+    expect(
+      subjects.filter((subject) => subject.startsWith('$JS.API.CONSUMER.')),
+      'no consumer made to read presence',
+    ).to.deep.equal([]);
+    expect(subjects.filter((subject) => subject === `$JS.API.STREAM.INFO.KV_${PRESENCE_BUCKET}`)).to.have.length(5);
+
+    primary.link.live = false;
+    await waitFor('the standby to take over', () => standby.runtime.stats().active && !primary.runtime.stats().active);
   });
 });
