@@ -114,6 +114,16 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     await options.onLost(shard, why).catch((error: unknown) => options.onError?.(error));
   }
 
+  /**
+   * Stops a shard's actors, then lets its lease go at once, so another node may take it in its next round. Released
+   * one by one: a lease whose actors stopped is no longer renewed, and waiting for the others' actors (a stop under
+   * load, many shards) would let it lapse first, handing the shard over only once its TTL ran out.
+   */
+  async function handOver(shard: number): Promise<void> {
+    await lose(shard, 'handed_over');
+    await options.leases.release(options.nodeId, [shard]);
+  }
+
   async function gain(lease: Lease): Promise<void> {
     owned.set(lease.shard, lease.epoch);
     changes.acquired.push(lease.shard);
@@ -148,8 +158,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     } else if (owned.size > fairShare) {
       // hand the excess over: stop the actors first, then let the lease go so another node takes it at once
       const excess = [...owned.keys()].sort((a, b) => b - a).slice(0, owned.size - fairShare);
-      for (const shard of excess) await lose(shard, 'handed_over');
-      await leases.release(nodeId, excess);
+      for (const shard of excess) await handOver(shard);
     }
   }
 
@@ -194,9 +203,20 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
       stopped = true;
       if (timer) clearTimeout(timer);
       await running;
-      const shards = [...owned.keys()];
-      for (const shard of shards) await lose(shard, 'handed_over');
-      await options.leases.release(options.nodeId, shards).catch((error: unknown) => options.onError?.(error));
+      // once a release fails (the database away), the rest only stop their actors: their leases lapse after the TTL
+      let releasing = true;
+      for (const shard of [...owned.keys()]) {
+        if (!releasing) {
+          await lose(shard, 'handed_over');
+          continue;
+        }
+        try {
+          await handOver(shard);
+        } catch (error) {
+          releasing = false;
+          options.onError?.(error);
+        }
+      }
       reportChanges();
       // before leaving: its heartbeat would count this node as live again
       await renewer?.stop().catch((error: unknown) => options.onError?.(error));

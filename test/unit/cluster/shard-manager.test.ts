@@ -18,7 +18,7 @@ interface Node {
   readonly rounds: ShardChanges[];
 }
 
-function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node {
+function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal, whileLosing?: (shard: number) => void): Node {
   const acquired: number[] = [];
   const lost: { shard: number; why: string }[] = [];
   const rounds: ShardChanges[] = [];
@@ -33,6 +33,7 @@ function node(nodeId: string, leases: LeaseStore, renewal?: LeaseRenewal): Node 
     },
     onLost: (shard, why) => {
       lost.push({ shard, why });
+      whileLosing?.(shard);
       return Promise.resolve();
     },
     onRebalanced: (changes) => rounds.push(changes),
@@ -232,6 +233,56 @@ describe('shard manager: leases under load and while stopping', () => {
       expired: [],
       owned: 0,
     });
+  });
+
+  it('when a node stops, then each lease is released as soon as its shard’s actors stopped, before the next shard’s stop', async () => {
+    const heldWhileStopping: number[][] = [];
+    const a = node('a', leases.store, undefined, () => heldWhileStopping.push(leases.heldBy('a')));
+    await a.manager.start();
+    await a.manager.stop();
+    // a stop that takes long would otherwise leave the stopped shards unrenewed until the last one, and let them lapse
+    expect(heldWhileStopping).to.deep.equal([[0, 1, 2, 3], [1, 2, 3], [2, 3], [3]]);
+    expect(leases.heldBy('a')).to.deep.equal([]);
+  });
+
+  it('when a node hands its excess over, then each lease is released as soon as its shard’s actors stopped', async () => {
+    const heldWhileHandingOver: number[][] = [];
+    const a = node('a', leases.store, undefined, () => heldWhileHandingOver.push(leases.heldBy('a')));
+    await a.manager.start();
+    const b = node('b', leases.store);
+    await b.manager.start();
+    await a.manager.tick(); // over its share: hands 3, then 2, over
+    expect(heldWhileHandingOver).to.deep.equal([
+      [0, 1, 2, 3],
+      [0, 1, 2],
+    ]);
+    expect(leases.heldBy('a')).to.deep.equal([0, 1]);
+  });
+
+  it('when a release fails while stopping, then every shard’s actors still stop, the failure is reported once, and no other release is tried', async () => {
+    const releases: number[][] = [];
+    const failing: LeaseStore = {
+      ...leases.store,
+      release: (nodeId, shards) => {
+        releases.push([...shards]);
+        return Promise.reject(new Error('database unavailable'));
+      },
+    };
+    const errors: unknown[] = [];
+    const manager = createShardManager({
+      nodeId: 'a',
+      shards: SHARDS,
+      leases: failing,
+      ttlMs: TTL_MS,
+      onAcquired: () => Promise.resolve(),
+      onLost: () => Promise.resolve(),
+      onError: (error) => errors.push(error),
+    });
+    await manager.start();
+    await manager.stop();
+    expect(manager.ownedShards()).to.deep.equal([]);
+    expect(releases, 'the first shard only').to.deep.equal([[0]]);
+    expect(errors.map((error) => (error instanceof Error ? error.message : error))).to.deep.equal(['database unavailable']);
   });
 
   it('writes shards as compact ranges', () => {
