@@ -74,6 +74,8 @@ export const STOP_GRACE_FLOOR_MS = 1_000;
 export const PUBLISH_ATTEMPTS = 5;
 export const PUBLISH_RETRY_DELAY_MS = 200;
 export const DEFAULT_RECEIPT_BATCH_MAX = 100;
+/** The longest a receipt may wait for company (the configuration's bound too): a sandbox receipt is never held long. */
+export const RECEIPT_LINGER_MAX_MS = 1_000;
 
 type Timer = ReturnType<typeof setTimeout>;
 
@@ -93,7 +95,9 @@ export function createSimulatorConnector(options: SimulatorConnectorOptions): Si
     throw new Error(`receiptBatchMax must be an integer from 1 to ${RECEIPT_BATCH_MAX}, got ${batchMax}`);
   }
   const lingerMs = options.receiptLingerMs ?? 0;
-  if (!Number.isInteger(lingerMs) || lingerMs < 0) throw new Error(`receiptLingerMs must be a non-negative integer, got ${lingerMs}`);
+  if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > RECEIPT_LINGER_MAX_MS) {
+    throw new Error(`receiptLingerMs must be an integer from 0 to ${RECEIPT_LINGER_MAX_MS}, got ${lingerMs}`);
+  }
 
   /** dispatch id → deliveries seen; presence means the dispatch was taken (sent to the simulated carrier). */
   const seen = new Map<string, number>();

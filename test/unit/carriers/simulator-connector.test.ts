@@ -544,13 +544,14 @@ describe('simulator connector', () => {
         ]);
       });
 
-      it('when receiptLingerMs is negative or not an integer, then the connector is not created', () => {
-        for (const receiptLingerMs of [-1, 1.5]) {
+      it('when receiptLingerMs is negative, not an integer or over 1000, then the connector is not created', () => {
+        for (const receiptLingerMs of [-1, 1.5, 1_001]) {
           expect(
             () => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptLingerMs }),
             String(receiptLingerMs),
           ).to.throw(/receiptLingerMs/);
         }
+        expect(() => createSimulatorConnector({ transport: fake.transport, delays: DELAYS, receiptLingerMs: 1_000 })).to.not.throw();
       });
     });
 
