@@ -21,6 +21,7 @@ import { systemClock } from './libraries/clock/clock.js';
 import { dependencyOf } from './libraries/errors/dependency-failure.js';
 import { createDependencyOutages, watchDependencies, type DependencyWatch } from './libraries/observability/dependency-outages.js';
 import type { Logger } from './libraries/logger/logger.js';
+import type { RequestScope } from './libraries/actors/request-deadline.js';
 import { natsNames } from './libraries/transport/nats-names.js';
 import { STREAMS, type Transport } from './libraries/transport/transport-port.js';
 import { seedDemoMerchant } from './merchants/demo-merchant.js';
@@ -165,8 +166,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       ? {
           forwarding: {
             ownsMerchant: (merchantId: string) => cluster.ownsMerchant(merchantId),
-            forward: (merchantId: string, request: ForwardedRequest, deadline: number | undefined) =>
-              cluster.forward(MERCHANT_REQUEST, merchantId, request, deadline),
+            forward: (merchantId: string, request: ForwardedRequest, scope: RequestScope) =>
+              cluster.forward(MERCHANT_REQUEST, merchantId, request, scope),
             messageCreated: gateway.rememberMessageOwner,
           },
         }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { NO_SCOPE, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import { createExpiringCache } from '../libraries/clock/expiring-cache.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
@@ -117,8 +118,8 @@ export function createApiKeyUseCases(deps: ApiKeyUseCaseDependencies) {
    * rotated or deleted), the status, the expiry, then the rate bucket. Its buckets live in that one actor, so the
    * limits are exact whichever node received the request.
    */
-  async function verify(key: IdentifiedKey, bucket: RateBucket): Promise<Authentication> {
-    return deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash: key.hash, bucket });
+  async function verify(key: IdentifiedKey, bucket: RateBucket, scope: RequestScope = NO_SCOPE): Promise<Authentication> {
+    return deps.router.apiKey(key.merchantId, key.keyId).ask({ type: 'authenticate', hash: key.hash, bucket }, { scope });
   }
 
   /** An `unauthorized` answer from the key's actor counts against the address, as one found here does. */

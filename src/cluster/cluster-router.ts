@@ -1,15 +1,13 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import pRetry, { AbortError } from 'p-retry';
-import type { ActorHost, ActorRef } from '../libraries/actors/actor-runtime.js';
+import type { ActorHost, ActorRef, AskOptions } from '../libraries/actors/actor-runtime.js';
 import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
-import { askDeadline, patientTimer, requestDeadline, withDeadline } from '../libraries/actors/request-deadline.js';
+import { NO_SCOPE, askDeadline, patientTimer, recordRemoteHop, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { shardSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
-import { recordRemoteHop } from './remote-hops.js';
 import { decodeShardSet, encodeShardSet, shardOf } from './shards.js';
 import {
   ACTOR_FAILURE_REASONS,
@@ -85,9 +83,10 @@ function shardReplyOf(value: unknown, shards: number): ShardReply | null {
 
 /**
  * Runs a merchant's request forwarded by another node (or this one, when it owns the shard): every ask it makes is
- * then local. It answers with a value the wire carries (JSON); what it throws is the caller's error.
+ * then local, and carries `scope` (the request's deadline; the shard being served, when forwarded). It answers with a
+ * value the wire carries (JSON); what it throws is the caller's error.
  */
-export type OperationHandler = (merchantId: string, operation: unknown) => Promise<unknown>;
+export type OperationHandler = (merchantId: string, operation: unknown, scope: RequestScope) => Promise<unknown>;
 
 type ShardReply =
   /**
@@ -146,7 +145,7 @@ export interface ClusterRouter extends ActorRouter {
    * Runs `operation` with the operation handler on the node owning the merchant's shard: here when it is ours,
    * otherwise in one remote hop, waiting for an owner through hand-overs and failovers like an ask.
    */
-  forward(name: string, merchantId: string, operation: unknown, deadline?: number): Promise<unknown>;
+  forward(name: string, merchantId: string, operation: unknown, scope?: RequestScope): Promise<unknown>;
   /** Whether this node owns the merchant's shard now. */
   ownsMerchant(merchantId: string): boolean;
   /** The handler of the operations called `name` (merchants' requests, batches of receipts…), set once. */
@@ -159,10 +158,11 @@ export interface ClusterRouter extends ActorRouter {
   shardGroupOf(shard: number): number;
   /**
    * Runs `step` for a merchant whose shard this node owns, on behalf of an operation forwarded here for another shard
-   * (work grouped by a routing hint): throws what `isNotApplied` recognises when the shard is not ours, its asks never
-   * wait for a new owner of that shard, and leaving the shard waits for it as for the shard's own requests.
+   * (work grouped by a routing hint): throws what `isNotApplied` recognises when the shard is not ours; the asks it
+   * makes with the scope it is given (the operation's `scope`, naming that shard) never wait for a new owner of that
+   * shard, and leaving the shard waits for it as for the shard's own requests.
    */
-  runForShardOf<T>(merchantId: string, step: () => Promise<T>): Promise<T>;
+  runForShardOf<T>(merchantId: string, step: (scope: RequestScope) => Promise<T>, scope?: RequestScope): Promise<T>;
 }
 
 /**
@@ -173,8 +173,6 @@ export interface ClusterRouter extends ActorRouter {
  */
 export function createClusterRouter(options: ClusterRouterOptions): ClusterRouter {
   const { hosts, manager, transport } = options;
-  /** The shard of the forwarded operation being served (its asks do not wait for a new owner of that shard). */
-  const forwardedFor = new AsyncLocalStorage<number>();
   const serving = new Map<number, { stop(): Promise<void> }>();
   /** Steps of grouped work running for a shard outside its own server (`runForShardOf`): leaving it waits for them. */
   const runningFor = new Map<number, Set<Promise<unknown>>>();
@@ -201,9 +199,9 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     }
   }
 
-  async function askRemote(target: string, shard: number, request: ShardRequest, deadline: number): Promise<unknown> {
+  async function askRemote(target: string, shard: number, request: ShardRequest, deadline: number, scope: RequestScope): Promise<unknown> {
     const started = process.hrtime.bigint();
-    recordRemoteHop();
+    recordRemoteHop(scope);
     let answered: unknown;
     // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
     const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
@@ -265,34 +263,37 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     merchantId: string,
     id: string,
     command: Command,
-    explicitDeadline: number | undefined,
+    askOptions: AskOptions | undefined,
   ): Promise<unknown> {
     const target = `${kind}:${id}`;
+    const scope = askOptions?.scope ?? NO_SCOPE;
     return routed(
       merchantId,
       target,
       (shard, deadline) => askLocal(kind, id, shard, command, deadline),
-      (shard, deadline) => askRemote(target, shard, { kind, id, command }, deadline),
-      explicitDeadline,
+      (shard, deadline) => askRemote(target, shard, { kind, id, command }, deadline, scope),
+      askOptions?.deadline,
+      scope,
     );
   }
 
   const operationHandlers = new Map<string, OperationHandler>();
 
-  async function runOperation(name: string, merchantId: string, operation: unknown, deadline: number): Promise<unknown> {
+  async function runOperation(name: string, merchantId: string, operation: unknown, scope: RequestScope): Promise<unknown> {
     const handler = operationHandlers.get(name);
     if (!handler) throw new NotApplied(`this node does not serve ${name} operations yet`);
-    return withDeadline(deadline, () => handler(merchantId, operation));
+    return handler(merchantId, operation, scope);
   }
 
-  function forward(name: string, merchantId: string, operation: unknown, explicitDeadline: number | undefined): Promise<unknown> {
+  function forward(name: string, merchantId: string, operation: unknown, scope: RequestScope = NO_SCOPE): Promise<unknown> {
     const target = `${name} of ${merchantId}`;
     return routed(
       merchantId,
       target,
-      (_shard, deadline) => runOperation(name, merchantId, operation, deadline),
-      (shard, deadline) => askRemote(target, shard, { kind: 'operation', name, merchantId, operation }, deadline),
-      explicitDeadline,
+      (_shard, deadline) => runOperation(name, merchantId, operation, { ...scope, deadline }),
+      (shard, deadline) => askRemote(target, shard, { kind: 'operation', name, merchantId, operation }, deadline, scope),
+      scope.deadline ?? undefined,
+      scope,
     );
   }
 
@@ -306,10 +307,11 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     local: (shard: number, deadline: number) => Promise<unknown>,
     remote: (shard: number, deadline: number) => Promise<unknown>,
     explicitDeadline: number | undefined,
+    scope: RequestScope,
   ): Promise<unknown> {
     const shard = shardOf(merchantId, options.shards);
     // each attempt carries the request's deadline, or its own askTimeout from the attempt, whichever comes first
-    const attemptDeadline = () => explicitDeadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
+    const attemptDeadline = () => explicitDeadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs, scope.deadline);
     const attempt = () => (manager.owns(shard) ? local : remote)(shard, attemptDeadline());
     // the common case, an owned shard, goes straight to the actor; the retry loop is for hand-overs and failovers
     if (manager.owns(shard)) {
@@ -322,9 +324,9 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     // serving an operation another node forwarded for this shard, which this node no longer holds: the forwarder
     // finds the new owner itself. Waiting here would hold up this node's hand-over of the shard (its server waits for
     // the operations in flight), the very thing the wait would be waiting for.
-    if (forwardedFor.getStore() === shard) throw new NotApplied(`shard ${shard} left this node while serving a forwarded operation`);
+    if (scope.forwardedShard === shard) throw new NotApplied(`shard ${shard} left this node while serving a forwarded operation`);
     // waiting for an owner stops at the failover deadline, or at the request's own deadline if sooner
-    const request = explicitDeadline ?? requestDeadline();
+    const request = explicitDeadline ?? scope.deadline;
     const retryMs = Math.min(options.failoverDeadlineMs, request === null ? Infinity : request - options.clock.now());
     try {
       return await pRetry(attempt, {
@@ -344,7 +346,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
   function ref<C extends Command, RM extends ReplyMap<C>>(kind: ActorKind, merchantId: string, id: string): ActorRef<C, RM> {
     return {
       key: `${kind}:${id}`,
-      ask: (command, askOptions) => ask(kind, merchantId, id, command, askOptions?.deadline) as Promise<never>,
+      ask: (command, askOptions) => ask(kind, merchantId, id, command, askOptions) as Promise<never>,
     };
   }
 
@@ -366,7 +368,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
         if (shardOf(request.merchantId, options.shards) !== shard) return { outcome: 'refused', detail: `merchant not in shard ${shard}` };
         const deadline = request.deadline ?? askDeadline(options.clock.now(), options.requestTimeoutMs);
         const { name, merchantId, operation } = request;
-        return ok(await forwardedFor.run(shard, () => runOperation(name, merchantId, operation, deadline)));
+        return ok(await runOperation(name, merchantId, operation, { deadline, forwardedShard: shard }));
       }
       const host = hostOf(request.kind);
       if (!host.handles(request.command.type))
@@ -392,10 +394,10 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       operationHandlers.set(name, handler);
     },
     shardGroupOf: (shard) => groupOf.get(shard) ?? shard,
-    async runForShardOf(merchantId, step) {
+    async runForShardOf(merchantId, step, scope = NO_SCOPE) {
       const shard = shardOf(merchantId, options.shards);
       if (!manager.owns(shard)) throw new NotApplied(`shard ${shard} is not this node's`);
-      const running = forwardedFor.run(shard, step);
+      const running = step({ ...scope, forwardedShard: shard });
       const tracked = runningFor.get(shard) ?? new Set<Promise<unknown>>();
       runningFor.set(shard, tracked);
       tracked.add(running);

@@ -1,4 +1,5 @@
 import { isNotApplied, type ClusterRouter } from './cluster-router.js';
+import { NO_SCOPE, type RequestScope } from '../libraries/actors/request-deadline.js';
 import { ACTOR_FAILURE_REASONS, ActorFailureError, type ActorFailureReason } from '../libraries/errors/internal-errors.js';
 import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 
@@ -18,8 +19,8 @@ export interface ShardBatchOptions<I, O> {
   /** The operation's name on the wire (one per kind of item). */
   readonly name: string;
   readonly router: Pick<ClusterRouter, 'forward' | 'ownsMerchant' | 'shardOf' | 'handleOperations' | 'shardGroupOf' | 'runForShardOf'>;
-  /** Runs one item on the node owning its merchant's shard (its asks are then local). */
-  readonly perform: (merchantId: string, item: I) => Promise<O>;
+  /** Runs one item on the node owning its merchant's shard (its asks, made with `scope`, are then local). */
+  readonly perform: (merchantId: string, item: I, scope: RequestScope) => Promise<O>;
   /** An item off the wire, checked (null: malformed). */
   readonly itemOf: (value: unknown) => I | null;
   /** Most items in one batch. */
@@ -61,7 +62,7 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
   let flushScheduled = false;
 
   /** One item on the owner's side; an actor's failure is that item's outcome. */
-  async function serveItem(shard: number, entry: unknown): Promise<ItemOutcome<O>> {
+  async function serveItem(shard: number, entry: unknown, scope: RequestScope): Promise<ItemOutcome<O>> {
     const merchantId = isRecord(entry) && typeof entry.merchantId === 'string' ? entry.merchantId : null;
     const item = isRecord(entry) && merchantId !== null ? options.itemOf(entry.item) : null;
     if (merchantId === null || item === null) return { ok: false, reason: 'crashed', detail: `malformed ${name} item` };
@@ -69,8 +70,8 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
     try {
       // an item grouped in by a hint runs as its own shard's work (or is answered moved when that shard is not here)
       const value = ofThisShard
-        ? await options.perform(merchantId, item)
-        : await router.runForShardOf(merchantId, () => options.perform(merchantId, item));
+        ? await options.perform(merchantId, item, scope)
+        : await router.runForShardOf(merchantId, (itsScope) => options.perform(merchantId, item, itsScope), scope);
       return { ok: true, value };
     } catch (error) {
       if (isNotApplied(error)) {
@@ -83,11 +84,11 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
     }
   }
 
-  router.handleOperations(name, async (merchantId, operation) => {
+  router.handleOperations(name, async (merchantId, operation, scope) => {
     const items = isRecord(operation) && Array.isArray(operation.items) ? (operation.items as unknown[]) : null;
     if (items === null) throw new Error(`malformed ${name} batch`);
     const shard = router.shardOf(merchantId);
-    return { outcomes: await Promise.all(items.map((entry) => serveItem(shard, entry))) };
+    return { outcomes: await Promise.all(items.map((entry) => serveItem(shard, entry, scope))) };
   });
 
   function settle(entry: Queued<I, O>, outcome: ItemOutcome<O>): void {
@@ -133,7 +134,7 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
    */
   function enqueue(entry: Queued<I, O>, by: 'group' | 'shard'): void {
     if (router.ownsMerchant(entry.merchantId)) {
-      options.perform(entry.merchantId, entry.item).then(entry.resolve, entry.reject);
+      options.perform(entry.merchantId, entry.item, NO_SCOPE).then(entry.resolve, entry.reject);
       return;
     }
     const shard = router.shardOf(entry.merchantId);
@@ -154,7 +155,7 @@ export function createShardBatches<I, O>(options: ShardBatchOptions<I, O>): Shar
 
   return {
     run(merchantId, item) {
-      if (router.ownsMerchant(merchantId)) return options.perform(merchantId, item);
+      if (router.ownsMerchant(merchantId)) return options.perform(merchantId, item, NO_SCOPE);
       return new Promise<O>((resolve, reject) => {
         enqueue({ merchantId, item, resolve, reject }, 'group');
       });

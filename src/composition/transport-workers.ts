@@ -59,7 +59,8 @@ export function createTransportWorkers(options: TransportWorkerOptions) {
         router: clusterRouter,
         itemOf: messageReceiptsOf,
         maxBatch: config.tuning.clusterReceiptBatchMax,
-        perform: (merchantId, item) => router.message(merchantId, item.messageId).ask({ type: 'apply_receipts', receipts: item.receipts }),
+        perform: (merchantId, item, scope) =>
+          router.message(merchantId, item.messageId).ask({ type: 'apply_receipts', receipts: item.receipts }, { scope }),
       })
     : null;
   const receipts = transport
@@ -91,7 +92,7 @@ export function createTransportWorkers(options: TransportWorkerOptions) {
             ? { keyId: value.keyId }
             : null,
         maxBatch: config.tuning.clusterWebhookTargetBatchMax,
-        perform: (merchantId, item) => router.apiKey(merchantId, item.keyId).ask({ type: 'webhook_target' }),
+        perform: (merchantId, item, scope) => router.apiKey(merchantId, item.keyId).ask({ type: 'webhook_target' }, { scope }),
       })
     : null;
   const deadLetters = options.persistence.deadLetters;

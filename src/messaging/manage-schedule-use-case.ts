@@ -1,5 +1,5 @@
-import type { ActorRouter } from '../cluster/actor-router.js';
-import { finishDecided } from '../libraries/actors/request-deadline.js';
+import { scopedRouter, type ActorRouter } from '../cluster/actor-router.js';
+import { NO_SCOPE, finishDecided, liftDeadline, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
@@ -35,10 +35,15 @@ export interface ManageScheduleDependencies {
 }
 
 export function createManageScheduleUseCase(deps: ManageScheduleDependencies) {
-  return async function manageSchedule(merchantId: string, messageId: string, action: ScheduleAction): Promise<ScheduleActionOutcome> {
+  return async function manageSchedule(
+    merchantId: string,
+    messageId: string,
+    action: ScheduleAction,
+    scope: RequestScope = NO_SCOPE,
+  ): Promise<ScheduleActionOutcome> {
     const owner = MESSAGE_ID.test(messageId) ? await deps.directory.messageOwner(messageId) : null;
     if (owner !== merchantId) return { found: false };
-    const reply = await deps.router.message(merchantId, messageId).ask({ type: action, merchantId });
+    const reply = await deps.router.message(merchantId, messageId).ask({ type: action, merchantId }, { scope });
     if (!reply.ok) {
       if (reply.code === 'NOT_FOUND') return { found: false };
       return { found: true, result: failure(new AppError('INVALID_STATE', { message: invalidStateMessage(action) })) };
@@ -46,7 +51,8 @@ export function createManageScheduleUseCase(deps: ManageScheduleDependencies) {
     const adjustment = reply.adjustment;
     // decided: the refund is journaled with the action; the answer waits for the wallet, past the deadline if need
     // be, or leaves it to the outbox entry, never answering 503 for an applied action
-    if (adjustment && (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(deps.router, adjustment)))) {
+    const decided = scopedRouter(deps.router, liftDeadline(scope));
+    if (adjustment && (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(decided, adjustment)))) {
       deps.followUpDone(adjustmentOutboxId(adjustment));
     }
     const view = messageStatusView(reply.state);

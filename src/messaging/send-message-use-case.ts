@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { ActorRouter } from '../cluster/actor-router.js';
+import { scopedRouter, type ActorRouter } from '../cluster/actor-router.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import { beforeDeadline, finishDecided } from '../libraries/actors/request-deadline.js';
+import { NO_SCOPE, beforeDeadline, finishDecided, liftDeadline, type RequestScope } from '../libraries/actors/request-deadline.js';
 import { MESSAGE_KIND, sendReceipt, type MessageCommand, type MessageSpec, type SendReceipt } from './message/message-types.js';
 import { validateSendRequest } from './send-request.js';
 import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
@@ -84,16 +84,17 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
    * Second half of a send, also run by the outbox relay after a crash between the charge and the creation: the
    * message, whose creation record also records its owner (so status finds it). Idempotent.
    */
-  async function completeCreation(spec: MessageSpec): Promise<void> {
-    await deps.router.message(spec.merchantId, spec.messageId).ask({ type: 'create', spec });
+  async function completeCreation(spec: MessageSpec, scope: RequestScope = NO_SCOPE): Promise<void> {
+    await deps.router.message(spec.merchantId, spec.messageId).ask({ type: 'create', spec }, { scope });
     deps.ownerKnown?.(spec.messageId, spec.merchantId);
     deps.followUpDone(followUpId(spec.messageId));
   }
 
-  async function sendMessage(input: SendMessageInput): Promise<Result<SendMessageOutcome>> {
+  /** `scope`: the request's (its deadline bounds every step up to the charge). */
+  async function sendMessage(input: SendMessageInput, scope: RequestScope = NO_SCOPE): Promise<Result<SendMessageOutcome>> {
     const merchant = await deps.catalog.merchant(input.merchantId);
     if (!merchant) return failure(new AppError('INTERNAL_ERROR', { message: 'The key belongs to no known merchant.' }));
-    const wallet = deps.router.wallet(merchant.id);
+    const wallet = scopedRouter(deps.router, scope).wallet(merchant.id);
 
     // a replay answers what the first request answered, even if its dates have passed since
     const idempotency = input.idempotencyKey === null ? null : { key: input.idempotencyKey, bodyHash: bodyHash(input.body) };
@@ -113,7 +114,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     });
     if (!validation.ok) return failure(AppError.invalid(validation.issues));
     const request = validation.value;
-    beforeDeadline(deps.clock.now(), 'the callback address check');
+    beforeDeadline(scope.deadline, deps.clock.now(), 'the callback address check');
     if (request.callbackUrl !== null) {
       const verdict = await checkWebhookUrl(request.callbackUrl, deps.webhookUrlPolicy, deps.hostLookup);
       if (!verdict.accepted) {
@@ -122,7 +123,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       }
     }
 
-    beforeDeadline(deps.clock.now(), 'pricing');
+    beforeDeadline(scope.deadline, deps.clock.now(), 'pricing');
     const priceList = await deps.catalog.priceList(merchant);
     const occurrences = request.sendingType === 'immediate' ? 1 : request.occurrences.length;
     const cost = costOfSend(
@@ -165,7 +166,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
       idempotency: idempotency ? { ...idempotency, receipt } : null,
     };
     // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
-    beforeDeadline(deps.clock.now(), 'the charge');
+    beforeDeadline(scope.deadline, deps.clock.now(), 'the charge');
     const charge = deps.creationWithCharge
       ? await wallet.ask({ type: 'charge_and_create', ...terms, creates: { kind: MESSAGE_KIND, id: messageId, command: creation } })
       : await wallet.ask({
@@ -182,7 +183,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     await deps.faults?.afterCharge?.(messageId);
     // created with the charge, or by a second write now (the outbox's follow-up if this one cannot finish)
     if (deps.creationWithCharge) deps.ownerKnown?.(spec.messageId, spec.merchantId);
-    else await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec));
+    else await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec, liftDeadline(scope)));
     return success({ receipt, replayed: false });
   }
 

@@ -1,4 +1,5 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { NO_SCOPE, type RequestScope } from '../libraries/actors/request-deadline.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
@@ -16,10 +17,10 @@ export interface BalanceData {
 }
 
 export function createWalletUseCases(deps: { router: ActorRouter; directory: Directory; catalog: MerchantCatalog }) {
-  async function getBalance(merchantId: string): Promise<Result<BalanceData>> {
+  async function getBalance(merchantId: string, scope: RequestScope = NO_SCOPE): Promise<Result<BalanceData>> {
     const merchant = await deps.catalog.merchant(merchantId);
     if (!merchant) return failure(new AppError('NO_WALLET'));
-    const view = await deps.router.wallet(merchantId).ask({ type: 'balance' });
+    const view = await deps.router.wallet(merchantId).ask({ type: 'balance' }, { scope });
     if (!view.prepaid.open && !view.postpaid.open) return failure(new AppError('NO_WALLET'));
     const unitPrice = deps.catalog.unitPrice(merchant);
     return success({

@@ -1,6 +1,7 @@
 import type { Authentication, IdentifiedKey } from '../../api-keys/api-key-use-cases.js';
 import { RATE_BUCKETS, type RateBucket } from '../../api-keys/rate-limiter.js';
 import { isNotApplied } from '../../cluster/cluster-router.js';
+import type { RequestScope } from '../../libraries/actors/request-deadline.js';
 import type { UseCases } from '../use-cases.js';
 import { AppError, isAppError, type Result } from '../../libraries/errors/app-error.js';
 import { dependencyOf } from '../../libraries/errors/dependency-failure.js';
@@ -43,36 +44,43 @@ function resultAnswer<T>(status: number, result: Result<T>, requestId: string): 
   return result.ok ? dataAnswer(status, result.value) : errorAnswer(result.error, requestId);
 }
 
-/** Runs one operation with this node's use cases. Throws what it cannot answer (the caller maps it with toAppError). */
+/**
+ * Runs one operation with this node's use cases, in the request's `scope`. Throws what it cannot answer (the caller
+ * maps it with toAppError).
+ */
 export async function performOperation(
   useCases: UseCases,
   auth: { merchantId: string; keyId: string },
   operation: MerchantOperation,
   requestId: string,
+  scope: RequestScope,
 ): Promise<Answer> {
   switch (operation.route) {
     case 'send': {
-      const result = await useCases.sendMessage({
-        merchantId: auth.merchantId,
-        keyId: auth.keyId,
-        body: operation.body,
-        idempotencyKey: operation.idempotencyKey,
-      });
+      const result = await useCases.sendMessage(
+        {
+          merchantId: auth.merchantId,
+          keyId: auth.keyId,
+          body: operation.body,
+          idempotencyKey: operation.idempotencyKey,
+        },
+        scope,
+      );
       if (!result.ok) return errorAnswer(result.error, requestId);
       return dataAnswer(201, result.value.receipt, result.value.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
     }
     case 'status': {
-      const outcome = await useCases.getStatus(auth.merchantId, operation.messageId);
+      const outcome = await useCases.getStatus(auth.merchantId, operation.messageId, scope);
       return outcome.found ? dataAnswer(200, outcome.view) : detailAnswer(404, DETAILS.messageNotFound);
     }
     case 'balance':
-      return resultAnswer(200, await useCases.wallets.getBalance(auth.merchantId), requestId);
+      return resultAnswer(200, await useCases.wallets.getBalance(auth.merchantId, scope), requestId);
     case 'calculate':
       return resultAnswer(200, await useCases.calculate(auth.merchantId, operation.body), requestId);
     case 'cancel':
     case 'pause':
     case 'resume': {
-      const outcome = await useCases.manageSchedule(auth.merchantId, operation.messageId, operation.route);
+      const outcome = await useCases.manageSchedule(auth.merchantId, operation.messageId, operation.route, scope);
       return outcome.found ? resultAnswer(200, outcome.result, requestId) : detailAnswer(404, DETAILS.messageNotFound);
     }
   }
@@ -186,13 +194,13 @@ export function forwardedReplyOf(value: unknown): ForwardedReply {
  * receiving node answers it as it answers its own).
  */
 export function createOperationHandler(useCases: UseCases, logger: Logger) {
-  return async (merchantId: string, payload: unknown): Promise<ForwardedReply> => {
+  return async (merchantId: string, payload: unknown, scope: RequestScope): Promise<ForwardedReply> => {
     const request = forwardedRequestOf(payload);
     if (request === null || request.key.merchantId !== merchantId) throw new Error('malformed forwarded request');
-    const auth = await useCases.apiKeys.verify(request.key, request.bucket);
+    const auth = await useCases.apiKeys.verify(request.key, request.bucket, scope);
     if (auth.outcome !== 'authenticated') return { auth };
     try {
-      return { auth, answer: await performOperation(useCases, auth, request.operation, request.requestId) };
+      return { auth, answer: await performOperation(useCases, auth, request.operation, request.requestId, scope) };
     } catch (error) {
       // the shard left this node mid-operation before anything was decided: the forwarder goes to its new owner
       if (isNotApplied(error)) throw error;

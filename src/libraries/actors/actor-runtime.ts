@@ -13,7 +13,7 @@ import {
   type HostPolicy,
   type ReplyMap,
 } from './behaviour.js';
-import { askDeadline, patientTimer } from './request-deadline.js';
+import { askDeadline, patientTimer, type RequestScope } from './request-deadline.js';
 import {
   dispatchNact,
   spawnPersistentNact,
@@ -31,13 +31,16 @@ export interface ActorRef<C extends Command, RM extends ReplyMap<C>> {
   readonly key: string;
   /**
    * `deadline` (ms since the epoch): the actor refuses the command if it has not taken it to decide by then. By
-   * default the request's deadline (request-deadline.ts), capped at the host's askTimeoutMs from now.
+   * default the deadline of the request in whose `scope` it is asked (request-deadline.ts), capped at the host's
+   * askTimeoutMs from now.
    */
   ask<K extends C['type']>(command: CommandOf<C, K>, options?: AskOptions): Promise<RM[K]>;
 }
 
 export interface AskOptions {
   readonly deadline?: number;
+  /** The request the ask is made for (its deadline, hop count, forwarded shard); none: work outside a request. */
+  readonly scope?: RequestScope;
 }
 
 /**
@@ -583,7 +586,7 @@ export function createActorRuntime(options: ActorRuntimeOptions): ActorRuntime {
       const key = `${behaviour.kind}:${id}`;
       if (stopped) return Promise.reject(new ActorFailureError(key, 'unavailable', 'actor runtime stopped'));
       const now = options.clock.now();
-      const deadline = askOptions?.deadline ?? askDeadline(now, hostOptions.askTimeoutMs);
+      const deadline = askOptions?.deadline ?? askDeadline(now, hostOptions.askTimeoutMs, askOptions?.scope?.deadline ?? null);
       if (now >= deadline) return Promise.reject(new ActorFailureError(key, 'expired', 'its deadline had passed when it was asked'));
       return new Promise((resolve, reject) => {
         let settled = false;

@@ -1,4 +1,3 @@
-import { AsyncResource } from 'node:async_hooks';
 import pLimit from 'p-limit';
 import type { Clock } from '../clock/clock.js';
 import { UnreadablePayloadError } from '../errors/internal-errors.js';
@@ -291,11 +290,6 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
     start() {
       if (running) return;
       running = true;
-      // an append happens inside whichever request asked for it: its lanes' passes run in the relay's own context
-      // (from start), or they would carry that request's deadline (and anything else it holds) into every later pass
-      const wake = AsyncResource.bind((woken: ReadonlySet<Lane>) => {
-        for (const lane of woken) void triggerLane(lane, null);
-      });
       // an append hands its entries to their lanes; a lane with a grace period waits for its poll (what was just
       // written is younger than the grace by definition)
       unsubscribe = options.outbox.onAppended((entries) => {
@@ -306,7 +300,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
           lane.fresh.push(entry);
           woken.add(lane);
         }
-        wake(woken);
+        for (const lane of woken) void triggerLane(lane, null);
       });
       // at start nothing is fresh: everything pending is from before
       void triggerAll();

@@ -6,7 +6,6 @@ import { shardOf } from '../../../src/cluster/shards.js';
 import { systemClock } from '../../../src/libraries/clock/clock.js';
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { ActorFailureError, NoResponderError } from '../../../src/libraries/errors/internal-errors.js';
-import { requestDeadline } from '../../../src/libraries/actors/request-deadline.js';
 
 /** Two routers on an in-process "wire": `serve` registers a subject, `request` calls it (JSON both ways). */
 function wire() {
@@ -70,11 +69,12 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     await a.serveShard(SHARD);
     let served = 0;
     a.handleOperations('step', () => Promise.resolve('done'));
-    a.handleOperations('work', async (merchantId) => {
+    a.handleOperations('work', async (merchantId, _operation, scope) => {
       served += 1;
-      // the hand-over begins while the operation runs: its next step is for the shard this node just left
+      // the hand-over begins while the operation runs: its next step (in the operation's scope) is for the shard this
+      // node just left
       ownedByA.delete(SHARD);
-      return a.forward('step', merchantId, {});
+      return a.forward('step', merchantId, {}, scope);
     });
 
     let failure: unknown = null;
@@ -112,15 +112,15 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
     const b = routerOf('b', new Set(), transportOf('b'));
     await a.serveShard(SHARD);
     const seen: (number | null)[] = [];
-    a.handleOperations('work', () => {
-      seen.push(requestDeadline());
+    a.handleOperations('work', (_merchantId, _operation, scope) => {
+      seen.push(scope.deadline);
       return Promise.resolve('done');
     });
     // further away than routerOf's ask timeout (1 s): a stalled owner may still answer it definitively
     const requestDeadlineAt = systemClock.now() + 60_000;
 
-    expect(await b.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
-    expect(await a.forward('work', MERCHANT, {}, requestDeadlineAt)).to.equal('done');
+    expect(await b.forward('work', MERCHANT, {}, { deadline: requestDeadlineAt })).to.equal('done');
+    expect(await a.forward('work', MERCHANT, {}, { deadline: requestDeadlineAt })).to.equal('done');
 
     expect(seen).to.deep.equal([requestDeadlineAt, requestDeadlineAt]);
   });
@@ -228,9 +228,9 @@ describe('cluster router: routing hints from the shards each owner names in its 
     a.handleOperations('step', () => Promise.resolve('done'));
     let failure: unknown = null;
     await a
-      .runForShardOf(merchant, () => {
+      .runForShardOf(merchant, (scope) => {
         owned.delete(3);
-        return a.forward('step', merchant, {});
+        return a.forward('step', merchant, {}, scope);
       })
       .catch((error: unknown) => {
         failure = error;

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { NotApplied, type OperationHandler } from '../../../src/cluster/cluster-router.js';
 import { createShardBatches } from '../../../src/cluster/shard-batches.js';
 import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
+import { NO_SCOPE, type RequestScope } from '../../../src/libraries/actors/request-deadline.js';
 
 /**
  * Two nodes in one process: `here` owns shard 0 (merchant m0), `owner` the shards in `ownerShards` (by default all
@@ -15,7 +16,7 @@ interface Item {
 const shardOf = (merchantId: string): number => Number(merchantId.slice('m'.length)) % 4;
 
 function twoNodes(
-  perform: (merchantId: string, item: Item) => Promise<string>,
+  perform: (merchantId: string, item: Item, scope: RequestScope) => Promise<string>,
   maxBatch = 100,
   ownerShards: ReadonlySet<number> = new Set([1, 2, 3]),
 ) {
@@ -31,10 +32,10 @@ function twoNodes(
       handlers.set(name, handler);
     },
     shardGroupOf: (shard: number) => shard,
-    runForShardOf<T>(merchantId: string, step: () => Promise<T>): Promise<T> {
+    runForShardOf<T>(merchantId: string, step: (scope: RequestScope) => Promise<T>, scope: RequestScope = NO_SCOPE): Promise<T> {
       if (!ownerShards.has(shardOf(merchantId))) return Promise.reject(new NotApplied(`${merchantId}'s shard is not here`));
       ranForOtherShards.push(merchantId);
-      return step();
+      return step({ ...scope, forwardedShard: shardOf(merchantId) });
     },
   };
   const here = {
@@ -46,7 +47,11 @@ function twoNodes(
       forwards.push({ name, merchantId, items: (operation as { items: unknown[] }).items.length });
       const handler = handlers.get(name);
       if (!handler) throw new Error('no handler');
-      return JSON.parse(JSON.stringify(await handler(merchantId, JSON.parse(JSON.stringify(operation))))) as unknown;
+      const served = await handler(merchantId, JSON.parse(JSON.stringify(operation)), {
+        deadline: null,
+        forwardedShard: shardOf(merchantId),
+      });
+      return JSON.parse(JSON.stringify(served)) as unknown;
     },
     handleOperations: () => undefined,
   };
@@ -155,16 +160,28 @@ describe("shard batches: items for another node's shards reach it in one hop per
   });
 
   it('when the owner gets a malformed item, one of another shard it holds and one of a shard it does not hold, then it refuses the first, serves the second and answers the third moved', async () => {
-    const { handlers, ranForOtherShards } = twoNodes((_m, item) => Promise.resolve(`ok ${item.n}`), 100, new Set([1, 2]));
+    const scopes: string[] = [];
+    const { handlers, ranForOtherShards } = twoNodes(
+      (merchantId, item, scope) => {
+        scopes.push(`${merchantId} shard ${String(scope.forwardedShard)} deadline ${String(scope.deadline)}`);
+        return Promise.resolve(`ok ${item.n}`);
+      },
+      100,
+      new Set([1, 2]),
+    );
     const handler = handlers.get('things')!;
-    const reply = (await handler('m1', {
-      items: [
-        { merchantId: 'm1', item: { n: 1 } },
-        { merchantId: 'm1', item: { n: 'x' } },
-        { merchantId: 'm2', item: { n: 3 } },
-        { merchantId: 'm3', item: { n: 4 } },
-      ],
-    })) as {
+    const reply = (await handler(
+      'm1',
+      {
+        items: [
+          { merchantId: 'm1', item: { n: 1 } },
+          { merchantId: 'm1', item: { n: 'x' } },
+          { merchantId: 'm2', item: { n: 3 } },
+          { merchantId: 'm3', item: { n: 4 } },
+        ],
+      },
+      { deadline: 1_000, forwardedShard: 1 },
+    )) as {
       outcomes: { ok: boolean; value?: string; moved?: boolean; reason?: string }[];
     };
     expect(reply.outcomes).to.deep.equal([
@@ -174,8 +191,11 @@ describe("shard batches: items for another node's shards reach it in one hop per
       { ok: false, moved: true },
     ]);
     expect(ranForOtherShards).to.deep.equal(['m2']);
+    // each item's asks carry the operation's deadline and name the shard served for it: the operation's own, or the
+    // shard of an item grouped in
+    expect(scopes).to.deep.equal(['m1 shard 1 deadline 1000', 'm2 shard 2 deadline 1000']);
     let refused: unknown = null;
-    await handler('m1', { nothing: true }).catch((error: unknown) => {
+    await handler('m1', { nothing: true }, NO_SCOPE).catch((error: unknown) => {
       refused = error;
     });
     expect(refused).to.be.instanceOf(Error);
@@ -186,12 +206,16 @@ describe("shard batches: items for another node's shards reach it in one hop per
       merchantId === 'm1' ? Promise.reject(new NotApplied('shard 1 left')) : Promise.resolve('ok'),
     );
     let failure: unknown = null;
-    await handlers.get('things')!('m1', {
-      items: [
-        { merchantId: 'm1', item: { n: 1 } },
-        { merchantId: 'm2', item: { n: 2 } },
-      ],
-    }).catch((error: unknown) => {
+    await handlers.get('things')!(
+      'm1',
+      {
+        items: [
+          { merchantId: 'm1', item: { n: 1 } },
+          { merchantId: 'm2', item: { n: 2 } },
+        ],
+      },
+      NO_SCOPE,
+    ).catch((error: unknown) => {
       failure = error;
     });
     expect(failure).to.be.instanceOf(NotApplied);

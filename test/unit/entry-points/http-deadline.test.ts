@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpApp } from '../../../src/entry-points/http/http-app.js';
 import { API_ROOT } from '../../../src/entry-points/http/routes.js';
 import type { Gateway } from '../../../src/gateway.js';
-import { requestDeadline } from '../../../src/libraries/actors/request-deadline.js';
+import type { RequestScope } from '../../../src/libraries/actors/request-deadline.js';
 import { createManualClock } from '../../../src/libraries/clock/clock.js';
 import { silentLogger } from '../../../src/libraries/logger/logger.js';
 import { ActorFailureError } from '../../../src/libraries/errors/internal-errors.js';
@@ -33,9 +33,9 @@ describe('HTTP request deadlines', () => {
           return Promise.resolve({ outcome: 'authenticated', merchantId: 'm1', keyId: 'k1' });
         },
       },
-      sendMessage: () => {
+      sendMessage: (_input: unknown, scope: RequestScope) => {
         if (failure) return Promise.reject(failure);
-        sends.push(requestDeadline());
+        sends.push(scope.deadline);
         return Promise.resolve({ ok: true, value: { receipt: { message_id: 'msg-1' }, replayed: false } });
       },
     } as unknown as Gateway['useCases'];

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { createDomainHosts, createLocalActorRouter, type ActorRouter, type MessageRef } from '../../../src/cluster/actor-router.js';
 import { createActorRuntime, type ActorRuntime } from '../../../src/libraries/actors/actor-runtime.js';
-import { withDeadline } from '../../../src/libraries/actors/request-deadline.js';
 import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
 import type { MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
 import type { MerchantCatalog } from '../../../src/merchants/merchant-catalog.js';
@@ -97,8 +96,9 @@ describe('send use case under a deadline (the message created by a second write)
   }
 
   const send = () =>
-    withDeadline(clock.now() + BUDGET_MS, () =>
-      sending.sendMessage({ merchantId: 'm1', keyId: 'k1', body: { to: ['0812345678'], message: 'hi' }, idempotencyKey: null }),
+    sending.sendMessage(
+      { merchantId: 'm1', keyId: 'k1', body: { to: ['0812345678'], message: 'hi' }, idempotencyKey: null },
+      { deadline: clock.now() + BUDGET_MS },
     );
   const walletEvents = () =>
     journal
@@ -215,13 +215,14 @@ describe('send use case under a deadline (the message created by a second write)
     });
 
     it('when the wallet cannot pay, then nothing is charged and no message is written', async () => {
-      const refused = await withDeadline(clock.now() + BUDGET_MS, () =>
-        sending.sendMessage({
+      const refused = await sending.sendMessage(
+        {
           merchantId: 'm1',
           keyId: 'k1',
           body: { to: Array.from({ length: 1001 }, (_, i) => `08123${String(i).padStart(5, '0')}`), message: 'hi' },
           idempotencyKey: null,
-        }),
+        },
+        { deadline: clock.now() + BUDGET_MS },
       );
       expect(refused.ok).to.equal(false);
       expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up']);

@@ -30,7 +30,7 @@ export function createMerchantAuthentication(
     if (!pending) return true;
     locals(res).pending = undefined;
     try {
-      const auth = await underDeadline(deps.deadline, res, () => deps.useCases.apiKeys.verify(pending.key, pending.bucket));
+      const auth = await underDeadline(deps.deadline, res, (scope) => deps.useCases.apiKeys.verify(pending.key, pending.bucket, scope));
       return admit(res, auth, pending.clientAddress);
     } catch (error) {
       answerVerificationFailure(res, error);
@@ -100,7 +100,7 @@ export function createMerchantAuthentication(
             next();
             return;
           }
-          const auth = await underDeadline(deps.deadline, res, () => apiKeys.verify(identified, bucket));
+          const auth = await underDeadline(deps.deadline, res, (scope) => apiKeys.verify(identified, bucket, scope));
           if (admit(res, auth, clientAddress)) next();
         })
         .catch((error: unknown) => {

@@ -1,4 +1,5 @@
 import type express from 'express';
+import type { RequestScope } from '../../../libraries/actors/request-deadline.js';
 import type { Clock } from '../../../libraries/clock/clock.js';
 import type { Logger } from '../../../libraries/logger/logger.js';
 import type { ForwardedRequest } from '../merchant-operations.js';
@@ -28,7 +29,8 @@ export interface HttpAppDependencies {
    */
   readonly forwarding?: {
     ownsMerchant(merchantId: string): boolean;
-    forward(merchantId: string, request: ForwardedRequest, deadline: number | undefined): Promise<unknown>;
+    /** In the request's `scope`: its deadline, and its hop count. */
+    forward(merchantId: string, request: ForwardedRequest, scope: RequestScope): Promise<unknown>;
     /** A send forwarded to the owner was answered 201: the message `messageId` is `merchantId`'s. */
     messageCreated?(messageId: string, merchantId: string): void;
   };

@@ -45,7 +45,7 @@ export function createMerchantRouter(deps: HttpAppDependencies, authentication: 
         const forwarding = deps.forwarding;
         locals(res).pending = undefined;
         const request: ForwardedRequest = { key: pending.key, bucket: pending.bucket, requestId, operation };
-        underDeadline(deps.deadline, res, () => forwarding.forward(pending.key.merchantId, request, locals(res).deadline ?? undefined))
+        underDeadline(deps.deadline, res, (scope) => forwarding.forward(pending.key.merchantId, request, scope))
           .then((value) => {
             const reply = forwardedReplyOf(value);
             if (!admit(res, reply.auth, pending.clientAddress) || !('answer' in reply)) return;
@@ -57,7 +57,7 @@ export function createMerchantRouter(deps: HttpAppDependencies, authentication: 
         return;
       }
       const auth = locals(res).auth ?? { merchantId: '', keyId: '' };
-      underDeadline(deps.deadline, res, () => performOperation(deps.useCases, auth, operation, requestId))
+      underDeadline(deps.deadline, res, (scope) => performOperation(deps.useCases, auth, operation, requestId, scope))
         .then((answer) => {
           writeAnswer(res, answer);
         })

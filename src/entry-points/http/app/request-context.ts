@@ -3,8 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import type { RateBucket } from '../../../api-keys/rate-limiter.js';
 import type { IdentifiedKey } from '../../../api-keys/api-key-use-cases.js';
-import { countingHops, type HopCount } from '../../../cluster/remote-hops.js';
-import { withDeadline } from '../../../libraries/actors/request-deadline.js';
+import type { HopCount, RequestScope } from '../../../libraries/actors/request-deadline.js';
 import { scrubSecrets, type Logger } from '../../../libraries/logger/logger.js';
 import type { RouteName } from '../routes.js';
 import type { HttpAppDependencies } from './dependencies.js';
@@ -95,14 +94,18 @@ export function requestLine(
 }
 
 /**
- * Runs a request's steps under its deadline, counting their remote hops; one that arrives (or resumes, in a
- * process that was frozen) with its deadline already passed starts none.
+ * Runs a request's steps in its scope: under its deadline, counting their remote hops. A step that arrives (or
+ * resumes, in a process that was frozen) with the deadline already passed does not start.
  */
-export function underDeadline<T>(policy: HttpAppDependencies['deadline'], res: Response, work: () => Promise<T>): Promise<T> {
+export function underDeadline<T>(
+  policy: HttpAppDependencies['deadline'],
+  res: Response,
+  work: (scope: RequestScope) => Promise<T>,
+): Promise<T> {
   const { deadline, hops } = locals(res);
-  if (deadline === null || !policy) return countingHops(hops, work);
+  if (deadline === null || !policy) return work({ deadline: null, hops });
   if (policy.clock.now() >= deadline) return Promise.reject(new DeadlineExpiredError('the request'));
-  return countingHops(hops, () => withDeadline(deadline, work));
+  return work({ deadline, hops });
 }
 
 /**

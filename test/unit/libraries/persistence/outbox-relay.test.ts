@@ -8,7 +8,6 @@ import {
   type RelayedEntry,
   type TopicHandler,
 } from '../../../../src/libraries/persistence/outbox-relay.js';
-import { requestDeadline, withDeadline } from '../../../../src/libraries/actors/request-deadline.js';
 import { createMemoryJournal } from '../../../helpers/memory-journal.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -100,33 +99,6 @@ describe('outbox relay: waking the lanes', () => {
     };
     return { journal, relay, dispatch, webhook, followUp, append, queried };
   }
-
-  it('when an append is made inside a request with a deadline, then its lane carries the entries out outside that request (no deadline)', async () => {
-    const journal = createMemoryJournal();
-    const deadlinesSeen: (number | null)[] = [];
-    const relay = createOutboxRelay({
-      outbox: journal,
-      clock: { now: () => Date.now() },
-      handlers: {
-        'webhook.event': {
-          accepts: anyPayload,
-          handle(entries) {
-            deadlinesSeen.push(requestDeadline());
-            return Promise.resolve(entries.map((e) => e.id));
-          },
-        },
-      },
-      pollIntervalMs: 1_000,
-      batchSize: 50,
-    });
-    relay.start();
-    await advance(0);
-    // a request whose deadline has long passed by the time later passes run (a relay pass must never inherit it)
-    await withDeadline(T0 - 1, () => appendEntry(journal, 'message:m1', 1, 'w-1', 'webhook.event'));
-    await advance(0);
-    await relay.stop();
-    expect(deadlinesSeen).to.deep.equal([null]);
-  });
 
   it('when an append writes a dispatch, then the dispatch lane carries it out at once without querying the outbox', async () => {
     const { journal, relay, dispatch, webhook, append, queried } = setUp();
