@@ -1,6 +1,4 @@
 import type { ActorHost, ActorRef, ActorRuntime } from '../libraries/actors/actor-runtime.js';
-import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
-import { NO_SCOPE, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { ApiKeyCommand, ApiKeyReplies } from '../api-keys/api-key-behaviour.js';
 import type { MessageCommand, MessageReplies } from '../messaging/message-behaviour.js';
 import type { WalletCommand, WalletReplies } from '../wallets/wallet-behaviour.js';
@@ -70,23 +68,5 @@ export function createLocalActorRouter(hosts: DomainHosts, shards: number): Acto
     apiKey: (merchantId, keyId) => hosts.apiKeys.ref(keyId, shard(merchantId)),
     message: (merchantId, messageId) => hosts.messages.ref(messageId, shard(merchantId)),
     shardOf: shard,
-  };
-}
-
-/**
- * The router as the work of one request sees it: every ask carries the request's scope (its deadline, hop count and
- * forwarded shard) unless the ask names its own.
- */
-export function scopedRouter(router: ActorRouter, scope: RequestScope): ActorRouter {
-  if (scope === NO_SCOPE) return router;
-  const within = <C extends Command, RM extends ReplyMap<C>>(ref: ActorRef<C, RM>): ActorRef<C, RM> => ({
-    key: ref.key,
-    ask: (command, options) => ref.ask(command, options?.scope ? options : { ...options, scope }),
-  });
-  return {
-    wallet: (merchantId) => within(router.wallet(merchantId)),
-    apiKey: (merchantId, keyId) => within(router.apiKey(merchantId, keyId)),
-    message: (merchantId, messageId) => within(router.message(merchantId, messageId)),
-    shardOf: (merchantId) => router.shardOf(merchantId),
   };
 }

@@ -1,4 +1,4 @@
-import { scopedRouter, type ActorRouter } from '../cluster/actor-router.js';
+import type { ActorRouter } from '../cluster/actor-router.js';
 import { NO_SCOPE, finishDecided, liftDeadline, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
@@ -51,8 +51,11 @@ export function createManageScheduleUseCase(deps: ManageScheduleDependencies) {
     const adjustment = reply.adjustment;
     // decided: the refund is journaled with the action; the answer waits for the wallet, past the deadline if need
     // be, or leaves it to the outbox entry, never answering 503 for an applied action
-    const decided = scopedRouter(deps.router, liftDeadline(scope));
-    if (adjustment && (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(decided, adjustment)))) {
+    const decided = liftDeadline(scope);
+    if (
+      adjustment &&
+      (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(deps.router, adjustment, decided)))
+    ) {
       deps.followUpDone(adjustmentOutboxId(adjustment));
     }
     const view = messageStatusView(reply.state);

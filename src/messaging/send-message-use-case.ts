@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { scopedRouter, type ActorRouter } from '../cluster/actor-router.js';
+import type { ActorRouter } from '../cluster/actor-router.js';
 import type { GatewayEnvironment } from '../libraries/config/config.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
@@ -94,12 +94,12 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
   async function sendMessage(input: SendMessageInput, scope: RequestScope = NO_SCOPE): Promise<Result<SendMessageOutcome>> {
     const merchant = await deps.catalog.merchant(input.merchantId);
     if (!merchant) return failure(new AppError('INTERNAL_ERROR', { message: 'The key belongs to no known merchant.' }));
-    const wallet = scopedRouter(deps.router, scope).wallet(merchant.id);
+    const wallet = deps.router.wallet(merchant.id);
 
     // a replay answers what the first request answered, even if its dates have passed since
     const idempotency = input.idempotencyKey === null ? null : { key: input.idempotencyKey, bodyHash: bodyHash(input.body) };
     if (idempotency) {
-      const verdict = await wallet.ask({ type: 'lookup_idempotency', key: idempotency.key, bodyHash: idempotency.bodyHash });
+      const verdict = await wallet.ask({ type: 'lookup_idempotency', key: idempotency.key, bodyHash: idempotency.bodyHash }, { scope });
       if (verdict.outcome === 'replay') return success({ receipt: verdict.receipt as SendReceipt, replayed: true });
       if (verdict.outcome === 'mismatch') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));
     }
@@ -168,12 +168,18 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     // the wallet refuses the charge if it has not taken it by the request's deadline: then nothing was applied
     beforeDeadline(scope.deadline, deps.clock.now(), 'the charge');
     const charge = deps.creationWithCharge
-      ? await wallet.ask({ type: 'charge_and_create', ...terms, creates: { kind: MESSAGE_KIND, id: messageId, command: creation } })
-      : await wallet.ask({
-          type: 'charge',
-          ...terms,
-          followUp: { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec } satisfies MessageCreateEffect,
-        });
+      ? await wallet.ask(
+          { type: 'charge_and_create', ...terms, creates: { kind: MESSAGE_KIND, id: messageId, command: creation } },
+          { scope },
+        )
+      : await wallet.ask(
+          {
+            type: 'charge',
+            ...terms,
+            followUp: { id: followUpId(messageId), topic: MESSAGE_CREATE_TOPIC, payload: spec } satisfies MessageCreateEffect,
+          },
+          { scope },
+        );
     if (!charge.ok) {
       if (charge.code === 'IDEMPOTENCY_REPLAY') return success({ receipt: charge.receipt as SendReceipt, replayed: true });
       if (charge.code === 'IDEMPOTENCY_KEY_REUSED') return failure(new AppError('IDEMPOTENCY_KEY_REUSED'));

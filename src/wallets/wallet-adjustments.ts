@@ -1,4 +1,5 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
+import { NO_SCOPE, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
 import { isFlag, isRecord, isText } from '../libraries/validation/guards.js';
 import { isMoney, type Money } from '../pricing/money.js';
@@ -32,14 +33,22 @@ export function isWalletAdjustment(value: unknown): value is WalletAdjustment {
 
 /**
  * Carries a message's wallet adjustment to its wallet: the refund (idempotent per refund id), then settling the
- * charge. Run right after the message journals it, and again by the outbox relay after a crash.
+ * charge. Run right after the message journals it (in the request's `scope`, its deadline lifted), and again by the
+ * outbox relay after a crash.
  */
-export async function applyWalletAdjustment(router: ActorRouter, adjustment: WalletAdjustment): Promise<void> {
+export async function applyWalletAdjustment(
+  router: ActorRouter,
+  adjustment: WalletAdjustment,
+  scope: RequestScope = NO_SCOPE,
+): Promise<void> {
   const wallet = router.wallet(adjustment.merchantId);
   if (adjustment.amount > 0) {
-    await wallet.ask({ type: 'refund', chargeId: adjustment.chargeId, refundId: adjustment.refundId, amount: adjustment.amount });
+    await wallet.ask(
+      { type: 'refund', chargeId: adjustment.chargeId, refundId: adjustment.refundId, amount: adjustment.amount },
+      { scope },
+    );
   }
-  if (adjustment.settle) await wallet.ask({ type: 'settle', chargeId: adjustment.chargeId });
+  if (adjustment.settle) await wallet.ask({ type: 'settle', chargeId: adjustment.chargeId }, { scope });
 }
 
 export function adjustmentOutboxId(adjustment: WalletAdjustment): string {

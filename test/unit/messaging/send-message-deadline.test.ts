@@ -1,5 +1,11 @@
 import { expect } from 'chai';
-import { createDomainHosts, createLocalActorRouter, type ActorRouter, type MessageRef } from '../../../src/cluster/actor-router.js';
+import {
+  createDomainHosts,
+  createLocalActorRouter,
+  type ActorRouter,
+  type MessageRef,
+  type WalletRef,
+} from '../../../src/cluster/actor-router.js';
 import { createActorRuntime, type ActorRuntime } from '../../../src/libraries/actors/actor-runtime.js';
 import { createManualClock, createSequentialIds } from '../../../src/libraries/clock/clock.js';
 import type { MerchantRecord } from '../../../src/libraries/persistence/directory-port.js';
@@ -39,6 +45,8 @@ describe('send use case under a deadline (the message created by a second write)
   let onCreate: () => void;
   let ownersKnown: string[];
   let followUpsDone: string[];
+  /** Each wallet command asked, with the request deadline it carried. */
+  let walletAsks: string[];
   /** The journal writes companions: the message is created in the charge's write (set by the suites below). */
   let creationWithCharge = false;
   let sending: ReturnType<typeof useCase>['sending'];
@@ -59,7 +67,14 @@ describe('send use case under a deadline (the message created by a second write)
     const routed = createLocalActorRouter(hosts, 4);
     // the creation, the first step after the charge, runs onCreate just before it is asked
     const router: ActorRouter = {
-      wallet: (merchantId) => routed.wallet(merchantId),
+      wallet(merchantId) {
+        const ref = routed.wallet(merchantId);
+        const ask: WalletRef['ask'] = (command, options) => {
+          walletAsks.push(`${command.type} within ${String(options?.scope?.deadline ?? null)}`);
+          return ref.ask(command, options);
+        };
+        return { key: ref.key, ask };
+      },
       apiKey: (merchantId, keyId) => routed.apiKey(merchantId, keyId),
       shardOf: (merchantId) => routed.shardOf(merchantId),
       message(merchantId, messageId) {
@@ -113,6 +128,7 @@ describe('send use case under a deadline (the message created by a second write)
     onCreate = () => undefined;
     followUpsDone = [];
     ownersKnown = [];
+    walletAsks = [];
     const built = useCase();
     router = built.router;
     sending = built.sending;
@@ -143,8 +159,13 @@ describe('send use case under a deadline (the message created by a second write)
     onCreate = () => {
       clock.advance(REAL_MARGIN_MS + 10);
     };
+    const deadline = clock.now() + BUDGET_MS;
+    walletAsks = [];
     const result = await send();
     expect(result.ok).to.equal(true);
+    expect(walletAsks, 'the charge carries the request deadline: a wallet that has not taken it by then refuses it').to.deep.equal([
+      `charge within ${deadline}`,
+    ]);
     expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
     expect(journal.records('message:msg-1').flatMap((r) => r.events as { type: string }[])[0]?.type).to.equal('message_created');
     expect(followUpsDone).to.deep.equal(['create:msg-1']);
@@ -187,8 +208,11 @@ describe('send use case under a deadline (the message created by a second write)
       onCreate = () => {
         creates++;
       };
+      const deadline = clock.now() + BUDGET_MS;
+      walletAsks = [];
       const result = await send();
       expect(result.ok).to.equal(true);
+      expect(walletAsks, 'the charge carries the request deadline').to.deep.equal([`charge_and_create within ${deadline}`]);
       expect(appends).to.deep.equal(['wallet:m1+message:msg-1']);
       expect(creates, 'no create asked of the message').to.equal(0);
       expect(walletEvents()).to.deep.equal(['wallet_opened', 'topped_up', 'charged']);
