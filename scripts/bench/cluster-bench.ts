@@ -6,7 +6,9 @@
  *
  *   1. Throughput, for each node count of --nodes (ascending; the cluster grows by starting nodes and waiting until
  *      the shards are balanced): a closed loop of --concurrency requests in flight (paced at --rate when given) for --duration-s (after a
- *      --warmup-s warm-up), spread round-robin over every node's HTTP port and over the merchants; req/s and
+ *      --warmup-s warm-up), spread over the merchants and, by --route, round-robin over every node's HTTP port
+ *      (a load balancer that knows nothing of shards), to each merchant's owner (no hop: what a load balancer routing
+ *      by API key to a shard's owner would give), or to nodes that are not its owner (every request forwarded); req/s and
  *      p50/p99 latency, and the CPU time the node processes spent per request (from /proc: the cost of the NATS hops
  *      to a shard's owner shows there even when the machine has fewer cores than processes).
  *      And what each send cost the rest of the system (scripts/bench/cluster-costs.ts): rows inserted, updated and
@@ -32,6 +34,8 @@
  *                             The same offered load for every node count compares their CPU per send at equal load
  *                             (a closed loop compares them at saturation, where each node batches more per turn)
  *   --merchants M             merchants the load is spread over (BENCH_MERCHANTS, 12)
+ *   --route R                 round-robin, owner or other: which node each throughput request goes to (BENCH_ROUTE,
+ *                             round-robin; with one node every route is that node)
  *   --failover-rate R         sends/s of the failover load (BENCH_FAILOVER_RATE, 40)
  *   --failover-s S            length of the failover load (BENCH_FAILOVER_S, 30)
  *   --no-failover             skip the failover measurement (BENCH_NO_FAILOVER=1)
@@ -96,7 +100,7 @@ import { sampleCpu } from './process-cpu.js';
 
 const USAGE =
   'usage: npm run bench:cluster -- [--nodes 1,3] [--duration-s S] [--warmup-s S] [--concurrency C] [--rate R] [--merchants M] ' +
-  '[--failover-rate R] [--failover-s S] [--no-failover] [--lease-ttl-ms MS] [--failover-deadline-ms MS] [--shards N]';
+  '[--route round-robin|owner|other] [--failover-rate R] [--failover-s S] [--no-failover] [--lease-ttl-ms MS] [--failover-deadline-ms MS] [--shards N]';
 
 const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'nodes', env: 'BENCH_NODES', kind: 'value' },
@@ -105,6 +109,7 @@ const OPTION_SPECS: readonly BenchOptionSpec[] = [
   { flag: 'concurrency', env: 'BENCH_CONCURRENCY', kind: 'value' },
   { flag: 'rate', env: 'BENCH_RATE', kind: 'value' },
   { flag: 'merchants', env: 'BENCH_MERCHANTS', kind: 'value' },
+  { flag: 'route', env: 'BENCH_ROUTE', kind: 'value' },
   { flag: 'failover-rate', env: 'BENCH_FAILOVER_RATE', kind: 'value' },
   { flag: 'failover-s', env: 'BENCH_FAILOVER_S', kind: 'value' },
   { flag: 'no-failover', env: 'BENCH_NO_FAILOVER', kind: 'boolean' },
@@ -135,6 +140,13 @@ const CONCURRENCY = Math.floor(numberOption('concurrency', 16));
 /** Requests per second of the paced throughput load; null: a closed loop. */
 const RATE = given.get('rate') === undefined ? null : numberOption('rate', 1);
 const MERCHANTS = Math.floor(numberOption('merchants', 12));
+const ROUTES = ['round-robin', 'owner', 'other'] as const;
+type Route = (typeof ROUTES)[number];
+/** Which node each request of the throughput load goes to: round-robin, its merchant's owner, or a node that is not. */
+const ROUTE: Route = ((raw = 'round-robin') => {
+  if (!(ROUTES as readonly string[]).includes(raw)) throw new Error(`--route must be one of ${ROUTES.join(', ')}, got ${raw}`);
+  return raw as Route;
+})(given.get('route'));
 const FAILOVER_RATE = numberOption('failover-rate', 40);
 const FAILOVER_S = numberOption('failover-s', 30);
 const NO_FAILOVER = ((raw) => raw !== undefined && raw !== '0' && raw !== 'false')(given.get('no-failover'));
@@ -180,7 +192,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Throughput: a closed loop of CONCURRENCY requests (paced at RATE when given), round-robin over the nodes and the
+// Throughput: a closed loop of CONCURRENCY requests (paced at RATE when given), over the nodes by ROUTE and round-robin over the
 // merchants; a paced request's latency counts from when it started, not from when it was due
 
 interface LoadStats {
@@ -194,11 +206,28 @@ interface LoadStats {
   readonly perNode: Readonly<Record<string, number>>;
 }
 
+/** The node request `i` (for `merchant`) goes to, by --route; `owners` from cluster.ownership() before the load. */
+function targetOf(
+  targets: readonly ClusterNode[],
+  owners: ReadonlyMap<string, readonly number[]>,
+  shards: number,
+): (i: number, merchant: LoadMerchant) => ClusterNode | undefined {
+  const ownerOf = (merchant: LoadMerchant) => [...owners].find(([, list]) => list.includes(shardOf(merchant.merchantId, shards)))?.[0];
+  if (ROUTE === 'round-robin') return (i) => targets[i % targets.length];
+  if (ROUTE === 'owner') return (_i, merchant) => targets.find((n) => n.id === ownerOf(merchant));
+  // a single node is every merchant's owner: it serves them all
+  return (i, merchant) => {
+    const others = targets.filter((n) => n.id !== ownerOf(merchant));
+    return others.length === 0 ? targets[0] : others[i % others.length];
+  };
+}
+
 async function closedLoop(
   targets: readonly ClusterNode[],
   merchants: readonly LoadMerchant[],
   seconds: number,
   offset: number,
+  nodeFor: (i: number, merchant: LoadMerchant) => ClusterNode | undefined,
 ): Promise<LoadStats> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
@@ -217,9 +246,10 @@ async function closedLoop(
           const wait = due - performance.now();
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         }
-        const node = targets[i % targets.length];
         const merchant = merchants[Math.floor(i / targets.length) % merchants.length];
-        if (!node || !merchant) throw new Error('no target or merchant');
+        if (!merchant) throw new Error('no merchant');
+        const node = nodeFor(i, merchant);
+        if (!node) throw new Error(`no target node (--route ${ROUTE})`);
         const t0 = performance.now();
         let outcome: string;
         try {
@@ -704,6 +734,7 @@ async function main(): Promise<void> {
       merchantsPerNode[owner] = (merchantsPerNode[owner] ?? 0) + 1;
     }
     const targets = running.running();
+    const nodeFor = targetOf(targets, owners, running.shards);
     let settled = await settle(running, acceptedSoFar);
     if (!settled.quiet)
       process.stderr.write(
@@ -711,7 +742,7 @@ async function main(): Promise<void> {
       );
     if (WARMUP_S > 0) {
       process.stderr.write(`${count} node(s): warm-up ${fmt(WARMUP_S)} s…\n`);
-      acceptedSoFar += acceptedIn(await closedLoop(targets, merchants, WARMUP_S, index * 1_000_000));
+      acceptedSoFar += acceptedIn(await closedLoop(targets, merchants, WARMUP_S, index * 1_000_000, nodeFor));
       const after = await settle(running, acceptedSoFar);
       settled = { seconds: settled.seconds + after.seconds, quiet: settled.quiet && after.quiet };
     }
@@ -719,7 +750,7 @@ async function main(): Promise<void> {
     const idleStart = await takeSample(running, targets);
     await sleep(IDLE_MS);
     const windowStart = await takeSample(running, targets);
-    const stats = await closedLoop(targets, merchants, DURATION_S, index * 1_000_000 + 100_000);
+    const stats = await closedLoop(targets, merchants, DURATION_S, index * 1_000_000 + 100_000, nodeFor);
     const windowEnd = await takeSample(running, targets, false);
     acceptedSoFar += acceptedIn(stats);
     process.stderr.write(`  ${fmt(stats.rps)} req/s, p50 ${ms(stats.p50)}, p99 ${ms(stats.p99)}; draining…\n`);
@@ -785,7 +816,7 @@ async function main(): Promise<void> {
   );
   console.log(
     `Settings: ${SHARDS} shards, CLUSTER_LEASE_TTL_MS ${fmt(LEASE_TTL_MS)}, CLUSTER_FAILOVER_DEADLINE_MS ${fmt(FAILOVER_DEADLINE_MS)}, ACTOR_ASK_TIMEOUT_MS ${fmt(ASK_TIMEOUT_MS)} (default), ` +
-      `rate limits raised to ${MANY}/window; ${MERCHANTS} merchants; 1 recipient per send; ${CONCURRENCY} requests in flight, ${fmt(WARMUP_S)} s warm-up + ${fmt(DURATION_S)} s measured per node count.`,
+      `rate limits raised to ${MANY}/window; ${MERCHANTS} merchants; 1 recipient per send; requests to nodes by --route ${ROUTE}; ${CONCURRENCY} requests in flight, ${fmt(WARMUP_S)} s warm-up + ${fmt(DURATION_S)} s measured per node count.`,
   );
   console.log(
     `Cluster start-up (processes healthy and shards balanced): ${startup.map((s) => `${s.nodes} node(s) ${fmt(s.seconds, 1)} s`).join(', ')}.`,
@@ -920,6 +951,7 @@ async function main(): Promise<void> {
         merchants: MERCHANTS,
         concurrency: CONCURRENCY,
         rate: RATE,
+        route: ROUTE,
         durationS: DURATION_S,
         warmupS: WARMUP_S,
       },
