@@ -178,8 +178,8 @@ describe('deadlines: a 503/1402 applied nothing', function () {
       const bursts: string[] = [];
       // Each burst is written while the node is stopped (SIGSTOP), so the node finds all of it at once when it
       // resumes. Sent live, a burst reaches the node only as fast as this one process writes it, and a node quicker
-      // than its client is never overloaded. A node works through a burst's steps in turn, so a burst is decided
-      // about all together: within the deadline (201s) or not (503s). Bursts grow until both were seen.
+      // than its client is never overloaded. A node works through a burst's steps in turn: a small burst is decided
+      // within the deadline (201s), a large one mostly past it (503s). Bursts grow until both were seen.
       for (const size of BURST_SIZES) {
         const offset = answers.length;
         cluster.pause(node);
