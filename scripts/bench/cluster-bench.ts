@@ -206,19 +206,28 @@ interface LoadStats {
   readonly perNode: Readonly<Record<string, number>>;
 }
 
-/** The node request `i` (for `merchant`) goes to, by --route; `owners` from cluster.ownership() before the load. */
+/**
+ * The node request `i` (for `merchant`) goes to, by --route; `ownerOf` maps each merchant to its shard's owner, as
+ * read before the load (the candidates are worked out once per merchant, not per request).
+ */
 function targetOf(
   targets: readonly ClusterNode[],
-  owners: ReadonlyMap<string, readonly number[]>,
-  shards: number,
+  merchants: readonly LoadMerchant[],
+  ownerOf: (merchantId: string) => string | undefined,
 ): (i: number, merchant: LoadMerchant) => ClusterNode | undefined {
-  const ownerOf = (merchant: LoadMerchant) => [...owners].find(([, list]) => list.includes(shardOf(merchant.merchantId, shards)))?.[0];
   if (ROUTE === 'round-robin') return (i) => targets[i % targets.length];
-  if (ROUTE === 'owner') return (_i, merchant) => targets.find((n) => n.id === ownerOf(merchant));
-  // a single node is every merchant's owner: it serves them all
+  const candidates = new Map(
+    merchants.map((m) => {
+      const owner = ownerOf(m.merchantId);
+      const owning = targets.filter((n) => n.id === owner);
+      const others = targets.filter((n) => n.id !== owner);
+      // a single node is every merchant's owner: it serves them all
+      return [m.merchantId, ROUTE === 'owner' || others.length === 0 ? owning : others];
+    }),
+  );
   return (i, merchant) => {
-    const others = targets.filter((n) => n.id !== ownerOf(merchant));
-    return others.length === 0 ? targets[0] : others[i % others.length];
+    const nodes = candidates.get(merchant.merchantId) ?? [];
+    return nodes[i % nodes.length];
   };
 }
 
@@ -728,13 +737,15 @@ async function main(): Promise<void> {
       startup.push({ nodes: count, seconds: (performance.now() - t0) / 1000 });
     }
     const owners = await running.ownership();
+    const ownerOf = (merchantId: string): string | undefined =>
+      [...owners].find(([, shards]) => shards.includes(shardOf(merchantId, running.shards)))?.[0];
     const merchantsPerNode: Record<string, number> = {};
     for (const m of merchants) {
-      const owner = [...owners].find(([, list]) => list.includes(shardOf(m.merchantId, running.shards)))?.[0] ?? '?';
+      const owner = ownerOf(m.merchantId) ?? '?';
       merchantsPerNode[owner] = (merchantsPerNode[owner] ?? 0) + 1;
     }
     const targets = running.running();
-    const nodeFor = targetOf(targets, owners, running.shards);
+    const nodeFor = targetOf(targets, merchants, ownerOf);
     let settled = await settle(running, acceptedSoFar);
     if (!settled.quiet)
       process.stderr.write(
