@@ -1,5 +1,5 @@
 import type { ActorRouter } from '../cluster/actor-router.js';
-import { NO_SCOPE, finishDecided, liftDeadline, type RequestScope } from '../libraries/actors/request-deadline.js';
+import { NO_SCOPE, finishDecided, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
 import { AppError, failure, success, type Result } from '../libraries/errors/app-error.js';
 import type { Directory } from '../libraries/persistence/directory-port.js';
@@ -51,10 +51,9 @@ export function createManageScheduleUseCase(deps: ManageScheduleDependencies) {
     const adjustment = reply.adjustment;
     // decided: the refund is journaled with the action; the answer waits for the wallet, past the deadline if need
     // be, or leaves it to the outbox entry, never answering 503 for an applied action
-    const decided = liftDeadline(scope);
     if (
       adjustment &&
-      (await finishDecided(deps.clock, deps.decidedWaitMs, () => applyWalletAdjustment(deps.router, adjustment, decided)))
+      (await finishDecided(deps.clock, deps.decidedWaitMs, scope, (decided) => applyWalletAdjustment(deps.router, adjustment, decided)))
     ) {
       deps.followUpDone(adjustmentOutboxId(adjustment));
     }

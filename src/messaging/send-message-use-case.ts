@@ -6,7 +6,7 @@ import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
 import type { MerchantCatalog } from '../merchants/merchant-catalog.js';
 import { costOfSend } from '../pricing/pricing-table.js';
 import type { EffectOf } from '../libraries/actors/behaviour.js';
-import { NO_SCOPE, beforeDeadline, finishDecided, liftDeadline, type RequestScope } from '../libraries/actors/request-deadline.js';
+import { NO_SCOPE, beforeDeadline, finishDecided, type RequestScope } from '../libraries/actors/request-deadline.js';
 import { MESSAGE_KIND, sendReceipt, type MessageCommand, type MessageSpec, type SendReceipt } from './message/message-types.js';
 import { validateSendRequest } from './send-request.js';
 import { checkWebhookUrl, type HostLookup, type WebhookUrlPolicy } from '../webhooks/url-guard.js';
@@ -189,7 +189,7 @@ export function createSendMessageUseCase(deps: SendMessageDependencies) {
     await deps.faults?.afterCharge?.(messageId);
     // created with the charge, or by a second write now (the outbox's follow-up if this one cannot finish)
     if (deps.creationWithCharge) deps.ownerKnown?.(spec.messageId, spec.merchantId);
-    else await finishDecided(deps.clock, deps.decidedWaitMs, () => completeCreation(spec, liftDeadline(scope)));
+    else await finishDecided(deps.clock, deps.decidedWaitMs, scope, (decided) => completeCreation(spec, decided));
     return success({ receipt, replayed: false });
   }
 

@@ -52,20 +52,22 @@ export function recordRemoteHop(scope: RequestScope): void {
 
 /**
  * Finishes what must follow a decision already journaled (a charge's message, a cancel's refund): tried again with
- * backoff until it succeeds or `boundMs` has passed. `step` runs with the request's deadline lifted
- * (`liftDeadline`). False when it gave up: the rest is then left to the outbox entry journaled with the decision,
- * which completes it.
+ * backoff until it succeeds or `boundMs` has passed. `step` gets the request's scope with its deadline lifted: past
+ * the decision the request finishes, and its hops still count. False when it gave up: the rest is then left to the
+ * outbox entry journaled with the decision, which completes it.
  */
 export async function finishDecided(
   clock: { now(): number },
   boundMs: number,
-  step: () => Promise<void>,
+  scope: RequestScope,
+  step: (decided: RequestScope) => Promise<void>,
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 ): Promise<boolean> {
+  const decided = liftDeadline(scope);
   const until = clock.now() + boundMs;
   for (let delayMs = 25; ; delayMs = Math.min(delayMs * 2, 1_000)) {
     try {
-      await step();
+      await step(decided);
       return true;
     } catch {
       if (clock.now() + delayMs >= until) return false;

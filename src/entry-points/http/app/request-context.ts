@@ -103,9 +103,8 @@ export function underDeadline<T>(
   work: (scope: RequestScope) => Promise<T>,
 ): Promise<T> {
   const { deadline, hops } = locals(res);
-  if (deadline === null || !policy) return work({ deadline: null, hops });
-  if (policy.clock.now() >= deadline) return Promise.reject(new DeadlineExpiredError('the request'));
-  return work({ deadline, hops });
+  if (policy && deadline !== null && policy.clock.now() >= deadline) return Promise.reject(new DeadlineExpiredError('the request'));
+  return work({ deadline: policy ? deadline : null, hops });
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   NO_SCOPE,
   askDeadline,
   beforeDeadline,
+  finishDecided,
   liftDeadline,
   patientTimer,
   recordRemoteHop,
@@ -69,5 +70,55 @@ describe('request deadlines', () => {
     cancel();
     await realMs(40);
     expect(expired).to.equal(1);
+  });
+
+  it('when a decided step runs, then it gets the request without its deadline and is retried until it succeeds', async () => {
+    const manual = createManualClock(clock.now());
+    const scope: RequestScope = { deadline: manual.now() + 100, hops: { hops: 0 } };
+    const seen: RequestScope[] = [];
+    const sleeps: number[] = [];
+    const sleep = (ms: number) => {
+      sleeps.push(ms);
+      manual.advance(ms);
+      return Promise.resolve();
+    };
+    const finished = await finishDecided(
+      manual,
+      10_000,
+      scope,
+      (decided) => {
+        seen.push(decided);
+        recordRemoteHop(decided);
+        return seen.length < 3 ? Promise.reject(new Error('wallet busy')) : Promise.resolve();
+      },
+      sleep,
+    );
+    expect(finished).to.equal(true);
+    expect(seen.map((s) => s.deadline)).to.deep.equal([null, null, null]);
+    // the request's hops are still its own
+    expect(scope.hops?.hops).to.equal(3);
+    expect(sleeps).to.deep.equal([25, 50]);
+  });
+
+  it('when a decided step keeps failing past its bound, then it gives up and says so', async () => {
+    const manual = createManualClock(clock.now());
+    let attempts = 0;
+    const sleep = (ms: number) => {
+      manual.advance(ms);
+      return Promise.resolve();
+    };
+    const finished = await finishDecided(
+      manual,
+      500,
+      NO_SCOPE,
+      () => {
+        attempts++;
+        return Promise.reject(new Error('wallet down'));
+      },
+      sleep,
+    );
+    expect(finished).to.equal(false);
+    // 25 + 50 + 100 + 200 = 375 ms slept; the next wait (400 ms) would pass the 500 ms bound
+    expect(attempts).to.equal(5);
   });
 });
