@@ -148,12 +148,15 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
     },
   });
   let warnTimer: NodeJS.Timeout | null = null;
+  /** Set when the stop begins: GET /health answers 503 from then on. */
+  let stopping = false;
   let unregisterCarrierGauges: (() => void) | null = null;
   const { probes, health } = createHealthCheck({
     database: persistence,
     transport,
     carriers: () => carriers.check(),
     timeoutMs: config.tuning.healthProbeTimeoutMs,
+    stopping: () => stopping,
   });
   let watch: DependencyWatch | null = null;
 
@@ -251,7 +254,15 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       gateway.stopAcquiring();
       // a stop during the start: what the shard manager did so far is logged now, before the hand-over
       releaseShardLines();
-      await http.stop(Math.ceil(config.shutdown.graceMs * config.tuning.httpShareOfGrace));
+      // unhealthy from now on; with a drain, still serving meanwhile, so the load balancer takes the node out before
+      // it stops accepting (connections it has not accepted yet would be reset)
+      stopping = true;
+      const { drainMs, graceMs } = config.shutdown;
+      if (drainMs > 0) {
+        logger.info({ drain_ms: drainMs }, 'health answers 503; serving until the drain ends');
+        await new Promise((resolve) => setTimeout(resolve, drainMs));
+      }
+      await http.stop(Math.ceil((graceMs - drainMs) * config.tuning.httpShareOfGrace));
       logger.info('requests finished; draining');
       watch?.stop();
       if (warnTimer) clearTimeout(warnTimer);

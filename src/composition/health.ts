@@ -28,6 +28,8 @@ export interface HealthCheckOptions {
   readonly carriers: () => CarriersCheck;
   /** A ping slower than this reports its dependency down (HEALTH_PROBE_TIMEOUT_MS). */
   readonly timeoutMs: number;
+  /** True once the node has begun to stop: from then on it reports itself unhealthy. */
+  readonly stopping?: () => boolean;
 }
 
 /**
@@ -42,7 +44,9 @@ export function createHealthCheck(options: HealthCheckOptions) {
   };
   async function checkHealth(): Promise<HealthReport> {
     const [database, transport] = await Promise.all([probes.database(), probes.transport()]);
-    return { healthy: database === 'ok' && transport === 'ok', checks: { database, transport, carriers: options.carriers() } };
+    const checks = { database, transport, carriers: options.carriers() };
+    if (options.stopping?.()) return { healthy: false, checks: { ...checks, node: 'stopping' } };
+    return { healthy: database === 'ok' && transport === 'ok', checks };
   }
   let running: Promise<HealthReport> | null = null;
   function health(): Promise<HealthReport> {

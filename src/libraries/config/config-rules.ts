@@ -25,8 +25,18 @@ export function requireServerNats(config: Config): void {
   }
 }
 
+/** The drain before a stop is part of the stop: it must leave the rest of the grace for the requests and the hand-over. */
+export function requireDrainWithinGrace(config: Config): void {
+  if (config.shutdown.drainMs >= config.shutdown.graceMs) {
+    throw new ConfigError(
+      `Invalid configuration: SHUTDOWN_DRAIN_MS (${String(config.shutdown.drainMs)}) must be shorter than SHUTDOWN_GRACE_MS (${String(config.shutdown.graceMs)}), which it counts within`,
+      'shutdown.drainMs',
+    );
+  }
+}
+
 const RULES: Readonly<Record<ConfigReader, readonly ((config: Config) => void)[]>> = {
-  node: [requireSecretsKey, requireServerDatabase, requireServerNats],
+  node: [requireSecretsKey, requireServerDatabase, requireServerNats, requireDrainWithinGrace],
   cli: [requireSecretsKey, requireServerDatabase],
 };
 

@@ -72,6 +72,11 @@ export const configSchema = group({
       'SHUTDOWN_GRACE_MS',
       'On SIGTERM/SIGINT: how long the node may take to finish requests, drain and hand its shards over before it exits 1.',
     ),
+    drainMs: setting(
+      nonNegativeInt(),
+      'SHUTDOWN_DRAIN_MS',
+      'On SIGTERM/SIGINT, before it stops accepting requests: how long the node keeps serving while GET /health answers 503 (checks.node: stopping), so a load balancer takes it out first (0: stop accepting at once). Counts within SHUTDOWN_GRACE_MS.',
+    ),
   }),
   database: group({
     dataDir: setting(Joi.string(), 'DATA_DIR', 'Embedded mode: directory of the PGlite database.'),
@@ -290,7 +295,7 @@ export const configSchema = group({
     httpShareOfGrace: setting(
       Joi.number().greater(0).less(1),
       'SHUTDOWN_HTTP_SHARE_OF_GRACE',
-      'Share of SHUTDOWN_GRACE_MS the merchant port gets to finish in-flight requests; the rest drains the workers and hands the shards over.',
+      'Share of SHUTDOWN_GRACE_MS (less SHUTDOWN_DRAIN_MS) the merchant port gets to finish in-flight requests; the rest drains the workers and hands the shards over.',
     ),
   }),
 }).options({ presence: 'required' });

@@ -21,6 +21,8 @@ const RECIPIENTS = 1_000;
 const PRICE_PER_RECIPIENT = 0.02;
 const PREPAID = 100_000;
 const NODE_ID = 'graceful-node-1';
+/** Long enough for a health check and a send after the signal on a machine kept busy; the test takes this long. */
+const DRAIN_MS = 15_000;
 
 /** 1 000 distinct Vodacom DR Congo numbers, different for every send. */
 const recipientsOf = (send: number): string[] =>
@@ -215,6 +217,49 @@ describe('graceful shutdown of src/main.ts', function () {
         await fresh.stop();
         await transport.close();
       }
+    });
+
+    it('with SHUTDOWN_DRAIN_MS, answers 503 "stopping" on /health and still serves during the drain, then stops accepting and exits 0', async () => {
+      // Arrange: a drain long enough for this test's few calls on any machine
+      main = startMain(
+        serverNodeEnvironment(
+          { databaseUrl, natsUrl: nats.url, nodeId: 'graceful-node-2' },
+          { SHUTDOWN_GRACE_MS: '60000', SHUTDOWN_DRAIN_MS: String(DRAIN_MS), RATE_LIMIT_SEND: '10000' },
+        ),
+      );
+      const listening = await main.waitForLog((line) => line.msg === 'listening', 60_000);
+      const api = `http://127.0.0.1:${String(listening.port)}${API_ROOT}`;
+      const before = await httpCall(`${api}/health`);
+      expect(before.status, before.body).to.equal(200);
+      expect((JSON.parse(before.body) as { data: { checks: Record<string, unknown> } }).data.checks).not.to.have.property('node');
+
+      // Act: SIGTERM, then a health check and a send while the node drains
+      main.signal('SIGTERM');
+      await main.waitForLog((line) => line.msg === 'health answers 503; serving until the drain ends', 10_000);
+      const health = await httpCall(`${api}/health`);
+      const send = await httpCall(`${api}/send`, {
+        method: 'POST',
+        headers: { 'app-key': merchant.apiKey },
+        json: { to: ['+243810000001'], message: 'sent while the node drains' },
+      });
+      const exit = await main.exited;
+      const after = await httpCall(`${api}/health`);
+
+      // Assert: unhealthy but serving during the drain; refused once it ended; a clean exit
+      expect(health.status, health.body).to.equal(503);
+      const report = JSON.parse(health.body) as { data: { status: string; checks: Record<string, unknown> } };
+      expect(report.data.status).to.equal('degraded');
+      expect(report.data.checks).to.include({ database: 'ok', transport: 'ok', node: 'stopping' });
+      expect(send.status, send.body).to.equal(201);
+      expect(exit.code, main.lines.join('\n')).to.equal(0);
+      expect(after.status, 'no connection accepted after the stop').to.equal(null);
+      // the node served the send after its drain began and before it stopped accepting
+      const drained = main.logs.findIndex((line) => line.msg === 'health answers 503; serving until the drain ends');
+      const finished = main.logs.findIndex((line) => line.msg === 'requests finished; draining');
+      const served = main.logs.findIndex((line) => line.msg === 'request' && line.route === 'send' && line.status === 201);
+      expect(drained).to.be.at.least(0);
+      expect(served, 'the send logged during the drain').to.be.greaterThan(drained);
+      expect(finished).to.be.greaterThan(served);
     });
   });
 

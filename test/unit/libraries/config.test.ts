@@ -63,6 +63,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { ...server, SECRETS_KEY: '' }, reader: 'node' }))
       .to.throw(ConfigError, /secrets\.key.*required in server mode.*SECRETS_KEY/)
       .with.property('key', 'secrets.key');
+    // the drain before a stop counts within its grace
+    expect(
+      loadConfig({ env: { ...server, SHUTDOWN_DRAIN_MS: '5000', SHUTDOWN_GRACE_MS: '25000' }, reader: 'node' }).shutdown.drainMs,
+    ).to.equal(5_000);
+    expect(() => loadConfig({ env: { ...server, SHUTDOWN_DRAIN_MS: '25000', SHUTDOWN_GRACE_MS: '25000' }, reader: 'node' }))
+      .to.throw(ConfigError, /SHUTDOWN_DRAIN_MS \(25000\) must be shorter than SHUTDOWN_GRACE_MS \(25000\)/)
+      .with.property('key', 'shutdown.drainMs');
     // the CLI works on the database alone when no node runs; it refuses later, once it has seen nodes running
     expect(loadConfig({ env: { ...server, NATS_URL: '' }, reader: 'cli' }).nats.url).to.equal('');
     expect(() => loadConfig({ env: { ...server, DATABASE_URL: '' }, reader: 'cli' })).to.throw(ConfigError, /DATABASE_URL/);

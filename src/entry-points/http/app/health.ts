@@ -17,6 +17,8 @@ export interface HealthReport {
     readonly transport: 'ok' | 'down';
     /** By carrier slug; a carrier `down` makes the status `degraded` without making the node unhealthy. */
     readonly carriers: Readonly<Record<string, CarrierHealth>>;
+    /** Only once the node is stopping (a signal): it is unhealthy from then on, so load balancers take it out. */
+    readonly node?: 'stopping';
   };
 }
 

@@ -104,27 +104,35 @@ export function componentSchemas(): Record<SchemaName, JsonSchema> {
     Health: objectOf<HealthData>('`GET /health` data.', {
       status: oneOfValues(
         ['ok', 'degraded'],
-        '`ok` with HTTP 200; `degraded` with HTTP 503 when the database or the transport is down, or with HTTP 200 when only a carrier is `down`.',
+        '`ok` with HTTP 200; `degraded` with HTTP 503 when the database or the transport is down or the node is stopping, or with HTTP 200 when only a carrier is `down`.',
       ),
       version: text('Version of the gateway.'),
       environment: oneOfValues(['sandbox', 'production'], 'The environment this process serves.'),
-      checks: objectOf<HealthReport['checks']>('Each dependency.', {
-        database: oneOfValues(['ok', 'down'], 'The database.'),
-        transport: oneOfValues(['ok', 'down'], 'The message transport to the carrier connectors.'),
-        carriers: {
-          type: 'object',
-          description:
-            'By carrier slug: every carrier this environment routes to (production: the carriers the pricing rows name and the default carrier; ' +
-            'sandbox: `simulator`), and any other carrier whose connector announces itself.',
-          additionalProperties: objectOf<CarrierHealth>('One carrier.', {
-            status: oneOfValues(
-              ['ok', 'down'],
-              '`ok` when at least one of its connectors is live; `down` when none is (its SMS wait in the queue).',
-            ),
-            connectors: integer('Live connectors of the carrier.'),
-          }),
+      checks: objectOf<HealthReport['checks']>(
+        'Each dependency.',
+        {
+          database: oneOfValues(['ok', 'down'], 'The database.'),
+          transport: oneOfValues(['ok', 'down'], 'The message transport to the carrier connectors.'),
+          carriers: {
+            type: 'object',
+            description:
+              'By carrier slug: every carrier this environment routes to (production: the carriers the pricing rows name and the default carrier; ' +
+              'sandbox: `simulator`), and any other carrier whose connector announces itself.',
+            additionalProperties: objectOf<CarrierHealth>('One carrier.', {
+              status: oneOfValues(
+                ['ok', 'down'],
+                '`ok` when at least one of its connectors is live; `down` when none is (its SMS wait in the queue).',
+              ),
+              connectors: integer('Live connectors of the carrier.'),
+            }),
+          },
+          node: oneOfValues(
+            ['stopping'],
+            'Present only once the node has begun to stop (a signal): it then answers 503 `degraded`, while it still serves for `SHUTDOWN_DRAIN_MS` and finishes the requests in flight, so a load balancer takes it out.',
+          ),
         },
-      }),
+        ['node'],
+      ),
     }),
     SendResult: objectOf<SendReceipt>('`POST /send` data.', {
       message_id: text('Identifies the whole batch of recipients and dates.'),
