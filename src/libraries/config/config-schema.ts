@@ -205,7 +205,11 @@ export const configSchema = group({
     ),
   }),
   outbox: group({
-    pollIntervalMs: setting(positiveInt(), 'OUTBOX_POLL_INTERVAL_MS', 'How often the relay looks for unrelayed outbox entries.'),
+    pollIntervalMs: setting(
+      positiveInt(),
+      'OUTBOX_POLL_INTERVAL_MS',
+      'How often the relay looks for unrelayed outbox entries (backing off to 2 s after 10 s without work, back at once when work comes).',
+    ),
   }),
   demo: group({
     seedMerchant: setting(Joi.boolean(), 'SEED_DEMO_MERCHANT', 'Create a funded demo merchant and print its key on first start.'),

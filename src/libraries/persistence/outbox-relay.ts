@@ -60,6 +60,16 @@ export interface OutboxRelay {
  */
 export const FRESH_ENTRY_MS = 2_000;
 
+/**
+ * A relay that has had no entry handed over by an append, no lane found due, no failed probe and no change of shards
+ * for this long is idle: its polls then back off, doubling from `pollIntervalMs` up to IDLE_POLL_MAX_MS. What a poll
+ * looks for is at least FRESH_ENTRY_MS old anyway: an idle node asks its database a tenth as often (at the default
+ * 200 ms) and finds an entry left behind at most IDLE_POLL_MAX_MS later. Any of the four makes it busy again at once,
+ * and a poll set far off while idle is set again at the interval.
+ */
+export const IDLE_AFTER_MS = 10_000;
+export const IDLE_POLL_MAX_MS = 2_000;
+
 /** Batches of fresh entries of one topic carried out at once. */
 export const LANE_CHUNKS_AT_ONCE = 4;
 
@@ -68,7 +78,7 @@ export const LANE_CHUNKS_AT_ONCE = 4;
  * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
  *
  * Two ways in: the entries an append of this process wrote come straight from the journal's notice (no query), and
- * a poll every `pollIntervalMs` asks the outbox which lanes have entries still pending and older than FRESH_ENTRY_MS
+ * a poll every `pollIntervalMs` (backing off while the relay is idle: IDLE_AFTER_MS) asks the outbox which lanes have entries still pending and older than FRESH_ENTRY_MS
  * (one query for all lanes), and those lanes query for them.
  */
 export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRelay {
@@ -252,6 +262,11 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
   async function poll(): Promise<void> {
     const now = options.clock.now();
     const shards = options.shards?.();
+    const shardSet = shards?.join(',') ?? null;
+    if (shardSet !== polledShards) {
+      polledShards = shardSet;
+      wake();
+    }
     let due: ReadonlySet<string>;
     try {
       due = await options.outbox.pendingTopics({
@@ -262,9 +277,12 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
         ...(shards ? { shards } : {}),
       });
     } catch (error) {
+      // the database away: looked for again at the base interval, so what it left behind goes soon after it returns
+      wake();
       options.onError?.(error);
       return;
     }
+    if (due.size > 0) wake();
     // stopped while the probe was out: no lane starts a pass stop() would not wait for
     if (!running) return;
     // the passes are not waited for here (stop() waits for them): a slow lane never holds the next poll up
@@ -273,9 +291,27 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
 
   /** The poll's probe under way, if any (stop waits for it). */
   let polling: Promise<void> | null = null;
+  /** When the relay last had work or news (IDLE_AFTER_MS), the shards its last poll covered, its current interval. */
+  let busyAt = options.clock.now();
+  let polledShards: string | null = null;
+  let intervalMs = options.pollIntervalMs;
 
+  function nextInterval(): number {
+    const idle = options.clock.now() - busyAt >= IDLE_AFTER_MS;
+    intervalMs = idle ? Math.min(intervalMs * 2, Math.max(IDLE_POLL_MAX_MS, options.pollIntervalMs)) : options.pollIntervalMs;
+    return intervalMs;
+  }
+
+  /** Work or news: busy from now on, and a poll backed off while idle is set at the interval again. */
+  function wake(): void {
+    busyAt = options.clock.now();
+    if (intervalMs !== options.pollIntervalMs) schedule();
+  }
+
+  /** Sets the next poll, in place of any set before. */
   function schedule(): void {
     if (!running) return;
+    if (timer) clearTimeout(timer);
     // lanes still busy only note that they should go round again: the poll never waits for the slowest
     timer = setTimeout(() => {
       if (!polling)
@@ -283,7 +319,7 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
           polling = null;
         });
       schedule();
-    }, options.pollIntervalMs);
+    }, nextInterval());
   }
 
   return {
@@ -292,7 +328,11 @@ export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRela
       running = true;
       // an append hands its entries to their lanes; a lane with a grace period waits for its poll (what was just
       // written is younger than the grace by definition)
+      busyAt = options.clock.now();
+      intervalMs = options.pollIntervalMs;
+      polledShards = options.shards?.()?.join(',') ?? null;
       unsubscribe = options.outbox.onAppended((entries) => {
+        wake();
         const woken = new Set<Lane>();
         for (const entry of entries) {
           const lane = laneOf.get(entry.topic);

@@ -4,6 +4,8 @@ import {
   anyPayload,
   createOutboxRelay,
   FRESH_ENTRY_MS,
+  IDLE_AFTER_MS,
+  IDLE_POLL_MAX_MS,
   LANE_CHUNKS_AT_ONCE,
   type RelayedEntry,
   type TopicHandler,
@@ -31,19 +33,21 @@ function recordingHandler(graceMs?: number): TopicHandler & { readonly seen: str
   return handler;
 }
 
-/** A relay over `journal` with these handlers, polling every second, 50 entries a batch. */
+/** A relay over `journal` with these handlers, polling every second unless told, 50 entries a batch. */
 function relayOf(
   journal: ReturnType<typeof createMemoryJournal>,
   handlers: Readonly<Record<string, TopicHandler>>,
   onError?: (error: unknown) => void,
+  more: { readonly pollIntervalMs?: number; readonly shards?: () => readonly number[] } = {},
 ) {
   return createOutboxRelay<Record<string, unknown>>({
     outbox: journal,
     clock: { now: () => Date.now() },
     handlers,
-    pollIntervalMs: 1_000,
+    pollIntervalMs: more.pollIntervalMs ?? 1_000,
     batchSize: 50,
     ...(onError ? { onError } : {}),
+    ...(more.shards ? { shards: more.shards } : {}),
   });
 }
 
@@ -388,6 +392,88 @@ describe('outbox relay: waking the lanes', () => {
     expect(most).to.equal(LANE_CHUNKS_AT_ONCE);
     expect([...seen].sort()).to.deep.equal(outbox.map((e) => e.id).sort());
     expect(await journal.pending({ limit: 100 })).to.deep.equal([]);
+    await relay.stop();
+  });
+});
+
+describe('outbox relay: an idle relay polls less', () => {
+  const advance = fakeTime();
+
+  /** A relay polling every 200 ms, and the times of its polls' probes since the last call (relative to T0). */
+  function setUp(shards?: () => readonly number[]) {
+    const journal = createMemoryJournal();
+    const dispatch = recordingHandler();
+    const relay = relayOf(journal, { 'carrier.dispatch': dispatch }, undefined, { pollIntervalMs: 200, ...(shards ? { shards } : {}) });
+    const probes = sinon.spy(journal, 'pendingTopics');
+    let seen = 0;
+    const probeTimes = () => {
+      const times = probes
+        .getCalls()
+        .slice(seen)
+        .map((call) => call.args[0].topics[0]?.olderThan ?? 0);
+      seen = probes.callCount;
+      // a probe asks for entries older than the fresh period: its time is that limit plus the period
+      return times.map((olderThan) => olderThan + FRESH_ENTRY_MS - 1 - T0);
+    };
+    return { journal, relay, dispatch, probeTimes };
+  }
+  const gaps = (times: readonly number[]) => times.slice(1).map((t, i) => t - (times[i] ?? 0));
+
+  it('when nothing happens for IDLE_AFTER_MS, then its polls back off, doubling up to IDLE_POLL_MAX_MS; an append brings back the interval', async () => {
+    const { journal, relay, probeTimes } = setUp();
+    relay.start();
+    await advance(0);
+    await advance(IDLE_AFTER_MS);
+    const busy = probeTimes();
+    expect(busy).to.have.length(IDLE_AFTER_MS / 200);
+    expect(new Set(gaps(busy))).to.deep.equal(new Set([200]));
+    await advance(7_000);
+    expect(gaps([IDLE_AFTER_MS, ...probeTimes()]), 'idle: doubling, then the ceiling').to.deep.equal([
+      400,
+      800,
+      1_600,
+      IDLE_POLL_MAX_MS,
+      IDLE_POLL_MAX_MS,
+    ]);
+    // an append (17 000 ms): the poll set for 18 800 ms is set again for 200 ms later, and so on
+    await appendEntry(journal, 'message:m1', 1, 'fresh', 'carrier.dispatch');
+    await advance(1_000);
+    expect(probeTimes()).to.deep.equal([17_200, 17_400, 17_600, 17_800, 18_000]);
+    await relay.stop();
+  });
+
+  it('when an idle relay finds an entry due, or its shards change, then it polls at the interval again', async () => {
+    let shards: readonly number[] = [0, 1];
+    const { journal, relay, dispatch, probeTimes } = setUp(() => shards);
+    // every append here is another writer's: none is handed over to this relay
+    sinon.stub(journal, 'onAppended').returns(() => undefined);
+    relay.start();
+    await advance(0);
+    await advance(IDLE_AFTER_MS + 7_000);
+    probeTimes();
+    // the last poll was at 16 800 ms, the next is set for 18 800; another writer leaves an entry (not handed over here)
+    await journal.append({
+      key: 'message:m2',
+      seq: 1,
+      events: [{ type: 'x' }],
+      outbox: [{ id: 'elsewhere', topic: 'carrier.dispatch', payload: {}, shard: 1 }],
+      at: Date.now() - FRESH_ENTRY_MS,
+    });
+    await advance(2_200);
+    expect(probeTimes(), 'found due at 18 800: busy again').to.deep.equal([18_800, 19_000, 19_200]);
+    expect(dispatch.seen).to.include('elsewhere');
+    // idle again, then the node takes more shards (a failover)
+    await advance(IDLE_AFTER_MS + 7_000);
+    const idle = probeTimes();
+    expect(gaps(idle.slice(-3))).to.deep.equal([IDLE_POLL_MAX_MS, IDLE_POLL_MAX_MS]);
+    shards = [0, 1, 2, 3];
+    await advance(IDLE_POLL_MAX_MS + 400);
+    const after = probeTimes();
+    // the poll set while idle notices the change, and the next ones come at the interval
+    const [first, ...rest] = gaps([idle.at(-1) ?? 0, ...after]);
+    expect(first).to.equal(IDLE_POLL_MAX_MS);
+    expect(rest).to.have.length.at.least(2);
+    expect(new Set(rest)).to.deep.equal(new Set([200]));
     await relay.stop();
   });
 });
