@@ -11,6 +11,18 @@ interface LeaseRow {
 const toLease = (r: LeaseRow): Lease => ({ shard: r.shard, owner: r.owner, epoch: r.epoch, expiresAt: r.expires_at });
 const LEASE_COLUMNS = 'shard, owner, epoch::float8 AS epoch, (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at';
 
+/**
+ * Renews the leases a node holds at their epochs, while they are still live. "Live" is judged by the clock when the
+ * row is reached (`clock_timestamp()`), not when the statement began (`now()`): a renewal that began just before a
+ * release of the same shard and waited for its row lock would otherwise find the released lease (expired at the
+ * release's `now()`, later than its own) live and bring it back for a whole TTL, keeping the shard from the node that
+ * should take it.
+ */
+export const RENEW_SQL = `UPDATE shard_leases l SET expires_at = clock_timestamp() + make_interval(secs => $3::float8 / 1000)
+  FROM jsonb_to_recordset($2::jsonb) AS h(shard integer, epoch bigint)
+  WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.owner = $1 AND l.expires_at > clock_timestamp()
+  RETURNING l.shard`;
+
 export function createSqlLeases(db: SqlQueries): LeaseStore {
   return {
     async heartbeat(nodeId, ttlMs) {
@@ -26,13 +38,7 @@ export function createSqlLeases(db: SqlQueries): LeaseStore {
     },
     async renew(nodeId, held, ttlMs) {
       if (held.length === 0) return [];
-      const rows = await db.query<{ shard: number }>(
-        `UPDATE shard_leases l SET expires_at = now() + make_interval(secs => $3::float8 / 1000)
-         FROM jsonb_to_recordset($2::jsonb) AS h(shard integer, epoch bigint)
-         WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.owner = $1 AND l.expires_at > now()
-         RETURNING l.shard`,
-        [nodeId, JSON.stringify(held), ttlMs],
-      );
+      const rows = await db.query<{ shard: number }>(RENEW_SQL, [nodeId, JSON.stringify(held), ttlMs]);
       return rows.map((r) => r.shard);
     },
     async acquire(nodeId, candidates, max, ttlMs) {
