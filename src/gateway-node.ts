@@ -246,10 +246,12 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       }
     },
     /**
-     * Stops taking requests and finishes those in flight, then stops the workers (scheduler, consumers, relay),
-     * flushes, hands the shards over and closes everything it opened. The caller bounds the whole (shutdown.graceMs).
+     * Reports itself stopping on GET /health and, unless told not to drain (a crash), keeps serving for
+     * shutdown.drainMs; then stops taking requests and finishes those in flight, stops the workers (scheduler,
+     * consumers, relay), flushes, hands the shards over and closes everything it opened. The caller bounds the whole
+     * (shutdown.graceMs).
      */
-    async stop(): Promise<void> {
+    async stop(how: { readonly drain?: boolean } = {}): Promise<void> {
       // first: draining may take seconds, in which this node must not take shards others give up
       gateway.stopAcquiring();
       // a stop during the start: what the shard manager did so far is logged now, before the hand-over
@@ -257,7 +259,8 @@ export async function createGatewayNode(options: GatewayNodeOptions) {
       // unhealthy from now on; with a drain, still serving meanwhile, so the load balancer takes the node out before
       // it stops accepting (connections it has not accepted yet would be reset)
       stopping = true;
-      const { drainMs, graceMs } = config.shutdown;
+      const { graceMs } = config.shutdown;
+      const drainMs = how.drain === false ? 0 : config.shutdown.drainMs;
       if (drainMs > 0) {
         logger.info({ drain_ms: drainMs }, 'health answers 503; serving until the drain ends');
         await new Promise((resolve) => setTimeout(resolve, drainMs));

@@ -29,8 +29,9 @@ async function main(): Promise<void> {
   const terminate = createProcessTerminator({
     logger,
     graceMs: config.shutdown.graceMs,
-    stop: async () => {
-      await node?.stop();
+    stop: async (reason) => {
+      // a crashed process serves nothing new: only a signal's stop keeps serving through SHUTDOWN_DRAIN_MS
+      await node?.stop({ drain: reason === 'SIGTERM' || reason === 'SIGINT' });
     },
     exit: (code) => process.exit(code),
   });

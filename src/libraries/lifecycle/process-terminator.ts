@@ -21,8 +21,8 @@ export interface ProcessTerminatorOptions {
    * (its steps bound themselves, the orchestrator's SIGKILL bounds the whole).
    */
   readonly graceMs?: number;
-  /** Stops what runs (nothing yet when it fails early). */
-  readonly stop: () => Promise<void>;
+  /** Stops what runs (nothing yet when it fails early); told why, since a crash stops differently (no drain). */
+  readonly stop: (reason: TerminationReason) => Promise<void>;
   /** `process.exit` in production. */
   readonly exit: (code: 0 | 1) => void;
   readonly clock?: Clock;
@@ -112,7 +112,7 @@ export function createProcessTerminator(options: ProcessTerminatorOptions): Term
       }, graceMs);
     }
     Promise.resolve()
-      .then(options.stop)
+      .then(() => options.stop(reason))
       .then(
         () => {
           if (deadline) clearTimeout(deadline);

@@ -78,8 +78,8 @@ export const LANE_CHUNKS_AT_ONCE = 4;
  * crash an entry not yet marked is carried out again, and its consumers deduplicate on the entry id.
  *
  * Two ways in: the entries an append of this process wrote come straight from the journal's notice (no query), and
- * a poll every `pollIntervalMs` (backing off while the relay is idle: IDLE_AFTER_MS) asks the outbox which lanes have entries still pending and older than FRESH_ENTRY_MS
- * (one query for all lanes), and those lanes query for them.
+ * a poll every `pollIntervalMs` (backing off while the relay is idle: IDLE_AFTER_MS) asks the outbox which lanes
+ * have entries still pending and older than FRESH_ENTRY_MS (one query for all lanes), and those lanes query for them.
  */
 export function createOutboxRelay<M>(options: OutboxRelayOptions<M>): OutboxRelay {
   let running = false;

@@ -16,7 +16,12 @@ type Line = Record<string, unknown> & { msg: string; level: number };
 const COPY = 'signal while stopping: a copy of the first, same stop';
 const FORCE_QUIT = 'force-quit: another signal while stopping, exiting now';
 
-function harness(stop: () => Promise<void>, graceMs: number | null = 1_000, clock?: Clock, forceQuitAfterMs?: number) {
+function harness(
+  stop: (reason: TerminationReason) => Promise<void>,
+  graceMs: number | null = 1_000,
+  clock?: Clock,
+  forceQuitAfterMs?: number,
+) {
   const lines: Line[] = [];
   const exits: number[] = [];
   const logger = createLogger({ level: 'info', destination: { write: (line) => lines.push(JSON.parse(line) as Line) } });
@@ -55,6 +60,8 @@ describe('process terminator: the one place the process ends', () => {
     await h.settled();
 
     expect(h.stop.callCount).to.equal(1);
+    // told why: a signal's stop may drain (SHUTDOWN_DRAIN_MS), a crash's does not
+    expect(h.stop.firstCall.args).to.deep.equal(['SIGTERM']);
     expect(h.exits).to.deep.equal([0]);
     expect(h.messages()).to.deep.equal(['shutting down', 'stopped']);
     expect(h.lines[0]).to.include({ reason: 'SIGTERM', grace_ms: 1_000, force_quit_after_ms: FORCE_QUIT_AFTER_MS });
@@ -71,6 +78,7 @@ describe('process terminator: the one place the process ends', () => {
     expect(fatal.err).to.include({ type: 'TypeError', message: 'boom' });
     expect((fatal.err as { stack: string }).stack).to.include('TypeError: boom');
     expect(h.stop.callCount).to.equal(1);
+    expect(h.stop.firstCall.args).to.deep.equal(['uncaughtException']);
     expect(h.exits).to.deep.equal([1]);
   });
 
