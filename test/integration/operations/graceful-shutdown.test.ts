@@ -115,7 +115,8 @@ describe('graceful shutdown of src/main.ts', function () {
           await eventually(
             async () => {
               const { rows } = await watcher.query<{ n: number }>(
-                "SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                // a wait for a table's lock: only this test takes one (row locks, Agenda's, wait on `transactionid`)
+                "SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'relation'",
               );
               return (rows[0]?.n ?? 0) > 0;
             },
