@@ -5,7 +5,14 @@ import { isDuplicateKey } from './mongo-errors.js';
 /**
  * Leases on MongoDB: one document per shard, changed by single-document atomic updates whose time is the server's
  * (`$$NOW` in pipeline updates), so two nodes cannot both take a shard and nodes' clocks do not matter.
+ *
+ * A release sets the lease's expiry to a fixed instant long past ({@link RELEASED_AT}), not to `$$NOW`. `$$NOW` is
+ * one value for a whole operation: a renewal that began before the release and was retried after it (a write
+ * conflict on the document) would judge the released lease by its earlier `$$NOW`, find it live, and bring it back
+ * for a TTL, keeping the shard from the node that takes it next. No renewal's time is before the epoch.
  */
+export const RELEASED_AT = new Date(0);
+
 export function createMongoLeases(c: Collections): LeaseStore {
   const expiry = (ttlMs: number) => ({ $add: ['$$NOW', ttlMs] });
   const toLease = (doc: LeaseDoc): Lease => ({
@@ -55,7 +62,7 @@ export function createMongoLeases(c: Collections): LeaseStore {
     },
     async release(nodeId, shards) {
       if (shards.length === 0) return;
-      await c.shardLeases.updateMany({ _id: { $in: [...shards] }, owner: nodeId }, [{ $set: { expiresAt: '$$NOW' } }]);
+      await c.shardLeases.updateMany({ _id: { $in: [...shards] }, owner: nodeId }, [{ $set: { expiresAt: RELEASED_AT } }]);
     },
     async leave(nodeId) {
       await c.clusterNodes.deleteOne({ _id: nodeId });
