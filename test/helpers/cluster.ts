@@ -159,6 +159,8 @@ export interface ClusterOptions {
   readonly nats?: TestNats;
   /** Start the private nats-server with its monitoring endpoint (`nats.monitorUrl`); ignored with `nats`. */
   readonly natsMonitoring?: boolean;
+  /** A configuration file for the private nats-server (`-c`); ignored with `nats`. */
+  readonly natsConfigFile?: string;
   /**
    * Record every journal insert and lease change by triggers (default true), for `staleWrites`, `writesByNode` and
    * `journalAudit` checks. Off, the database does only the product's work (what bench:cluster measures).
@@ -316,7 +318,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const logFile = (name: string): string | undefined =>
     options.logDir === undefined ? undefined : path.join(options.logDir, `${name}.log`);
   const ownsNats = options.nats === undefined;
-  const nats = options.nats ?? (await startTestNats({ logFile: logFile('nats-server'), monitoring: options.natsMonitoring === true }));
+  const nats =
+    options.nats ??
+    (await startTestNats({
+      logFile: logFile('nats-server'),
+      monitoring: options.natsMonitoring === true,
+      ...(options.natsConfigFile === undefined ? {} : { configFile: options.natsConfigFile }),
+    }));
   const audit = options.audit !== false;
   const needsAudit = (what: string): void => {
     if (!audit) throw new Error(`${what} needs the journal audit: start the cluster without audit: false`);

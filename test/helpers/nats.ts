@@ -44,6 +44,8 @@ export interface TestNatsOptions {
   readonly logFile?: string;
   /** Also serve the monitoring endpoint (`-m`) on a free port of 127.0.0.1, across restarts (`monitorUrl`). */
   readonly monitoring?: boolean;
+  /** A configuration file for the server (`-c`), e.g. the shipped `deploy/nats/nats-server.conf`; the flags still set port and store. */
+  readonly configFile?: string;
 }
 
 export async function startTestNats(options: TestNatsOptions = {}): Promise<TestNats> {
@@ -56,6 +58,7 @@ export async function startTestNats(options: TestNatsOptions = {}): Promise<Test
   async function startServer(): Promise<void> {
     output = '';
     const args = [
+      ...(options.configFile === undefined ? [] : ['-c', options.configFile]),
       '-js',
       '-sd',
       storeDir,

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -56,6 +56,7 @@ interface ComposeService {
   readonly entrypoint?: string[];
   readonly environment?: Record<string, string | number | boolean>;
   readonly profiles?: string[];
+  readonly volumes?: string[];
 }
 
 function composeServices(): Record<string, ComposeService> {
@@ -131,6 +132,37 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
   after(async () => {
     await Promise.all(started.map((p) => p.kill()));
     if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('when the compose NATS service runs its command with its mounted configuration, then a client that stops answering pings is dropped within 15 s', async () => {
+    const nats = composeServices().nats!;
+    const command = nats.command ?? [];
+    const configPath = command[command.indexOf('-c') + 1];
+    const mount = (nats.volumes ?? []).map((volume) => volume.split(':')).find(([, target]) => target === configPath);
+    expect(mount, `a volume mounted where the command reads its configuration (${String(configPath)})`).to.not.equal(undefined);
+    // the command as compose runs it, the mounted paths replaced by the repository's file and a temporary store
+    const store = mkdtempSync(path.join(tmpdir(), 'compose-nats-'));
+    const [port, monitorPort] = [await freePort(), await freePort()];
+    const args = command.map((arg) => (arg === configPath ? path.join(ROOT, mount![0]!) : arg === '/data' ? store : arg));
+    const server = spawn('nats-server', [...args, '-p', String(port), '-a', '127.0.0.1', '-m', String(monitorPort)], { stdio: 'ignore' });
+    try {
+      const varz = await eventually(
+        async () => {
+          const response = await fetch(`http://127.0.0.1:${monitorPort}/varz`).catch(() => null);
+          return response?.ok
+            ? ((await response.json()) as { ping_interval: number; ping_max: number; jetstream?: { config?: { store_dir?: string } } })
+            : null;
+        },
+        10_000,
+        'the compose nats-server serving',
+      );
+      expect(varz.jetstream?.config?.store_dir, 'JetStream on, in the store given').to.equal(path.join(store, 'jetstream'));
+      // ping_interval in nanoseconds; disconnected once more than ping_max pings are unanswered
+      expect(((varz.ping_max + 1) * varz.ping_interval) / 1e9, 'seconds until a silent client is dropped').to.be.at.most(15);
+    } finally {
+      server.kill('SIGKILL');
+      rmSync(store, { recursive: true, force: true });
+    }
   });
 
   it('when the runtime directory is assembled, then it has no development dependency and only what the image copies', () => {
