@@ -4,7 +4,7 @@ import { isOneOf, isRecord } from '../libraries/validation/guards.js';
 import type { Command, ReplyMap } from '../libraries/actors/behaviour.js';
 import { NO_SCOPE, askDeadline, patientTimer, recordRemoteHop, type RequestScope } from '../libraries/actors/request-deadline.js';
 import type { Clock } from '../libraries/clock/clock.js';
-import { shardSubject } from '../libraries/transport/nats-names.js';
+import { ownerShardSubject, shardSubject } from '../libraries/transport/nats-names.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { ActorRouter, DomainHosts } from './actor-router.js';
 import type { ShardManager } from './shard-manager.js';
@@ -117,6 +117,8 @@ export class NotApplied extends InternalError {
 export const isNotApplied = (error: unknown): boolean => error instanceof NotApplied;
 
 export interface ClusterRouterOptions {
+  /** This node's id: it serves its shards on their owner subjects too (`gw.shard.<n>.<node id>`). */
+  readonly nodeId: string;
   readonly hosts: DomainHosts;
   readonly shards: number;
   readonly manager: ShardManager;
@@ -137,7 +139,7 @@ export interface ClusterRouterOptions {
 }
 
 export interface ClusterRouter extends ActorRouter {
-  /** Starts answering `gw.shard.<shard>` (on acquiring it). */
+  /** Starts answering `gw.shard.<shard>` and `gw.shard.<shard>.<node id>` (on acquiring it). */
   serveShard(shard: number): Promise<void>;
   /** Stops answering and stops the shard's actors (on losing it). */
   leaveShard(shard: number): Promise<void>;
@@ -173,7 +175,7 @@ export interface ClusterRouter extends ActorRouter {
  */
 export function createClusterRouter(options: ClusterRouterOptions): ClusterRouter {
   const { hosts, manager, transport } = options;
-  const serving = new Map<number, { stop(): Promise<void> }>();
+  const serving = new Map<number, readonly { stop(): Promise<void> }[]>();
   /** Steps of grouped work running for a shard outside its own server (`runForShardOf`): leaving it waits for them. */
   const runningFor = new Map<number, Set<Promise<unknown>>>();
   /** Routing hints: shard → the lowest shard its owner named alongside it. */
@@ -206,7 +208,7 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     // the owner takes the command by its deadline or refuses it; one it took is waited for up to the timeout again
     const waitMs = Math.max(1, deadline - options.clock.now()) + options.requestTimeoutMs;
     try {
-      answered = await patientRequest(shardSubject(shard), { ...request, deadline }, waitMs);
+      answered = await requestOwner(shard, { ...request, deadline }, waitMs);
     } catch (error) {
       if (error instanceof NoResponderError) throw new NotApplied(error.message);
       if (error instanceof RequestTimeoutError) throw new AbortError(new ActorFailureError(target, 'timeout', error.message));
@@ -234,6 +236,23 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     }
     if (reply.outcome === 'refused') throw new AbortError(new Error(`shard ${shard} refused a malformed request: ${reply.detail}`));
     throw new AbortError(new ActorFailureError(target, reply.reason, reply.detail));
+  }
+
+  /**
+   * To the owner the lease table names, on its own subject: a former owner still in the shard's queue group (frozen,
+   * its connection not yet dropped by NATS) is never handed it. Nobody there (the table is a round old, or the owner
+   * runs a version without owner subjects): the shard's queue group, in the same attempt.
+   */
+  async function requestOwner(shard: number, payload: ShardRequest, waitMs: number): Promise<unknown> {
+    const owner = manager.ownerOf(shard);
+    if (owner !== null && owner !== options.nodeId) {
+      try {
+        return await patientRequest(ownerShardSubject(shard, owner), payload, waitMs);
+      } catch (error) {
+        if (!(error instanceof NoResponderError)) throw error;
+      }
+    }
+    return patientRequest(shardSubject(shard), payload, waitMs);
   }
 
   /**
@@ -411,13 +430,20 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
     async serveShard(shard) {
       ownedOnWire = null;
       if (serving.has(shard)) return;
-      serving.set(shard, await transport.serve(shardSubject(shard), (payload) => answer(shard, payload)));
+      const handler = (payload: unknown) => answer(shard, payload);
+      serving.set(
+        shard,
+        await Promise.all([
+          transport.serve(shardSubject(shard), handler),
+          transport.serve(ownerShardSubject(shard, options.nodeId), handler),
+        ]),
+      );
     },
     async leaveShard(shard) {
       ownedOnWire = null;
-      const server = serving.get(shard);
+      const servers = serving.get(shard) ?? [];
       serving.delete(shard);
-      await server?.stop();
+      await Promise.all(servers.map((server) => server.stop()));
       // grouped work for this shard that arrived in another shard's requests (it fails fast now that the shard is gone)
       const grouped = runningFor.get(shard);
       if (grouped) await Promise.allSettled([...grouped]);

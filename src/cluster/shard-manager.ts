@@ -48,6 +48,11 @@ export interface ShardManager {
   ownedShards(): number[];
   /** The fence of a shard's appends: the current lease, or one that can never match when the shard is not ours. */
   fenceOf(shard: number): Fence;
+  /**
+   * The node holding the shard's lease, as of this node's last round (null: no lease known). A routing hint for
+   * requests to other nodes, which may be out of date by up to a round; only the lease decides who may write.
+   */
+  ownerOf(shard: number): string | null;
   /** Takes this node's first share, then keeps renewing and rebalancing. */
   start(): Promise<void>;
   /**
@@ -72,6 +77,8 @@ export const renewalTickMs = (ttlMs: number): number => Math.max(100, Math.floor
  */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   const owned = new Map<number, number>(); // shard → epoch
+  /** Every shard's lease holder at the end of the last round (expired leases included: their holder may be frozen). */
+  let holders = new Map<number, string>();
   const tickMs = options.tickMs ?? renewalTickMs(options.ttlMs);
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
@@ -162,9 +169,18 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     }
   }
 
+  /** Reads every shard's holder: the routing hints of `ownerOf`, one query per round. */
+  async function readHolders(): Promise<void> {
+    if (stopped) return;
+    const leases = await options.leases.list();
+    holders = new Map(leases.map((lease) => [lease.shard, lease.owner]));
+  }
+
   async function tick(): Promise<void> {
     if (running) return running;
     running = round()
+      .catch((error: unknown) => options.onError?.(error))
+      .then(readHolders)
       .catch((error: unknown) => options.onError?.(error))
       .finally(() => {
         reportChanges();
@@ -184,6 +200,7 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     owns: (shard) => owned.has(shard),
     ownedShards: () => [...owned.keys()].sort((a, b) => a - b),
     fenceOf: (shard) => ({ shard, owner: options.nodeId, epoch: owned.get(shard) ?? -1 }),
+    ownerOf: (shard) => (owned.has(shard) ? options.nodeId : (holders.get(shard) ?? null)),
     async start() {
       stopping = false;
       stopped = false;

@@ -36,6 +36,7 @@ const NO_SHARDS: ShardManager = {
   owns: () => false,
   ownedShards: () => [],
   fenceOf: (shard) => ({ shard, owner: '', epoch: -1 }),
+  ownerOf: () => null,
   start: () => Promise.resolve(),
   stopAcquiring: () => undefined,
   stop: () => Promise.resolve(),
@@ -120,6 +121,7 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
   });
   if (clusterTransport) {
     clusterRouter = createClusterRouter({
+      nodeId,
       hosts,
       shards: config.cluster.shards,
       manager: manager ?? NO_SHARDS,

@@ -31,6 +31,14 @@ export const receiptSubject = (carrier: string): string => `sms.receipts.${carri
 export const webhookSubject = (merchantId: string): string => `webhook.jobs.${merchantId}`;
 /** Requests for the actors of one shard, served by its owner only (request/reply, no stream). */
 export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
+/**
+ * Requests for the actors of one shard addressed to one node, the owner the lease table names: no other member of
+ * the shard's queue group (a frozen former owner still subscribed) can be handed them. The node id is written as one
+ * subject token: every character but letters, digits and `-` as `_` and its code in hex (`_` itself too), so two ids
+ * never share a subject.
+ */
+export const ownerShardSubject = (shard: number, nodeId: string): string =>
+  `gw.shard.${shard}.${nodeId.replace(/[^A-Za-z0-9-]/g, (c) => `_${c.charCodeAt(0).toString(16)}_`)}`;
 
 /** The gateway nodes' durable on the receipts stream. */
 export const RECEIPTS_DURABLE = 'gateway-receipts';

@@ -37,10 +37,12 @@ const SHARDS = 8;
 const MERCHANT = 'mer_forwarded';
 const SHARD = shardOf(MERCHANT, SHARDS);
 
-function routerOf(name: string, owned: Set<number>, transport: Transport) {
+/** `holders`: the lease table as this node last read it (shard → node id); nothing known by default. */
+function routerOf(name: string, owned: Set<number>, transport: Transport, holders = new Map<number, string>()) {
   const manager = {
     owns: (shard: number) => owned.has(shard),
     ownedShards: () => [...owned].sort((x, y) => x - y),
+    ownerOf: (shard: number) => (owned.has(shard) ? name : (holders.get(shard) ?? null)),
   } as unknown as ShardManager;
   const passivate = (): void => undefined;
   const hosts = {
@@ -50,6 +52,7 @@ function routerOf(name: string, owned: Set<number>, transport: Transport) {
     keyWebhooks: { forgetShard: passivate },
   } as unknown as DomainHosts;
   return createClusterRouter({
+    nodeId: name,
     hosts,
     shards: SHARDS,
     manager,
@@ -130,6 +133,68 @@ describe('cluster router: an operation forwarded to a node that loses the shard 
 const merchantOfShard = (shard: number): string => {
   for (let n = 0; ; n++) if (shardOf(`mer_${n}`, SHARDS) === shard) return `mer_${n}`;
 };
+
+describe("cluster router: requests addressed to the lease table's owner", () => {
+  it("when the lease table names the shard's owner, then a request goes to that node's own subject, not to the shard's queue group", async () => {
+    const { transportOf, requests } = wire();
+    const a = routerOf('a', new Set([SHARD]), transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'), new Map([[SHARD, 'a']]));
+    await a.serveShard(SHARD);
+    a.handleOperations('work', () => Promise.resolve('done'));
+
+    expect(await b.forward('work', MERCHANT, {})).to.equal('done');
+    expect(requests).to.deep.equal([{ from: 'b', subject: `gw.shard.${SHARD}.a` }]);
+  });
+
+  it('when the named node does not serve the shard (the table is a round old, or it predates owner subjects), then the same attempt goes to the queue group', async () => {
+    const { transportOf, requests } = wire();
+    const a = routerOf('a', new Set([SHARD]), transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'), new Map([[SHARD, 'gone.node']]));
+    await a.serveShard(SHARD);
+    let served = 0;
+    a.handleOperations('work', () => {
+      served += 1;
+      return Promise.resolve('done');
+    });
+
+    expect(await b.forward('work', MERCHANT, {})).to.equal('done');
+    expect(requests).to.deep.equal([
+      { from: 'b', subject: `gw.shard.${SHARD}.gone_2e_node` },
+      { from: 'b', subject: `gw.shard.${SHARD}` },
+    ]);
+    expect(served, 'applied once').to.equal(1);
+  });
+
+  it('when the table names no owner, or names the requester itself (it gave the shard up since), then the request goes to the queue group', async () => {
+    const { transportOf, requests } = wire();
+    const a = routerOf('a', new Set([SHARD]), transportOf('a'));
+    await a.serveShard(SHARD);
+    a.handleOperations('work', () => Promise.resolve('done'));
+    const unknowing = routerOf('b', new Set(), transportOf('b'));
+    const outdated = routerOf('c', new Set(), transportOf('c'), new Map([[SHARD, 'c']]));
+
+    expect(await unknowing.forward('work', MERCHANT, {})).to.equal('done');
+    expect(await outdated.forward('work', MERCHANT, {})).to.equal('done');
+    expect(requests.map((r) => r.subject)).to.deep.equal([`gw.shard.${SHARD}`, `gw.shard.${SHARD}`]);
+  });
+
+  it('when a node leaves a shard, then it answers on neither subject', async () => {
+    const { transportOf, requests } = wire();
+    const ownedByA = new Set([SHARD]);
+    const a = routerOf('a', ownedByA, transportOf('a'));
+    const b = routerOf('b', new Set(), transportOf('b'), new Map([[SHARD, 'a']]));
+    await a.serveShard(SHARD);
+    a.handleOperations('work', () => Promise.resolve('done'));
+    ownedByA.delete(SHARD);
+    await a.leaveShard(SHARD);
+
+    const error = await b.forward('work', MERCHANT, {}).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error);
+    expect(new Set(requests.map((r) => r.subject)), 'tried both until the failover deadline').to.deep.equal(
+      new Set([`gw.shard.${SHARD}.a`, `gw.shard.${SHARD}`]),
+    );
+  });
+});
 
 describe('cluster router: routing hints from the shards each owner names in its replies', () => {
   it('when an owner answers, then the requester groups every shard it named under the lowest of them, and forgets a shard answered not_owner', async () => {

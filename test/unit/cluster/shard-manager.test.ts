@@ -285,6 +285,29 @@ describe('shard manager: leases under load and while stopping', () => {
     expect(errors.map((error) => (error instanceof Error ? error.message : error))).to.deep.equal(['database unavailable']);
   });
 
+  it("when nodes take shards, then each names every shard's holder as of its last round: its own at once, another's once it has run a round since", async () => {
+    const { a, b } = await twoNodes();
+    const ofA = a.manager.ownedShards();
+    const ofB = b.manager.ownedShards();
+    // a's last round came before b took its two shards: a still names itself, the releaser, for them
+    await a.manager.tick();
+    for (const shard of ofA) expect(a.manager.ownerOf(shard), `shard ${shard} on a`).to.equal('a');
+    for (const shard of ofB) expect(a.manager.ownerOf(shard), `shard ${shard} on a`).to.equal('b');
+    for (const shard of ofA) expect(b.manager.ownerOf(shard), `shard ${shard} on b`).to.equal('a');
+    for (const shard of ofB) expect(b.manager.ownerOf(shard), `shard ${shard} on b`).to.equal('b');
+  });
+
+  it('when b dies and a takes its shards, then a names itself for them; before its round it still named b', async () => {
+    const { a, b } = await twoNodes();
+    const ofB = b.manager.ownedShards();
+    await a.manager.tick();
+    for (const shard of ofB) expect(a.manager.ownerOf(shard)).to.equal('b');
+    // b stops renewing (killed): its leases and its heartbeat expire (a's too; a takes every shard in its round)
+    stall(TTL_MS + 1);
+    await a.manager.tick();
+    for (const shard of ofB) expect(a.manager.ownerOf(shard), `shard ${shard}`).to.equal('a');
+  });
+
   it('writes shards as compact ranges', () => {
     expect(shardRanges([])).to.equal('');
     expect(shardRanges([5])).to.equal('5');

@@ -31,6 +31,7 @@ async function servedShard() {
   const hosts = { wallets: host, apiKeys: host, messages: host } as unknown as DomainHosts;
   const manager = { owns: (shard: number) => shard === SHARD, ownedShards: () => [SHARD] } as unknown as ShardManager;
   const router = createClusterRouter({
+    nodeId: 'node-a',
     hosts,
     shards: 8,
     manager,
