@@ -178,8 +178,8 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
 
   async function tick(): Promise<void> {
     if (running) return running;
+    // a round that failed (the database away) reads no holders: one error per round, the last read kept
     running = round()
-      .catch((error: unknown) => options.onError?.(error))
       .then(readHolders)
       .catch((error: unknown) => options.onError?.(error))
       .finally(() => {

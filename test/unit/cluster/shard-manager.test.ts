@@ -308,6 +308,37 @@ describe('shard manager: leases under load and while stopping', () => {
     for (const shard of ofB) expect(a.manager.ownerOf(shard), `shard ${shard}`).to.equal('a');
   });
 
+  it('when the database is away, then each round reports one failure, and the holders last read are kept', async () => {
+    const { a, b } = await twoNodes();
+    await a.manager.tick();
+    const ofB = b.manager.ownedShards();
+    let away = false;
+    const unavailable = () => Promise.reject(new Error('database unavailable'));
+    const errors: unknown[] = [];
+    const manager = createShardManager({
+      nodeId: 'c',
+      shards: SHARDS,
+      leases: {
+        ...leases.store,
+        heartbeat: (...args) => (away ? unavailable() : leases.store.heartbeat(...args)),
+        list: () => (away ? unavailable() : leases.store.list()),
+      },
+      ttlMs: TTL_MS,
+      onAcquired: () => Promise.resolve(),
+      onLost: () => Promise.resolve(),
+      onError: (error) => errors.push(error),
+    });
+    await manager.start();
+    away = true;
+    await manager.tick();
+    await manager.tick();
+    expect(errors.map((error) => (error instanceof Error ? error.message : error))).to.deep.equal([
+      'database unavailable',
+      'database unavailable',
+    ]);
+    for (const shard of ofB) expect(manager.ownerOf(shard), `shard ${shard}`).to.equal('b');
+  });
+
   it('writes shards as compact ranges', () => {
     expect(shardRanges([])).to.equal('');
     expect(shardRanges([5])).to.equal('5');
