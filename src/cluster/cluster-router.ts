@@ -431,13 +431,18 @@ export function createClusterRouter(options: ClusterRouterOptions): ClusterRoute
       ownedOnWire = null;
       if (serving.has(shard)) return;
       const handler = (payload: unknown) => answer(shard, payload);
-      serving.set(
-        shard,
-        await Promise.all([
-          transport.serve(shardSubject(shard), handler),
-          transport.serve(ownerShardSubject(shard, options.nodeId), handler),
-        ]),
-      );
+      const started = await Promise.allSettled([
+        transport.serve(shardSubject(shard), handler),
+        transport.serve(ownerShardSubject(shard, options.nodeId), handler),
+      ]);
+      const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+      const failed = started.find((result) => result.status === 'rejected');
+      if (failed) {
+        // both subjects or neither: a subscription kept here would be stopped by no leaveShard
+        await Promise.allSettled(servers.map((server) => server.stop()));
+        throw failed.reason;
+      }
+      serving.set(shard, servers);
     },
     async leaveShard(shard) {
       ownedOnWire = null;

@@ -34,8 +34,8 @@ export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
 /**
  * Requests for the actors of one shard addressed to one node, the owner the lease table names: no other member of
  * the shard's queue group (a frozen former owner still subscribed) can be handed them. The node id is written as one
- * subject token: every character but letters, digits and `-` as `_` and its code in hex (`_` itself too), so two ids
- * never share a subject.
+ * subject token: every character but letters, digits and `-` as `_<code in hex>_` (`_` itself too), so two ids never
+ * share a subject.
  */
 export const ownerShardSubject = (shard: number, nodeId: string): string =>
   `gw.shard.${shard}.${nodeId.replace(/[^A-Za-z0-9-]/g, (c) => `_${c.charCodeAt(0).toString(16)}_`)}`;

@@ -178,6 +178,31 @@ describe("cluster router: requests addressed to the lease table's owner", () => 
     expect(requests.map((r) => r.subject)).to.deep.equal([`gw.shard.${SHARD}`, `gw.shard.${SHARD}`]);
   });
 
+  it('when one of its two subjects cannot be served (NATS away), then the shard is served on neither and the failure is reported', async () => {
+    const { transportOf } = wire();
+    const wireTransport = transportOf('a');
+    const stopped: string[] = [];
+    const failing = {
+      ...wireTransport,
+      request: wireTransport.request.bind(wireTransport),
+      serve: async (subject: string, handler: (payload: unknown) => Promise<unknown>) => {
+        if (subject === `gw.shard.${SHARD}.a`) throw new Error('NATS unavailable');
+        const server = await wireTransport.serve(subject, handler);
+        return {
+          stop: () => {
+            stopped.push(subject);
+            return server.stop();
+          },
+        };
+      },
+    };
+    const a = routerOf('a', new Set([SHARD]), failing);
+
+    const error = await a.serveShard(SHARD).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(Error).with.property('message', 'NATS unavailable');
+    expect(stopped, 'the subject served is stopped').to.deep.equal([`gw.shard.${SHARD}`]);
+  });
+
   it('when a node leaves a shard, then it answers on neither subject', async () => {
     const { transportOf, requests } = wire();
     const ownedByA = new Set([SHARD]);
