@@ -80,7 +80,7 @@ import {
   type TableShape,
 } from './kannel-report.js';
 import { between, perSend, readDatabaseCounters, readNatsCounters, sendCosts, type CounterSample } from './cluster-costs.js';
-import { sampleProcessCpu } from './process-cpu.js';
+import { mainThreadCpu, sampleProcessCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -257,6 +257,8 @@ interface RunningSystem {
   readonly book: ReportBook;
   /** CPU seconds of each of the system's processes now. */
   cpu(): Readonly<Record<string, number>> | null;
+  /** CPU seconds of the gateway node's main thread now; null for Kannel (its threads are its own design). */
+  mainThreadCpu(): number | null;
   /** The database's counters now (cluster-costs.ts names, and `db.tup_inserted`/`db.tup_deleted`); null: it has none. */
   rows(): Promise<CounterSample | null>;
 }
@@ -342,6 +344,7 @@ async function startKannelSystem(round: number, cleanups: Cleanups): Promise<Run
       },
     },
     cpu: () => sampleProcessCpu(['bearerbox', 'smsbox'], (_pid, comm) => (comm === 'bearerbox' || comm === 'smsbox' ? comm : null)),
+    mainThreadCpu: () => null,
     rows: () => Promise.resolve(null),
   };
 }
@@ -412,6 +415,7 @@ async function startGatewaySystem(pg: TestPostgres, cleanups: Cleanups): Promise
         return id ?? null;
       },
     },
+    mainThreadCpu: () => mainThreadCpu(nodePid),
     cpu: () =>
       sampleProcessCpu(['node', 'postgres', 'nats-server', 'connector'], (pid, comm) => {
         if (pid === nodePid) return 'node';
@@ -458,11 +462,13 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
     if (system === 'gateway') await sleep(STATS_FLUSH_MS);
     const rowsBefore = await running.rows();
     const cpuBefore = running.cpu();
+    const mainThreadBefore = running.mainThreadCpu();
     const e2eStarted = performance.now();
     let sent = 0;
     const e2e = await closedLoop(submitter, 'b', () => sent++ < MESSAGES);
     const complete = await book.settle(e2e.ids);
     const cpuAfter = running.cpu();
+    const mainThreadAfter = running.mainThreadCpu();
     const reports = book.of(e2e.ids);
     // the calls after the final one (none expected) have had the time of the database statistics' flush to come
     const receiverCalls = (): number => (e2e.ids.length === 0 ? 0 : book.callsOf(e2e.ids) / e2e.ids.length);
@@ -502,6 +508,10 @@ async function measure(system: BenchSystem, round: number, pg: TestPostgres): Pr
         receiverCallsPerMessage: receiverCalls(),
       },
       cpuMsPerMessage: cpuDelta(cpuBefore, cpuAfter, e2e.ids.length),
+      mainThreadMsPerMessage:
+        mainThreadBefore === null || mainThreadAfter === null || e2e.ids.length === 0
+          ? null
+          : ((mainThreadAfter - mainThreadBefore) * 1000) / e2e.ids.length,
       dbRowsPerMessage: rowsPerMessage,
       trafficPerMessage,
     };

@@ -53,6 +53,11 @@ export interface SystemRound {
   };
   /** (c) CPU milliseconds per message of each of the system's processes during (b); null without /proc. */
   readonly cpuMsPerMessage: Readonly<Record<string, number>> | null;
+  /**
+   * (c') CPU milliseconds per message of the gateway node's main thread alone during (b), part of its `node` figure:
+   * one event loop's ceiling when the node's other threads have cores of their own; null for Kannel or without /proc.
+   */
+  readonly mainThreadMsPerMessage: number | null;
   /** (d) Rows inserted and deleted in the system's database per message during (b); null: it has none. */
   readonly dbRowsPerMessage: RowCounts | null;
   /** (e) Database transactions and NATS messages per message during (b); null: the system has neither. */
@@ -111,6 +116,8 @@ export interface SystemFigures {
   readonly receiverCallsPerMessage: number;
   readonly cpuMsPerMessage: number;
   readonly cpuSplit: Readonly<Record<string, number>>;
+  /** NaN where no round measured it. */
+  readonly mainThreadMsPerMessage: number;
   readonly dbRowsPerMessage: RowCounts | null;
   readonly trafficPerMessage: TrafficCounts | null;
 }
@@ -137,6 +144,7 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
   const names = [...new Set(rounds.flatMap((r) => Object.keys(r.cpuMsPerMessage ?? {})))];
   const withCpu = rounds.filter((r) => r.cpuMsPerMessage !== null);
   const cpuSplit = Object.fromEntries(names.map((name) => [name, median(withCpu.map((r) => r.cpuMsPerMessage?.[name] ?? 0))]));
+  const mainThread = rounds.flatMap((r) => (r.mainThreadMsPerMessage === null ? [] : [r.mainThreadMsPerMessage]));
   const withRows = rounds.flatMap((r) => (r.dbRowsPerMessage === null ? [] : [r.dbRowsPerMessage]));
   const withTraffic = rounds.flatMap((r) => (r.trafficPerMessage === null ? [] : [r.trafficPerMessage]));
   return {
@@ -151,6 +159,7 @@ export function systemFigures(rounds: readonly SystemRound[]): SystemFigures {
     cpuMsPerMessage:
       withCpu.length === 0 ? Number.NaN : median(withCpu.map((r) => Object.values(r.cpuMsPerMessage ?? {}).reduce((a, b) => a + b, 0))),
     cpuSplit,
+    mainThreadMsPerMessage: median(mainThread),
     dbRowsPerMessage: withRows.length === 0 ? null : medianRows(withRows),
     trafficPerMessage:
       withTraffic.length === 0
@@ -214,6 +223,7 @@ export function comparisonTable(rounds: readonly SystemRound[], shape: TableShap
     `| end to end (${fmt(shape.messages)} messages, first request → last final report) | ${e2e(kannel)} | ${e2e(gateway)} | ${ratio(gateway.endToEndPerSecond, kannel.endToEndPerSecond)} |`,
     `| report calls per message (dlr-url / webhooks) | ${fmt(kannel.receiverCallsPerMessage, 2)} | ${fmt(gateway.receiverCallsPerMessage, 2)} | ${ratio(gateway.receiverCallsPerMessage, kannel.receiverCallsPerMessage)} |`,
     `| CPU per message (all the system's processes, during the end-to-end run) | ${cpu(kannel)} | ${cpu(gateway)} | ${ratio(gateway.cpuMsPerMessage, kannel.cpuMsPerMessage)} |`,
+    `| the node's main thread, CPU per message (part of the node's; its ceiling when its other threads have cores to spare) | — | ${Number.isFinite(gateway.mainThreadMsPerMessage) ? `${fmt(gateway.mainThreadMsPerMessage, 2)} ms` : 'n/a'} | — |`,
     `| DB rows per message (inserted + deleted) | ${rows(kannel, 'none: no database (internal DLR storage, in memory)')} | ${rows(gateway, 'n/a')} | — (Kannel writes none) |`,
     `| DB transactions and NATS messages per message | ${traffic(kannel, 'none (no database, no broker)')} | ${traffic(gateway, 'n/a')} | — |`,
     '',
@@ -248,6 +258,7 @@ export function summaryLine(rounds: readonly SystemRound[], shape: TableShape): 
     receiverCallsPerMessage: finite(f.receiverCallsPerMessage),
     cpuMsPerMessage: finite(f.cpuMsPerMessage),
     cpuSplit: Object.fromEntries(Object.entries(f.cpuSplit).map(([k, v]) => [k, finite(v)])),
+    mainThreadMsPerMessage: finite(f.mainThreadMsPerMessage),
     dbRowsPerMessage:
       f.dbRowsPerMessage === null
         ? null

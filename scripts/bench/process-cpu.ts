@@ -35,9 +35,9 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-function readStat(pid: number): ProcStat | null {
+function readStat(pid: number, path = `/proc/${pid}/stat`): ProcStat | null {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const text = readFileSync(path, 'utf8');
     // the command name is in parentheses and may itself hold spaces or parentheses
     const close = text.lastIndexOf(')');
     const comm = text.slice(text.indexOf('(') + 1, close);
@@ -59,7 +59,7 @@ function readAllStats(): ProcStat[] | null {
   } catch {
     return null;
   }
-  return pids.map(readStat).filter((s): s is ProcStat => s !== null);
+  return pids.map((pid) => readStat(pid)).filter((s): s is ProcStat => s !== null);
 }
 
 /**
@@ -112,6 +112,15 @@ export function namedGroupTicks<G extends string>(
 }
 
 /** CPU seconds now of this process's descendants by the groups of `classify` (see namedGroupTicks); null without /proc. */
+/**
+ * CPU seconds of a process's main thread alone (the thread whose id is the process's): what bounds one event loop,
+ * whatever its other threads do; null when it is not there.
+ */
+export function mainThreadCpu(pid: number): number | null {
+  const stat = readStat(pid, `/proc/${pid}/task/${pid}/stat`);
+  return stat === null ? null : stat.own / clockTicks();
+}
+
 export function sampleProcessCpu<G extends string>(
   groups: readonly G[],
   classify: (pid: number, comm: string) => G | null,

@@ -17,7 +17,15 @@ const shape: TableShape = { concurrency: 32, kannelConnections: 10, gatewayConne
 function round(
   system: SystemRound['system'],
   n: number,
-  o: { rps: number; e2e: number; cpu: Record<string, number> | null; rows?: RowCounts; traffic?: TrafficCounts; calls?: number },
+  o: {
+    rps: number;
+    e2e: number;
+    cpu: Record<string, number> | null;
+    rows?: RowCounts;
+    traffic?: TrafficCounts;
+    calls?: number;
+    mainThread?: number;
+  },
 ): SystemRound {
   return {
     system,
@@ -34,6 +42,7 @@ function round(
       receiverCallsPerMessage: o.calls ?? 2,
     },
     cpuMsPerMessage: o.cpu,
+    mainThreadMsPerMessage: o.mainThread ?? null,
     dbRowsPerMessage: o.rows ?? null,
     trafficPerMessage: o.traffic ?? null,
   };
@@ -45,6 +54,7 @@ const rounds: SystemRound[] = [
     rps: 100,
     e2e: 100,
     calls: 4,
+    mainThread: 2,
     cpu: { node: 3, postgres: 1, 'nats-server': 0.5, connector: 0.5 },
     traffic: { dbTransactions: 3, natsIn: 10, natsOut: 9 },
     rows: {
@@ -63,6 +73,7 @@ const rounds: SystemRound[] = [
     rps: 200,
     e2e: 150,
     calls: 4,
+    mainThread: 3,
     cpu: { node: 5, postgres: 1, 'nats-server': 0.5, connector: 0.5 },
     traffic: { dbTransactions: 4, natsIn: 12, natsOut: 10 },
     rows: { inserted: 12, deleted: 7, byTable: { journal: { inserted: 5, deleted: 0 }, outbox: { inserted: 7, deleted: 7 } } },
@@ -122,6 +133,8 @@ describe('bench:kannel report', () => {
     expect(kannel.trafficPerMessage).to.equal(null);
     const gateway = systemFigures(rounds.filter((r) => r.system === 'gateway'));
     expect(gateway.cpuMsPerMessage).to.equal(6);
+    expect(gateway.mainThreadMsPerMessage, "the node's main thread, apart from the sum").to.equal(2.5);
+    expect(kannel.mainThreadMsPerMessage).to.be.NaN;
     expect(gateway.trafficPerMessage).to.deep.equal({ dbTransactions: 3.5, natsIn: 11, natsOut: 9.5 });
     expect(gateway.dbRowsPerMessage).to.deep.equal({
       inserted: 11,
@@ -149,6 +162,7 @@ describe('bench:kannel report', () => {
       .to.include('2.30 ms (bearerbox 0.30 · smsbox 2.00)')
       .and.include('6.00 ms (node 4.00 · postgres 1.00 · nats-server 0.50 · connector 0.50)')
       .and.include('2.61×');
+    expect(row("| the node's main thread")).to.match(/ \| — \| 2\.50 ms \| — \|$/);
     expect(row('| DB rows per message'))
       .to.include('none: no database')
       .and.include('18.0 (11.0 inserted + 7.0 deleted: journal +4.5 · outbox +6.5 −7.0)');
@@ -172,10 +186,11 @@ describe('bench:kannel report', () => {
     expect(line).to.not.include('\n');
     const summary = JSON.parse(line) as {
       kannel: { submitPerSecond: number };
-      gateway: { dbRowsPerMessage: unknown; trafficPerMessage: unknown };
+      gateway: { dbRowsPerMessage: unknown; trafficPerMessage: unknown; mainThreadMsPerMessage: number };
       gatewayOverKannel: { submitPerSecond: number; cpuMsPerMessage: number };
     };
     expect(summary.kannel.submitPerSecond).to.equal(600);
+    expect(summary.gateway.mainThreadMsPerMessage).to.equal(2.5);
     // tables with no row left out
     expect(summary.gateway.dbRowsPerMessage).to.deep.equal({
       inserted: 11,
