@@ -108,7 +108,7 @@ export async function createGateway(options: GatewayOptions) {
     ...(metrics ? { metrics } : {}),
     report,
   });
-  const sending = createWebhookSending(config, options.webhookSender);
+  const sending = createWebhookSending(config, report, options.webhookSender);
   const workers = createTransportWorkers({
     config,
     ...(transport ? { transport } : {}),

@@ -1,11 +1,9 @@
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { Config } from '../libraries/config/config.js';
 import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
 import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
 import { DependencyUnavailableError } from '../libraries/errors/internal-errors.js';
+import { spawnModuleThread } from '../libraries/lifecycle/module-thread.js';
 
 export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
   /** A renewal that failed, or the main thread found silent past the tolerance (its leases then expire). */
@@ -14,25 +12,6 @@ export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
 
 /** How long a stopping renewal thread may take to close its connection before it is terminated. */
 const STOP_GRACE_MS = 2_000;
-
-/**
- * The renewal thread's entry beside this module: compiled JavaScript in production; from TypeScript sources (tsx)
- * the worker registers tsx itself, since Node 20 does not carry the parent's loader into a worker.
- */
-function spawnRenewalThread(data: RenewalThreadData): Worker {
-  const fromSource = import.meta.url.endsWith('.ts');
-  const entry = new URL(`./lease-renewal-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
-  if (!fromSource) return new Worker(entry, { workerData: data });
-  // resolved here, where the package is (the worker's own base would be the working directory); its ESM build, the
-  // one whose register() works when imported
-  const tsx = pathToFileURL(
-    createRequire(import.meta.url)
-      .resolve('tsx/esm/api')
-      .replace(/\.cjs$/, '.mjs'),
-  ).href;
-  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData: data });
-}
 
 /** How long the renewal thread may take to start; past it the node goes on renewing from its main thread alone. */
 const READY_WITHIN_MS = 15_000;
@@ -45,7 +24,7 @@ const READY_WITHIN_MS = 15_000;
  */
 export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions): Promise<LeaseRenewer> {
   const { onError, ...data } = options;
-  const worker = spawnRenewalThread(data);
+  const worker = spawnModuleThread(import.meta.url, 'lease-renewal-thread', data);
   worker.unref();
   let exited = false;
   const exit = new Promise<void>((resolve) => {

@@ -17,19 +17,27 @@ import type { SecretBox } from '../libraries/secrets/secret-box.js';
 import type { Transport } from '../libraries/transport/transport-port.js';
 import type { CarrierReceipt, MessageReplies } from '../messaging/message-behaviour.js';
 import { webhookUrlPolicyOf } from '../webhooks/url-guard.js';
+import { createThreadedWebhookSender } from '../webhooks/threaded-webhook-sender.js';
 import { createWebhookSender, type WebhookSender } from '../webhooks/webhook-sender.js';
 import type { IncidentReport } from './actors-and-cluster.js';
 import type { Component } from './lifecycle.js';
 
-/** How webhooks are sent: the given sender (its owner closes it), or one of this node's, closed on stop. */
-export function createWebhookSending(config: Config, given?: WebhookSender) {
+/**
+ * How webhooks are sent: the given sender (its owner closes it), or one of this node's, closed on stop: in a worker
+ * thread when WEBHOOK_SENDER_THREAD says so.
+ */
+export function createWebhookSending(config: Config, report: IncidentReport, given?: WebhookSender) {
+  const options = { timeoutMs: config.webhooks.timeoutMs, policy: webhookUrlPolicyOf(config), userAgent: `sms-gateway/${config.version}` };
   const sender =
     given ??
-    createWebhookSender({
-      timeoutMs: config.webhooks.timeoutMs,
-      policy: webhookUrlPolicyOf(config),
-      userAgent: `sms-gateway/${config.version}`,
-    });
+    (config.webhooks.senderThread
+      ? createThreadedWebhookSender({
+          ...options,
+          onError: (error) => {
+            report({ what: 'webhook_sender_thread', error });
+          },
+        })
+      : createWebhookSender(options));
   const component: Component = { name: 'webhook-sender', stop: () => (given ? undefined : sender.close()) };
   return { sender, component };
 }

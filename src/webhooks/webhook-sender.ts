@@ -71,7 +71,7 @@ function publicOnlyLookup(hostname: string, lookupOptions: LookupOptions, callba
  * IP literal before connecting (sockets skip DNS for those), a host name through its DNS answer at connection time
  * (so an answer that changes after acceptance cannot redirect a delivery inside).
  */
-function connectorOf(options: { timeoutMs: number; policy: WebhookUrlPolicy }): buildConnector.connector {
+function connectorOf(options: Pick<WebhookSenderOptions, 'timeoutMs' | 'policy'>): buildConnector.connector {
   if (!options.policy.publicAddressesOnly) return buildConnector({ timeout: options.timeoutMs });
   const connect = buildConnector({ timeout: options.timeoutMs, lookup: publicOnlyLookup });
   return (connectOptions, callback) => {
@@ -84,7 +84,13 @@ function connectorOf(options: { timeoutMs: number; policy: WebhookUrlPolicy }): 
   };
 }
 
-export function createWebhookSender(options: { timeoutMs: number; policy: WebhookUrlPolicy; userAgent: string }): WebhookSender {
+export interface WebhookSenderOptions {
+  readonly timeoutMs: number;
+  readonly policy: WebhookUrlPolicy;
+  readonly userAgent: string;
+}
+
+export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
   const agent = new Agent({ connect: connectorOf(options), keepAliveTimeout: 4_000 });
 
   return {

@@ -157,6 +157,11 @@ export const configSchema = group({
     ),
     concurrencyPerMerchant: setting(positiveInt(), 'WEBHOOK_CONCURRENCY_PER_MERCHANT', 'Deliveries in flight per merchant.'),
     concurrency: setting(positiveInt(), 'WEBHOOK_CONCURRENCY', 'Deliveries in flight per node.'),
+    senderThread: setting(
+      Joi.boolean(),
+      'WEBHOOK_SENDER_THREAD',
+      "Make webhook attempts (the HTTP client's connections, requests and answers) in a worker thread, off the node's main thread.",
+    ),
     allowHttpLocalhost: setting(
       Joi.boolean(),
       'WEBHOOK_ALLOW_HTTP_LOCALHOST',
