@@ -93,7 +93,20 @@ export function createThreadedWebhookSender(options: ThreadedWebhookSenderOption
     const batch = queued;
     queued = [];
     if (batch.length === 0) return;
-    const current = (thread ??= start());
+    let current: SenderThread;
+    try {
+      current = thread ??= start();
+    } catch (error) {
+      // no thread to be had (the process's resources): these attempts fail like any unanswered one and are retried
+      onError?.(error);
+      const failed: AttemptResult = {
+        type: 'connection_error',
+        kind: 'connection_error',
+        reason: `no webhook sender thread: ${String(error)}`,
+      };
+      for (const { resolve } of batch) resolve(failed);
+      return;
+    }
     for (const { attempt, resolve } of batch) current.pending.set(attempt.id, resolve);
     current.worker.ref();
     current.worker.postMessage({ type: 'attempts', attempts: batch.map(({ attempt }) => attempt) } satisfies ToSenderThread);

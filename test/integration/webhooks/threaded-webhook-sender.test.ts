@@ -132,6 +132,31 @@ describe('webhook sender in a worker thread: batches, a thread that ends, closin
     expect(reported.map((error) => (error as Error).message)).to.deep.equal(['sender thread broke']);
   });
 
+  it('when no new thread can be started, then the attempts end as connection errors, it is reported, and a later attempt tries again', async () => {
+    const reported: unknown[] = [];
+    let spawns = 0;
+    sender = createThreadedWebhookSender({
+      ...OPTIONS,
+      onError: (error) => reported.push(error),
+      spawn: (options) => {
+        spawns += 1;
+        if (spawns === 1) return exitingThread();
+        if (spawns === 2) throw new Error('no more threads');
+        return spawnSenderThread(options);
+      },
+    });
+
+    const lost = await sender.send(`${base}/hooks`, '{"n":1}', NONE, Date.now());
+    const refused = await sender.send(`${base}/hooks`, '{"n":2}', NONE, Date.now());
+    const next = await sender.send(`${base}/hooks`, '{"n":3}', NONE, Date.now());
+
+    expect(lost).to.deep.equal(THREAD_ENDED);
+    expect(refused).to.include({ type: 'connection_error', kind: 'connection_error' });
+    expect(reported.map((error) => (error as Error).message)).to.deep.equal(['no more threads']);
+    expect(next).to.deep.equal({ type: 'response', status: 200 });
+    expect(bodies).to.deep.equal(['{"n":3}']);
+  });
+
   it('when the sender closes, then attempts under way finish first and an attempt after it sends nothing', async () => {
     answer = (_body, response) => {
       setTimeout(() => response.writeHead(202).end(), 200);
