@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadSend, type TestCluster } from '../../helpers/cluster.js';
+import { eventually } from '../../helpers/webhook-receiver.js';
 import {
   GENEROUS_RATE_LIMITS,
   accepted,
@@ -17,11 +18,6 @@ import {
 
 /** The NATS settings docker-compose.yml ships: a client that stops answering pings is dropped within seconds. */
 const SHIPPED_NATS_CONFIG = fileURLToPath(new URL('../../../deploy/nats/nats-server.conf', import.meta.url));
-
-const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms);
-  });
 
 describe('cluster fencing: a node frozen past its lease TTL', function () {
   this.timeout(240_000);
@@ -98,11 +94,15 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
       runId: 'others',
     });
 
-    const taken = await waitFor(async () => {
-      const owners = await cluster.ownership();
-      const held = [...owners.values()].reduce((n, list) => n + list.length, 0);
-      return !owners.has(frozen.id) && held === cluster.shards ? owners : null;
-    }, 30_000);
+    const taken = await eventually(
+      async () => {
+        const owners = await cluster.ownership();
+        const held = [...owners.values()].reduce((n, list) => n + list.length, 0);
+        return !owners.has(frozen.id) && held === cluster.shards ? owners : null;
+      },
+      30_000,
+      'every shard held by the other nodes',
+    );
     expect([...taken.keys()].sort()).to.deep.equal(others.map((n) => n.id));
     const leases = new Map((await cluster.leases()).map((l) => [l.shard, l]));
     for (const [shard, epoch] of lost) {
@@ -117,7 +117,11 @@ describe('cluster fencing: a node frozen past its lease TTL', function () {
   it('when the NATS server has dropped its connection (the shipped ping settings), then every send for its merchants through the others is accepted at once', async () => {
     // until then NATS may hand the frozen node, still subscribed, part of the requests forwarded for the shards it
     // lost (one queue group per shard): those wait out their timeout and answer 500/1401
-    await waitFor(async () => ((await natsClientNames(cluster)).includes(frozen.id) ? null : true), 60_000);
+    await eventually(
+      async () => ((await natsClientNames(cluster)).includes(frozen.id) ? null : true),
+      60_000,
+      'the frozen node dropped by NATS',
+    );
     const sends = await runSendLoad({
       sends: 12,
       concurrency: 4,
@@ -216,14 +220,4 @@ async function natsClientNames(cluster: TestCluster): Promise<string[]> {
   const response = await fetch(`${cluster.nats.monitorUrl ?? ''}/connz?limit=1024`);
   const body = (await response.json()) as { connections?: { name?: string }[] };
   return (body.connections ?? []).map((c) => c.name ?? '');
-}
-
-async function waitFor<T>(check: () => Promise<T | null>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await sleep(50);
-  }
 }

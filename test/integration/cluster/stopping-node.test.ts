@@ -1,21 +1,7 @@
 import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
-
-const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms);
-  });
-
-async function waitFor<T>(check: () => Promise<T | null>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== null) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
+import { eventually } from '../../helpers/webhook-receiver.js';
 
 /** Resolves true when a new connection to the port is refused (the node stopped listening: its stop began). */
 function refuses(port: number): Promise<boolean> {
@@ -64,7 +50,7 @@ describe('cluster: a stopping node takes no shard', function () {
     slow.on('error', () => undefined);
     const stopBegan = await cluster.dbNow();
     stopping.process.kill('SIGTERM');
-    await waitFor(async () => ((await refuses(stopping.port)) ? true : null), 30_000, 'node-1 stops listening');
+    await eventually(async () => ((await refuses(stopping.port)) ? true : null), 30_000, 'node-1 stops listening');
 
     // node-2 hands its shards over and leaves: node-1 is the only live node, its fair share all 64 shards
     expect((await cluster.kill(leaving, 'SIGTERM', 60_000)).code).to.equal(0);
@@ -77,7 +63,7 @@ describe('cluster: a stopping node takes no shard', function () {
     };
     // two rounds of node-1's manager after node-2 left (each heartbeats, then would acquire)
     const left = (await heartbeat()) ?? 0;
-    const once = await waitFor(
+    const once = await eventually(
       async () => {
         const at = await heartbeat();
         return at !== null && at > left ? at : null;
@@ -85,7 +71,7 @@ describe('cluster: a stopping node takes no shard', function () {
       30_000,
       'a round of node-1',
     );
-    await waitFor(
+    await eventually(
       async () => {
         const at = await heartbeat();
         return at !== null && at > once ? at : null;
@@ -96,7 +82,7 @@ describe('cluster: a stopping node takes no shard', function () {
     expect(stopping.state(), 'still draining').to.not.equal('exited');
     // the node's renewal thread runs, and held back for the silent main thread (tolerance 1 ms); its report crosses
     // from the thread to the node's log and through the pipe to this process, so it is waited for
-    await waitFor(
+    await eventually(
       () => Promise.resolve(stopping.output().includes('main thread silent for') ? true : null),
       30_000,
       'the renewal thread reporting the silent main thread',
