@@ -3,7 +3,7 @@ import type { SqlExecutor } from '../libraries/persistence/sql/sql-executor.js';
 import { renewalTickMs, type LeaseRenewer } from './shard-manager.js';
 import type { FromRenewalThread, HeldLease, RenewalThreadData, ToRenewalThread } from './lease-renewal.js';
 import { DependencyUnavailableError } from '../libraries/errors/internal-errors.js';
-import { spawnModuleThread } from '../libraries/lifecycle/module-thread.js';
+import { spawnModuleThread, within } from '../libraries/lifecycle/module-thread.js';
 
 export interface LeaseRenewalWorkerOptions extends RenewalThreadData {
   /** A renewal that failed, or the main thread found silent past the tolerance (its leases then expire). */
@@ -74,21 +74,6 @@ export async function startLeaseRenewalWorker(options: LeaseRenewalWorkerOptions
       if ((await within(STOP_GRACE_MS, exit)) === 'late') await worker.terminate();
     },
   };
-}
-
-/** `work`'s outcome, or 'late' when it takes longer than `ms`. */
-async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => {
-      resolve('late');
-    }, ms);
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The node's renewal thread on its PostgreSQL database, as the shard manager's `renewer`. */

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads';
-import { spawnModuleThread } from '../libraries/lifecycle/module-thread.js';
+import { spawnModuleThread, within } from '../libraries/lifecycle/module-thread.js';
 import type { AttemptResult } from './retry-plan.js';
 import type { WebhookCredentials, WebhookSender, WebhookSenderOptions } from './webhook-sender.js';
 
@@ -20,7 +20,10 @@ export type FromSenderThread =
   { readonly type: 'results'; readonly results: readonly (readonly [number, AttemptResult])[] } | { readonly type: 'closed' };
 
 export interface ThreadedWebhookSenderOptions extends WebhookSenderOptions {
-  /** The sender thread failed; its attempts under way end as connection errors and the next attempt starts another. */
+  /**
+   * The sender thread failed, or none could be started; the attempts it held end as connection errors and the next
+   * attempt starts another.
+   */
   readonly onError?: (error: unknown) => void;
   /** Starts the thread (by default webhook-sender-thread beside this module); tests give their own. */
   readonly spawn?: (options: WebhookSenderOptions) => Worker;
@@ -129,10 +132,7 @@ export function createThreadedWebhookSender(options: ThreadedWebhookSenderOption
       const current = thread;
       if (!current) return;
       current.worker.postMessage({ type: 'close' } satisfies ToSenderThread);
-      const late = new Promise<'late'>((resolve) => {
-        setTimeout(resolve, senderOptions.timeoutMs + CLOSE_GRACE_MS, 'late').unref();
-      });
-      await Promise.race([current.closed, late]);
+      await within(senderOptions.timeoutMs + CLOSE_GRACE_MS, current.closed);
       await current.worker.terminate();
     },
   };

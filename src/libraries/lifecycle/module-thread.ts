@@ -21,3 +21,18 @@ export function spawnModuleThread(besideUrl: string, name: string, workerData: u
   const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
+
+/** `work`'s outcome, or 'late' when it takes longer than `ms`. */
+export async function within<T>(ms: number, work: Promise<T>): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('late');
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
