@@ -18,12 +18,23 @@ export interface ShardManagerOptions {
    * of `stop()`): what the round changed, for one log line per rebalance instead of one per shard.
    */
   readonly onRebalanced?: (changes: ShardChanges) => void;
+  /**
+   * Once per round that acquired shards, after serving them (`onAcquired`): the leases won, to tell the other nodes
+   * (`learn` there), whose routing hints would otherwise name the former holder until their own next round.
+   */
+  readonly announce?: (acquired: readonly ShardHold[]) => void;
   readonly onError?: (error: unknown) => void;
   /**
    * Renews this node's leases besides the main thread (a worker thread with its own connection), so a busy event
    * loop or a queued pool does not let them expire; started with the manager, told of every gain and loss.
    */
   readonly renewer?: () => Promise<LeaseRenewer>;
+}
+
+/** A shard's lease at one epoch: a later owner holds it at a higher epoch. */
+export interface ShardHold {
+  readonly shard: number;
+  readonly epoch: number;
 }
 
 /** What one round of the shard manager changed (shards in ascending order). */
@@ -53,6 +64,11 @@ export interface ShardManager {
    * requests to other nodes, which may be out of date by up to a round; only the lease decides who may write.
    */
   ownerOf(shard: number): string | null;
+  /**
+   * What another node announced it acquired (its `announce`): a routing hint taken for each shard at an epoch higher
+   * than the one this node last knew, so a newer lease is never replaced by an older one, whatever arrives first.
+   */
+  learn(owner: string, acquired: readonly ShardHold[]): void;
   /** Takes this node's first share, then keeps renewing and rebalancing. */
   start(): Promise<void>;
   /**
@@ -77,8 +93,16 @@ export const renewalTickMs = (ttlMs: number): number => Math.max(100, Math.floor
  */
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   const owned = new Map<number, number>(); // shard → epoch
-  /** Every shard's lease holder at the end of the last round (expired leases included: their holder may be frozen). */
-  let holders = new Map<number, string>();
+  /**
+   * Every shard's lease holder, at its epoch, as of the last round or a later announcement (expired leases included:
+   * their holder may be frozen).
+   */
+  const holders = new Map<number, { readonly owner: string; readonly epoch: number }>();
+  /** Takes a holder unless a newer lease of the shard is known already. */
+  function hold(shard: number, owner: string, epoch: number): void {
+    const known = holders.get(shard);
+    if (known === undefined || epoch >= known.epoch) holders.set(shard, { owner, epoch });
+  }
   const tickMs = options.tickMs ?? renewalTickMs(options.ttlMs);
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
@@ -131,9 +155,23 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     await options.leases.release(options.nodeId, [shard]);
   }
 
+  /** The leases this round won, to announce once it ends. */
+  let won: ShardHold[] = [];
+  function announceWon(): void {
+    if (won.length === 0) return;
+    const acquired = won;
+    won = [];
+    try {
+      options.announce?.(acquired);
+    } catch (error) {
+      options.onError?.(error);
+    }
+  }
+
   async function gain(lease: Lease): Promise<void> {
     owned.set(lease.shard, lease.epoch);
     changes.acquired.push(lease.shard);
+    won.push({ shard: lease.shard, epoch: lease.epoch });
     tellRenewer();
     await options.onAcquired(lease.shard).catch((error: unknown) => options.onError?.(error));
   }
@@ -172,14 +210,15 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
   /** Reads every shard's holder: the routing hints of `ownerOf`, one query per round. */
   async function readHolders(): Promise<void> {
     if (stopped) return;
-    const leases = await options.leases.list();
-    holders = new Map(leases.map((lease) => [lease.shard, lease.owner]));
+    for (const lease of await options.leases.list()) hold(lease.shard, lease.owner, lease.epoch);
   }
 
   async function tick(): Promise<void> {
     if (running) return running;
     // a round that failed (the database away) reads no holders: one error per round, the last read kept
     running = round()
+      // what the round won is served, even when it failed part way: told at once, before the holders' read
+      .finally(announceWon)
       .then(readHolders)
       .catch((error: unknown) => options.onError?.(error))
       .finally(() => {
@@ -200,7 +239,10 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     owns: (shard) => owned.has(shard),
     ownedShards: () => [...owned.keys()].sort((a, b) => a - b),
     fenceOf: (shard) => ({ shard, owner: options.nodeId, epoch: owned.get(shard) ?? -1 }),
-    ownerOf: (shard) => (owned.has(shard) ? options.nodeId : (holders.get(shard) ?? null)),
+    ownerOf: (shard) => (owned.has(shard) ? options.nodeId : (holders.get(shard)?.owner ?? null)),
+    learn(owner, acquired) {
+      for (const { shard, epoch } of acquired) if (shard >= 0 && shard < options.shards) hold(shard, owner, epoch);
+    },
     async start() {
       stopping = false;
       stopped = false;

@@ -4,6 +4,7 @@ import { createDomainHosts, createLocalActorRouter, type ActorRouter, type Domai
 import { createClusterRouter, type ClusterRouter } from '../cluster/cluster-router.js';
 import { leaseRenewerOn } from '../cluster/lease-renewal-worker.js';
 import { createShardManager, type ShardChanges, type ShardManager } from '../cluster/shard-manager.js';
+import { announceShardOwners, listenForShardOwners } from '../cluster/shard-notices.js';
 import { meteredJournal } from '../gateway-metrics.js';
 import { createActorRuntime, type ActorRuntime } from '../libraries/actors/actor-runtime.js';
 import type { Clock, IdGenerator } from '../libraries/clock/clock.js';
@@ -37,6 +38,7 @@ const NO_SHARDS: ShardManager = {
   ownedShards: () => [],
   fenceOf: (shard) => ({ shard, owner: '', epoch: -1 }),
   ownerOf: () => null,
+  learn: () => undefined,
   start: () => Promise.resolve(),
   stopAcquiring: () => undefined,
   stop: () => Promise.resolve(),
@@ -96,6 +98,7 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
           onRebalanced: (changes) => {
             options.onShardsChanged?.(changes);
           },
+          announce: announceShardOwners(clusterTransport, nodeId),
           onError: (error) => {
             report({ what: 'shard_lease_failed', error });
           },
@@ -164,11 +167,21 @@ export function createActorsAndCluster(options: ActorsAndClusterOptions) {
       runtime.stop();
     },
   };
+  /** The other nodes' acquisitions, heard while this node holds shards (its routing hints change at once). */
+  let listening: { stop(): Promise<void> } | null = null;
   /** Takes this node's share of the shards on start; hands them over on stop (their actors stop there). */
   const shards: Component = {
     name: 'shards',
-    start: () => manager?.start(),
-    stop: () => manager?.stop(),
+    async start() {
+      if (!manager) return;
+      if (clusterTransport) listening = await listenForShardOwners(clusterTransport, manager, nodeId);
+      await manager.start();
+    },
+    async stop() {
+      await manager?.stop();
+      await listening?.stop();
+      listening = null;
+    },
   };
 
   return {

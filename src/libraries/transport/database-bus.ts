@@ -345,12 +345,52 @@ export function createDatabaseBus(options: DatabaseBusOptions): Transport {
     });
   }
 
+  /** Notices stay in this process, like requests: embedded mode is one node. */
+  const listeners = new Map<string, Set<(payload: unknown) => void>>();
+
+  function notify(subject: string, payload: unknown): void {
+    for (const [listened, handlers] of listeners) {
+      if (!subjectMatches(listened, subject)) continue;
+      for (const handler of handlers) {
+        // as over the wire: later, and a copy of its own
+        const notice = copy(payload);
+        queueMicrotask(() => {
+          try {
+            handler(notice);
+          } catch (error) {
+            // the listener's failure, reported; the notifier never hears of it, as on NATS
+            onError(error, `notice on ${subject}`);
+          }
+        });
+      }
+    }
+  }
+
+  function listen(subject: string, handler: (payload: unknown) => void): Promise<{ stop(): Promise<void> }> {
+    const handlers = listeners.get(subject) ?? new Set();
+    // its own entry: the same handler listening twice hears each notice twice, and each stop ends one
+    const own = (payload: unknown): void => {
+      handler(payload);
+    };
+    handlers.add(own);
+    listeners.set(subject, handlers);
+    return Promise.resolve({
+      stop() {
+        handlers.delete(own);
+        if (handlers.size === 0 && listeners.get(subject) === handlers) listeners.delete(subject);
+        return Promise.resolve();
+      },
+    });
+  }
+
   return {
     kind: 'database',
     publish,
     consume,
     request,
     serve,
+    notify,
+    listen,
     async ping() {
       await db.query('SELECT 1');
     },
@@ -358,6 +398,7 @@ export function createDatabaseBus(options: DatabaseBusOptions): Transport {
       closed = true;
       clearInterval(purgeTimer);
       servers.clear();
+      listeners.clear();
       await Promise.all([...localConsumers].map((c) => c.stop()));
     },
   };

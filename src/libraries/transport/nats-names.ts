@@ -40,6 +40,12 @@ export const shardSubject = (shard: number): string => `gw.shard.${shard}`;
 export const ownerShardSubject = (shard: number, nodeId: string): string =>
   `gw.shard.${shard}.${nodeId.replace(/[^A-Za-z0-9-]/g, (c) => `_${c.charCodeAt(0).toString(16)}_`)}`;
 
+/**
+ * Notices of shards a node has just acquired, to every node (no stream, no reply): their routing hints change at
+ * once rather than at their next lease round.
+ */
+export const SHARD_OWNERS_SUBJECT = 'gw.owners';
+
 /** The gateway nodes' durable on the receipts stream. */
 export const RECEIPTS_DURABLE = 'gateway-receipts';
 /** The gateway nodes' durable on the webhook jobs stream. */

@@ -269,6 +269,39 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     return server;
   }
 
+  function notify(subject: string, payload: unknown): void {
+    // sent now or never: the client would hold it while disconnected and send it, stale, on reconnecting
+    if (disconnectedFrom !== null || nc.isClosed()) return;
+    try {
+      nc.publish(names.subject(subject), encode(payload));
+    } catch (error) {
+      onError(error, `notifying ${subject}`);
+    }
+  }
+
+  async function listen(subject: string, handler: (payload: unknown) => void): Promise<{ stop(): Promise<void> }> {
+    const sub = nc.subscribe(names.subject(subject), {
+      callback: (error, msg) => {
+        if (error) {
+          onError(error, `listening on ${subject}`);
+          return;
+        }
+        try {
+          handler(decode(msg.data));
+        } catch (handlerError) {
+          onError(handlerError, `notice on ${subject}`);
+        }
+      },
+    });
+    // the server knows the subscription once flushed: a notice sent after this from another connection reaches it
+    await nc.flush();
+    return {
+      async stop() {
+        if (!sub.isClosed()) await sub.drain().catch(() => undefined);
+      },
+    };
+  }
+
   return {
     kind: 'nats',
     async publish(subject, payload, publishOptions) {
@@ -283,6 +316,8 @@ export async function connectNatsTransport(options: NatsTransportOptions): Promi
     consume,
     request,
     serve,
+    notify,
+    listen,
     async ping() {
       await nc.rtt();
     },

@@ -89,6 +89,13 @@ export interface Transport {
   request(subject: string, payload: unknown, timeoutMs: number): Promise<unknown>;
   /** Answers requests on a subject (one of many servers gets each request). */
   serve(subject: string, handler: (payload: unknown) => Promise<unknown>): Promise<{ stop(): Promise<void> }>;
+  /**
+   * A notice to every process listening on the subject, sent now and stored nowhere: a process that is not
+   * listening, or not connected, never gets it. For hints a later read corrects (who holds a shard), never for work.
+   */
+  notify(subject: string, payload: unknown): void;
+  /** Hears every notice on the subject: each listening process gets each one. */
+  listen(subject: string, handler: (payload: unknown) => void): Promise<{ stop(): Promise<void> }>;
   /** Resolves when the transport answers; for health checks. */
   ping(): Promise<void>;
   close(): Promise<void>;

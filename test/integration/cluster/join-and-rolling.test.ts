@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { SHARD_OWNERS_SUBJECT } from '../../../src/libraries/transport/nats-names.js';
+import { shardOwnersNoticeOf, type ShardOwnersNotice } from '../../../src/cluster/shard-notices.js';
+import { eventually } from '../../helpers/webhook-receiver.js';
 import {
   runSendLoad,
   settleSends,
@@ -39,7 +43,13 @@ describe('cluster membership under load: a node joins, then every node restarts 
 
   before(async function () {
     this.timeout(120_000);
-    cluster = await startCluster({ nodes: 3, leaseTtlMs: 3_000, failoverDeadlineMs: 20_000, env: GENEROUS_RATE_LIMITS });
+    cluster = await startCluster({
+      nodes: 3,
+      leaseTtlMs: 3_000,
+      failoverDeadlineMs: 20_000,
+      env: GENEROUS_RATE_LIMITS,
+      natsMonitoring: true,
+    });
     merchants = await seedMerchants(cluster, { count: 6 });
   });
 
@@ -48,6 +58,16 @@ describe('cluster membership under load: a node joins, then every node restarts 
   });
 
   it('when a fourth node joins under load, then the shards rebalance to 16 each and no request fails', async () => {
+    // what the nodes tell each other of the shards they acquire, heard as any node hears it
+    const listener: NatsConnection = await connect({ servers: cluster.nats.url });
+    const notices: ShardOwnersNotice[] = [];
+    listener.subscribe(SHARD_OWNERS_SUBJECT, {
+      callback: (_error, msg) => {
+        const notice = shardOwnersNoticeOf(msg.json());
+        if (notice) notices.push(notice);
+      },
+    });
+    await listener.flush();
     const joining: { done: Promise<void> | null } = { done: null };
     let joinStartedAt = 0;
     let balancedAt = 0;
@@ -85,6 +105,27 @@ describe('cluster membership under load: a node joins, then every node restarts 
     expect(failures.length, JSON.stringify(outcomeCounts(sends))).to.be.at.most(5);
     await settleSends(sends, targets);
     expect(accepted(sends)).to.have.length(200);
+
+    // the joiner announced each shard it holds, at the lease's epoch (once its round has served them all: the
+    // lease table shows them first), and every node listens for such notices
+    const epochs = new Map((await cluster.leases()).map((lease) => [lease.shard, lease.epoch]));
+    const announcedByJoiner = (): Map<number, number> =>
+      new Map(notices.filter((n) => n.owner === 'node-4').flatMap((n) => n.acquired.map((a) => [a.shard, a.epoch])));
+    const held = balance.get('node-4') ?? [];
+    await eventually(
+      () => Promise.resolve(held.every((shard) => announcedByJoiner().has(shard)) || null),
+      30_000,
+      "the joiner's notices of every shard it holds",
+    );
+    await listener.close();
+    for (const shard of held) expect(announcedByJoiner().get(shard), `shard ${shard}`).to.equal(epochs.get(shard));
+    const connections = (await (await fetch(`${cluster.nats.monitorUrl ?? ''}/connz?subs=1&limit=1024`)).json()) as {
+      connections?: { name?: string; subscriptions_list?: string[] }[];
+    };
+    for (const id of NODE_IDS) {
+      const subjects = (connections.connections ?? []).filter((c) => c.name === id).flatMap((c) => c.subscriptions_list ?? []);
+      expect(subjects, `${id} listens`).to.include(SHARD_OWNERS_SUBJECT);
+    }
   });
 
   it('when every node restarts in turn under load (SIGTERM, exit 0, start again), then each stops cleanly and the shards rebalance each time', async () => {

@@ -218,6 +218,32 @@ describe('NATS transport', function () {
     }
   });
 
+  it('when processes listen on a subject, then a notice from another process reaches each of them, and none of another namespace', async () => {
+    const listeners = await Promise.all([connectNatsTransport({ servers: server.url }), connectNatsTransport({ servers: server.url })]);
+    const elsewhereNames = natsNames('elsewhere');
+    const elsewhere = await connectNatsTransport({ servers: server.url, names: elsewhereNames });
+    const heard = listeners.map(() => [] as unknown[]);
+    const heardElsewhere: unknown[] = [];
+    const listening = [
+      ...(await Promise.all(listeners.map((t, i) => t.listen('gw.owners', (payload) => heard[i]!.push(payload))))),
+      await elsewhere.listen('gw.owners', (payload) => heardElsewhere.push(payload)),
+    ];
+    try {
+      transport.notify('gw.owners', { owner: 'node-9', leases: [{ shard: 1, epoch: 2 }] });
+      await waitUntil(() => heard.every((list) => list.length === 1), 'both processes heard the notice');
+      for (const list of heard) expect(list).to.deep.equal([{ owner: 'node-9', leases: [{ shard: 1, epoch: 2 }] }]);
+      elsewhere.notify('gw.owners', 'from another deployment');
+      await waitUntil(() => heardElsewhere.length === 1, 'the other deployment heard its own notice');
+      await pause(100);
+      expect(heardElsewhere, 'only its own deployment').to.deep.equal(['from another deployment']);
+      for (const list of heard) expect(list, 'nothing from the other deployment').to.have.length(1);
+    } finally {
+      await Promise.all(listening.map((l) => l.stop()));
+      await Promise.all([...listeners, elsewhere].map((t) => t.close()));
+      await deleteStreams(jsm, elsewhereNames);
+    }
+  });
+
   it('when deployments a, b and one without a namespace share the server, then each has its own streams, durables and subjects and gets only its own messages and requests', async () => {
     const a = natsNames('a');
     const b = natsNames('b');

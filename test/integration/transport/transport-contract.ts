@@ -383,6 +383,67 @@ export function transportContract(fixture: TransportFixture): void {
     });
   });
 
+  describe('notify and listen', () => {
+    it('when two listeners are on a subject, then each hears every notice once, in order, as a copy', async () => {
+      const heard: { a: unknown[]; b: unknown[] } = { a: [], b: [] };
+      const a = await transport.listen('gw.owners', (payload) => heard.a.push(payload));
+      const b = await transport.listen('gw.owners', (payload) => heard.b.push(payload));
+      const notice = { owner: 'node-1', leases: [{ shard: 3, epoch: 7 }] };
+      transport.notify('gw.owners', notice);
+      transport.notify('gw.owners', { owner: 'node-2', leases: [] });
+      notice.leases.length = 0;
+      await waitUntil(() => heard.a.length === 2 && heard.b.length === 2, 'both listeners heard both notices');
+      await pause(100);
+      for (const got of [heard.a, heard.b]) {
+        expect(got).to.deep.equal([
+          { owner: 'node-1', leases: [{ shard: 3, epoch: 7 }] },
+          { owner: 'node-2', leases: [] },
+        ]);
+      }
+      await Promise.all([a.stop(), b.stop()]);
+    });
+
+    it('when a listener stopped, or listens on another subject, then it hears nothing', async () => {
+      const stopped: unknown[] = [];
+      const other: unknown[] = [];
+      const still: unknown[] = [];
+      const gone = await transport.listen('gw.owners', (payload) => stopped.push(payload));
+      const elsewhere = await transport.listen('gw.owners.other', (payload) => other.push(payload));
+      const kept = await transport.listen('gw.owners', (payload) => still.push(payload));
+      await gone.stop();
+      transport.notify('gw.owners', 'after the stop');
+      await waitUntil(() => still.length === 1, 'the remaining listener heard the notice');
+      await pause(100);
+      expect(stopped).to.deep.equal([]);
+      expect(other).to.deep.equal([]);
+      await Promise.all([elsewhere.stop(), kept.stop()]);
+    });
+
+    it('when nobody listens, then a notice is dropped without an error and a later listener never hears it', async () => {
+      transport.notify('gw.owners', 'unheard');
+      const heard: unknown[] = [];
+      const late = await transport.listen('gw.owners', (payload) => heard.push(payload));
+      transport.notify('gw.owners', 'heard');
+      await waitUntil(() => heard.length === 1, 'the late listener heard the second notice');
+      await pause(100);
+      expect(heard).to.deep.equal(['heard']);
+      await late.stop();
+    });
+
+    it('when a listener throws, then the other listeners still hear the notice', async () => {
+      const heard: unknown[] = [];
+      const failing = await transport.listen('gw.owners', () => {
+        throw new Error('listener broken');
+      });
+      const working = await transport.listen('gw.owners', (payload) => heard.push(payload));
+      transport.notify('gw.owners', 1);
+      transport.notify('gw.owners', 2);
+      await waitUntil(() => heard.length === 2, 'the working listener heard both notices');
+      expect(heard).to.deep.equal([1, 2]);
+      await Promise.all([failing.stop(), working.stop()]);
+    });
+  });
+
   it('when the transport is up, then ping resolves', async () => {
     await transport.ping();
   });

@@ -49,6 +49,10 @@ function createFakeTransport() {
     },
     request: () => Promise.reject(new Error('not used')),
     serve: () => Promise.reject(new Error('not used')),
+    notify: () => {
+      throw new Error('not used');
+    },
+    listen: () => Promise.reject(new Error('not used')),
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };

@@ -308,6 +308,62 @@ describe('shard manager: leases under load and while stopping', () => {
     for (const shard of ofB) expect(a.manager.ownerOf(shard), `shard ${shard}`).to.equal('a');
   });
 
+  it('when a round acquires shards, then it announces them once, with their epochs, after serving them; a round that acquires none announces nothing', async () => {
+    const steps: string[] = [];
+    const announcing = (nodeId: string): ShardManager =>
+      createShardManager({
+        nodeId,
+        shards: SHARDS,
+        leases: leases.store,
+        ttlMs: TTL_MS,
+        onAcquired: (shard) => {
+          steps.push(`${nodeId} serves ${shard}`);
+          return Promise.resolve();
+        },
+        onLost: () => Promise.resolve(),
+        announce: (acquired) => steps.push(`${nodeId} announces ${JSON.stringify(acquired)}`),
+      });
+    const a = announcing('a');
+    const b = announcing('b');
+    await a.start();
+    expect(steps.splice(0)).to.deep.equal([
+      'a serves 0',
+      'a serves 1',
+      'a serves 2',
+      'a serves 3',
+      'a announces [{"shard":0,"epoch":1},{"shard":1,"epoch":1},{"shard":2,"epoch":1},{"shard":3,"epoch":1}]',
+    ]);
+    await b.start(); // nothing free: b takes none
+    await a.tick(); // a hands two over, takes none
+    expect(steps.splice(0), 'rounds that acquired nothing').to.deep.equal([]);
+    await b.tick();
+    expect(steps.splice(0)).to.deep.equal(['b serves 2', 'b serves 3', 'b announces [{"shard":2,"epoch":2},{"shard":3,"epoch":2}]']);
+    await a.stop();
+    await b.stop();
+  });
+
+  it("when another node announces shards it acquired, then this node names it their holder at once, and neither an older epoch heard later nor an older round's read takes that back", async () => {
+    const { a, b } = await twoNodes();
+    await a.manager.tick();
+    const [shard] = b.manager.ownedShards();
+    const epoch = (await leases.store.list()).find((lease) => lease.shard === shard)!.epoch;
+    expect(a.manager.ownerOf(shard!)).to.equal('b');
+    a.manager.learn('c', [{ shard: shard!, epoch: epoch + 1 }]);
+    expect(a.manager.ownerOf(shard!), 'the announcement, before any round').to.equal('c');
+    a.manager.learn('b', [{ shard: shard!, epoch }]);
+    expect(a.manager.ownerOf(shard!), 'an older epoch heard later').to.equal('c');
+    // the table still says b at the older epoch (as a read begun before c's acquisition would)
+    await a.manager.tick();
+    expect(a.manager.ownerOf(shard!), "a round's read of the older lease").to.equal('c');
+    a.manager.learn('d', [{ shard: SHARDS, epoch: 99 }]);
+    a.manager.learn('d', [{ shard: -1, epoch: 99 }]);
+    for (let other = 0; other < SHARDS; other++) expect(a.manager.ownerOf(other), `shard ${other}`).to.not.equal('d');
+    // its own shards stay its own whatever it hears: only the lease decides, at its next renewal
+    const [own] = a.manager.ownedShards();
+    a.manager.learn('c', [{ shard: own!, epoch: 99 }]);
+    expect(a.manager.ownerOf(own!)).to.equal('a');
+  });
+
   it('when the database is away, then each round reports one failure, and the holders last read are kept', async () => {
     const { a, b } = await twoNodes();
     await a.manager.tick();

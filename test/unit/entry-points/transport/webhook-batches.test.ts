@@ -54,6 +54,10 @@ function recordingTransport(failWhen: (payload: unknown) => boolean = () => fals
     },
     request: () => Promise.reject(new Error('not used')),
     serve: () => Promise.reject(new Error('not used')),
+    notify: () => {
+      throw new Error('not used');
+    },
+    listen: () => Promise.reject(new Error('not used')),
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };
