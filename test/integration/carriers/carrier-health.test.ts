@@ -16,7 +16,7 @@ import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { presenceEntry, writePresence } from '../../helpers/presence.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /**
  * A production node in server mode (src/main.ts, private PostgreSQL and nats-server) routes to the carriers its

@@ -6,7 +6,7 @@ import { loadNumber, startCluster, type TestCluster } from '../../helpers/cluste
 import { kannelInstalled, startTestKannel, type TestKannel } from '../../helpers/kannel.js';
 import { freePort } from '../../helpers/ports.js';
 import { startTestSmsc, type TestSmsc } from '../../helpers/test-smsc.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from '../cluster/cluster-checks.js';
 
 interface RecipientView {

@@ -10,7 +10,7 @@ import { NO_NAMESPACE, PRESENCE_BUCKET } from '../../../src/libraries/transport/
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { deletePresence, presenceEntry, writePresence } from '../../helpers/presence.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 describe('presence reader and dispatch backlog on a private nats-server', function () {
   this.timeout(60_000);

@@ -10,7 +10,7 @@ import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type TestCluster } from '../../helpers/cluster.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestSmsc, type TestSmsc } from '../../helpers/test-smsc.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from '../cluster/cluster-checks.js';
 
 /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { runCli } from '../../../src/composition/cli.js';
 import type { SqlExecutor } from '../../../src/libraries/persistence/sql/sql-executor.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { dataOf, type SendData } from '../../helpers/api-helpers.js';
 import { isSettled, numberEnding, send, startPipeline, statusOf, type Pipeline } from '../pipeline/pipeline-fixture.js';
 

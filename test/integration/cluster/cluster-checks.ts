@@ -11,7 +11,8 @@ import {
   type SendAttempt,
   type TestCluster,
 } from '../../helpers/cluster.js';
-import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /**
  * What the cluster tests check after a fault under load: nothing lost (every 201 visible, every terminal webhook

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { call } from '../../helpers/http-fixture.js';
 import { loadNumber, startCluster, toUnits, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { FUNDING, GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
 /**

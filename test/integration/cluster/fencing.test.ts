@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { shardOf } from '../../../src/cluster/shards.js';
 import { runSendLoad, settleSends, startCluster, type ClusterNode, type LoadSend, type TestCluster } from '../../helpers/cluster.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   GENEROUS_RATE_LIMITS,
   accepted,

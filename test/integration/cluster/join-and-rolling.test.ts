@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { SHARD_OWNERS_SUBJECT } from '../../../src/libraries/transport/nats-names.js';
 import { shardOwnersNoticeOf, type ShardOwnersNotice } from '../../../src/cluster/shard-notices.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   runSendLoad,
   settleSends,

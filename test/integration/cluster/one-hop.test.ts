@@ -3,7 +3,7 @@ import { shardOf } from '../../../src/cluster/shards.js';
 import { call } from '../../helpers/http-fixture.js';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
 import { M, parseExposition, totalOf, valueOf } from '../../helpers/prometheus-text.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { natsNames } from '../../../src/libraries/transport/nats-names.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';

@@ -11,7 +11,7 @@ import {
 import { sampleCpu } from '../../../scripts/bench/process-cpu.js';
 import { call } from '../../helpers/http-fixture.js';
 import { loadNumber, startCluster, type TestCluster } from '../../helpers/cluster.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { GENEROUS_RATE_LIMITS, seedMerchants, type ClusterMerchant } from './cluster-checks.js';
 
 const SENDS = 20;

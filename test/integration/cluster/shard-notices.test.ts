@@ -6,7 +6,7 @@ import { connectNatsTransport } from '../../../src/libraries/transport/nats-tran
 import type { Transport } from '../../../src/libraries/transport/transport-port.js';
 import { testNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 const SHARDS = 6;
 /** Long enough that no round runs by itself during a test: each one is a `tick()` of the test's. */

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { serverNodeEnvironment, startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 const SHARDS = 32;
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
 import { startCluster, type ClusterNode, type TestCluster } from '../../helpers/cluster.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /** Resolves true when a new connection to the port is refused (the node stopped listening: its stop began). */
 function refuses(port: number): Promise<boolean> {

@@ -7,7 +7,7 @@ import { API_ROOT } from '../../../src/entry-points/http/routes.js';
 import { loadConfig } from '../../../src/libraries/config/config.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
 import { freePort } from '../../helpers/ports.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { jsonObjects, markedBlocks, readReadme } from './readme-blocks.js';
 
 /*

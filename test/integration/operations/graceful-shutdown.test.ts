@@ -12,7 +12,7 @@ import { API_ROOT, call, startApi } from '../../helpers/http-fixture.js';
 import { httpCall, serverNodeEnvironment, startMain, type HttpOutcome, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 const GRACE_MS = 20_000;
 const SENDS = 16;

@@ -8,7 +8,7 @@ import { API_ROOT } from '../../helpers/http-fixture.js';
 import { httpCall, serverNodeEnvironment, startMain, type MainProcess } from '../../helpers/main-process.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const SHARDS = 32;

@@ -6,7 +6,8 @@ import { alteredKey, dataOf, type SendData } from '../../helpers/api-helpers.js'
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { always, eventually, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { always, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 type LogLine = Record<string, unknown> & { readonly msg?: string; readonly level?: number };
 

@@ -10,7 +10,8 @@ import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { M, parseExposition, sampleOf, valueOf, type Exposition } from '../../helpers/prometheus-text.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { mustParseMoney } from '../../../src/pricing/money.js';
-import { always, eventually, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { always, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 

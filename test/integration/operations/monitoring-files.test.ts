@@ -15,7 +15,8 @@ import { call, startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { parseExposition, type Exposition } from '../../helpers/prometheus-text.js';
-import { always, eventually, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { always, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /**
  * The monitoring files shipped in deploy/: the Prometheus alert rules (with their promtool unit tests), the example

@@ -11,7 +11,7 @@ import { httpCall, startMain, type MainProcess } from '../../helpers/main-proces
 import { testNats } from '../../helpers/nats.js';
 import { freePort } from '../../helpers/ports.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /**
  * Docker cannot run here, so this test runs what the Dockerfile and docker-compose.yml run, read from those files:

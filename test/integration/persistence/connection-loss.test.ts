@@ -3,7 +3,7 @@ import pg from 'pg';
 import { connectPostgres, type SqlExecutor } from '../../../src/libraries/persistence/sql/sql-executor.js';
 import { AgendaPostgresBackend } from '../../../src/scheduling/agenda-postgres-backend.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { DependencyUnavailableError } from '../../../src/libraries/errors/internal-errors.js';
 
 /**

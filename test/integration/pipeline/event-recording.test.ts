@@ -4,7 +4,8 @@ import type { Gateway } from '../../../src/gateway.js';
 import { gatewayOnPostgres, outboxEvents, seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventsOf, isWebhookOutboxPayload, WEBHOOK_TOPIC } from '../../../src/webhooks/webhook-jobs.js';
-import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { numberEnding, send, startPipeline, statusOf, type Pipeline } from './pipeline-fixture.js';
 
 /**

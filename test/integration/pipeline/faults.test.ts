@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { DISPATCH_TOPIC } from '../../../src/carriers/dispatch-outbox.js';
 import { WEBHOOK_TOPIC } from '../../../src/webhooks/webhook-jobs.js';
 import { MESSAGE_CREATE_TOPIC } from '../../../src/messaging/send-message-use-case.js';
-import { eventually, startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   eventIdsByKey,
   expectedEventKeys,

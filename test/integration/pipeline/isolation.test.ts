@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import {
   always,
   eventIdOf,
-  eventually,
   HANG,
   respond,
   startWebhookReceiver,
@@ -10,6 +9,7 @@ import {
   type WebhookEnvelope,
   type WebhookReceiver,
 } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   merchantWithWebhook,
   numberEnding,

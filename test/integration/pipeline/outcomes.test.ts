@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ERROR_CATALOGUE } from '../../../src/libraries/errors/error-catalogue.js';
-import { startWebhookReceiver, eventually, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookEnvelope, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   expectEnvelope,
   expectedEventTypes,

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { Receipt, ReceiptBatch } from '../../../src/carriers/carrier-protocol.js';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
-import { eventually, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   merchantWithWebhook,
   numberEnding,

@@ -9,7 +9,6 @@ import { isWebhookBatch, isWebhookJob, WEBHOOK_TOPIC } from '../../../src/webhoo
 import {
   always,
   eventIdOf,
-  eventually,
   failFirst,
   respond,
   startWebhookReceiver,
@@ -17,6 +16,7 @@ import {
   type ReceiverBehaviour,
   type WebhookReceiver,
 } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { eventKey, expectedEventKeys, merchantWithWebhook, numberEnding, send, startPipeline, type Pipeline } from './pipeline-fixture.js';
 
 /** A recipient ending 00 is delivered: sms.queued, sms.processing, sms.sent, sms.delivered. */

@@ -6,7 +6,6 @@ import {
   always,
   CLOSE,
   eventIdOf,
-  eventually,
   failFirst,
   HANG,
   respond,
@@ -15,6 +14,7 @@ import {
   type ReceiverBehaviour,
   type WebhookReceiver,
 } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { merchantWithWebhook, numberEnding, send, startPipeline, type Pipeline, type WebhookMerchant } from './pipeline-fixture.js';
 
 /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { call, type CallResult } from '../../helpers/http-fixture.js';
 import { runSendLoad, startCluster, type ClusterNode, type LoadSend, type TestCluster } from '../../helpers/cluster.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import {
   GENEROUS_RATE_LIMITS,
   accepted,

@@ -14,7 +14,8 @@ import { seedMerchant, testConfig } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually, startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 const KEY_A = testConfig().secrets.key;
 const KEY_B = Buffer.alloc(32, 0x5b).toString('base64');

@@ -5,7 +5,7 @@ import { client, expectFieldError, NUMBERS } from '../../helpers/api-helpers.js'
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
 import { startApi, type ApiFixture } from '../../helpers/http-fixture.js';
 import { testPostgres } from '../../helpers/postgres.js';
-import { eventually } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /** Literal forms that reach this machine or a private network, each spelled as a merchant could write it. */
 const INSIDE_URLS = [

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import type { DeadLetter } from '../../../src/libraries/persistence/dead-letters-port.js';
 import { seedMerchant, type SeededMerchant } from '../../helpers/gateway-fixture.js';
-import { always, eventually, failFirst, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { always, failFirst, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { eventually } from '../../helpers/eventually.js';
 import { numberEnding, send, startPipeline, type Pipeline } from '../pipeline/pipeline-fixture.js';
 
 type LogLine = Record<string, unknown> & { readonly msg?: string };
