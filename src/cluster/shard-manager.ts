@@ -66,7 +66,8 @@ export interface ShardManager {
   ownerOf(shard: number): string | null;
   /**
    * What another node announced it acquired (its `announce`): a routing hint taken for each shard at an epoch higher
-   * than the one this node last knew, so a newer lease is never replaced by an older one, whatever arrives first.
+   * than the one this node knows, and kept by a read under way that found an older one. The next read begun after it
+   * has the last word (a notice that names a wrong epoch does not outlive it).
    */
   learn(owner: string, acquired: readonly ShardHold[]): void;
   /** Takes this node's first share, then keeps renewing and rebalancing. */
@@ -94,15 +95,12 @@ export const renewalTickMs = (ttlMs: number): number => Math.max(100, Math.floor
 export function createShardManager(options: ShardManagerOptions): ShardManager {
   const owned = new Map<number, number>(); // shard → epoch
   /**
-   * Every shard's lease holder, at its epoch, as of the last round or a later announcement (expired leases included:
-   * their holder may be frozen).
+   * Every shard's lease holder, at its epoch, as of the last round's read or a notice heard since (expired leases
+   * included: their holder may be frozen). `heard` numbers the notices: 0 for what a read found.
    */
-  const holders = new Map<number, { readonly owner: string; readonly epoch: number }>();
-  /** Takes a holder unless a newer lease of the shard is known already. */
-  function hold(shard: number, owner: string, epoch: number): void {
-    const known = holders.get(shard);
-    if (known === undefined || epoch >= known.epoch) holders.set(shard, { owner, epoch });
-  }
+  const holders = new Map<number, { readonly owner: string; readonly epoch: number; readonly heard: number }>();
+  /** Notices heard so far. */
+  let heard = 0;
   const tickMs = options.tickMs ?? renewalTickMs(options.ttlMs);
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
@@ -207,10 +205,19 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     }
   }
 
-  /** Reads every shard's holder: the routing hints of `ownerOf`, one query per round. */
+  /**
+   * Reads every shard's holder: the routing hints of `ownerOf`, one query per round. The table has the last word on
+   * whatever was known before the read began (a notice is sent only once its lease is committed); a notice heard
+   * while the read was under way is kept when its epoch is newer than the one read.
+   */
   async function readHolders(): Promise<void> {
     if (stopped) return;
-    for (const lease of await options.leases.list()) hold(lease.shard, lease.owner, lease.epoch);
+    const since = heard;
+    for (const lease of await options.leases.list()) {
+      const known = holders.get(lease.shard);
+      if (known !== undefined && known.heard > since && known.epoch > lease.epoch) continue;
+      holders.set(lease.shard, { owner: lease.owner, epoch: lease.epoch, heard: 0 });
+    }
   }
 
   async function tick(): Promise<void> {
@@ -241,7 +248,12 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     fenceOf: (shard) => ({ shard, owner: options.nodeId, epoch: owned.get(shard) ?? -1 }),
     ownerOf: (shard) => (owned.has(shard) ? options.nodeId : (holders.get(shard)?.owner ?? null)),
     learn(owner, acquired) {
-      for (const { shard, epoch } of acquired) if (shard >= 0 && shard < options.shards) hold(shard, owner, epoch);
+      heard++;
+      for (const { shard, epoch } of acquired) {
+        if (shard < 0 || shard >= options.shards) continue;
+        const known = holders.get(shard);
+        if (known === undefined || epoch > known.epoch) holders.set(shard, { owner, epoch, heard });
+      }
     },
     async start() {
       stopping = false;
