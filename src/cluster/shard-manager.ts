@@ -213,11 +213,16 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
   async function readHolders(): Promise<void> {
     if (stopped) return;
     const since = heard;
-    for (const lease of await options.leases.list()) {
+    const leases = await options.leases.list();
+    const read = new Set<number>();
+    for (const lease of leases) {
+      read.add(lease.shard);
       const known = holders.get(lease.shard);
       if (known !== undefined && known.heard > since && known.epoch > lease.epoch) continue;
       holders.set(lease.shard, { owner: lease.owner, epoch: lease.epoch, heard: 0 });
     }
+    // a shard the table does not hold (never leased) keeps only a notice heard during the read
+    for (const [shard, known] of holders) if (!read.has(shard) && known.heard <= since) holders.delete(shard);
   }
 
   async function tick(): Promise<void> {

@@ -404,6 +404,23 @@ describe('shard manager: leases under load and while stopping', () => {
     await observer.stop();
   });
 
+  it('when a notice names a shard the table never leased, then the next read forgets it', async () => {
+    const observer = createShardManager({
+      nodeId: 'o',
+      shards: SHARDS,
+      leases: { ...leases.store, acquire: () => Promise.resolve([]), list: () => Promise.resolve([]) },
+      ttlMs: TTL_MS,
+      onAcquired: () => Promise.resolve(),
+      onLost: () => Promise.resolve(),
+    });
+    await observer.start();
+    observer.learn('c', [{ shard: 1, epoch: 3 }]);
+    expect(observer.ownerOf(1)).to.equal('c');
+    await observer.tick();
+    expect(observer.ownerOf(1)).to.equal(null);
+    await observer.stop();
+  });
+
   it('when the database is away, then each round reports one failure, and the holders last read are kept', async () => {
     const { a, b } = await twoNodes();
     await a.manager.tick();
