@@ -153,12 +153,13 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
     await options.leases.release(options.nodeId, [shard]);
   }
 
-  /** The leases this round won, to announce once it ends. */
-  let won: ShardHold[] = [];
+  /** Announces the leases this round won (its changes, reported only once the round ends), each at its epoch. */
   function announceWon(): void {
-    if (won.length === 0) return;
-    const acquired = won;
-    won = [];
+    const acquired = changes.acquired.flatMap((shard) => {
+      const epoch = owned.get(shard);
+      return epoch === undefined ? [] : [{ shard, epoch }];
+    });
+    if (acquired.length === 0) return;
     try {
       options.announce?.(acquired);
     } catch (error) {
@@ -169,7 +170,6 @@ export function createShardManager(options: ShardManagerOptions): ShardManager {
   async function gain(lease: Lease): Promise<void> {
     owned.set(lease.shard, lease.epoch);
     changes.acquired.push(lease.shard);
-    won.push({ shard: lease.shard, epoch: lease.epoch });
     tellRenewer();
     await options.onAcquired(lease.shard).catch((error: unknown) => options.onError?.(error));
   }
