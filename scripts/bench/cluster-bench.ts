@@ -27,7 +27,8 @@
  * Options (`npm run bench:cluster -- --nodes 1,3 --duration-s 10`; each also as an environment variable):
  *   --nodes LIST              node counts, ascending (BENCH_NODES, 1,3)
  *   --duration-s S            measured seconds per node count (BENCH_DURATION_S, 15)
- *   --warmup-s S              unmeasured seconds before each (BENCH_WARMUP_S, 3)
+ *   --warmup-s S              unmeasured seconds before each (BENCH_WARMUP_S, 15: long enough for V8 to have
+ *                             compiled the nodes' hot path, a new node's too, so the window sees their steady state)
  *   --concurrency C           requests in flight (BENCH_CONCURRENCY, 16)
  *   --rate R                  pace the throughput load: request i starts no earlier than i / R seconds into the run,
  *                             still at most --concurrency in flight (BENCH_RATE; default: unpaced, a closed loop).
@@ -135,7 +136,7 @@ const DEFAULTS = JSON.parse(
 
 const NODE_COUNTS = (given.get('nodes') ?? '1,3').split(',').map((n) => Math.floor(positiveOption('nodes', n.trim())));
 const DURATION_S = numberOption('duration-s', 15);
-const WARMUP_S = given.get('warmup-s') === '0' ? 0 : numberOption('warmup-s', 3);
+const WARMUP_S = given.get('warmup-s') === '0' ? 0 : numberOption('warmup-s', 15);
 const CONCURRENCY = Math.floor(numberOption('concurrency', 16));
 /** Requests per second of the paced throughput load; null: a closed loop. */
 const RATE = given.get('rate') === undefined ? null : numberOption('rate', 1);

@@ -36,7 +36,10 @@
  *   --concurrency C         requests in flight (BENCH_CONCURRENCY, 32)
  *   --kannel-connections K  keep-alive connections to smsbox, at most 10 (BENCH_KANNEL_CONNECTIONS, 10)
  *   --duration-s S          measured seconds of (a) (BENCH_DURATION_S, 20)
- *   --warmup-s S            unmeasured seconds of the same loop first, reports awaited (BENCH_WARMUP_S, 3)
+ *   --warmup-s S            unmeasured seconds of the same loop first, reports awaited (BENCH_WARMUP_S, 15: long
+ *                           enough for V8 to have compiled the gateway's hot path, so the measured runs see the
+ *                           steady state of a server that runs for days; with 3 s the end-to-end run still paid for
+ *                           the node's and the connector's compilation, about a fifth of the gateway's CPU)
  *   --messages M            messages of (b) (BENCH_MESSAGES, 5000)
  *   --only kannel|gateway   one system only (BENCH_ONLY)
  *   --timeout-s S           give up waiting for the reports of a phase after this long (BENCH_TIMEOUT_S, 300)
@@ -110,7 +113,7 @@ const ROUNDS = Math.floor(numberOption('rounds', 2));
 const CONCURRENCY = Math.floor(numberOption('concurrency', 32));
 const KANNEL_CONNECTIONS = Math.min(10, Math.floor(numberOption('kannel-connections', 10)), CONCURRENCY);
 const DURATION_S = numberOption('duration-s', 20);
-const WARMUP_S = numberOption('warmup-s', 3);
+const WARMUP_S = numberOption('warmup-s', 15);
 const MESSAGES = Math.floor(numberOption('messages', 5_000));
 const TIMEOUT_S = numberOption('timeout-s', 300);
 const ONLY = options.get('only');
