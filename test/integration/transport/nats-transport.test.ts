@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectNatsTransport, DEFAULT_MAX_AGE_MS } from '../../../src/libraries/transport/nats-transport.js';
 import { NO_NAMESPACE, natsNames, type NatsNames } from '../../../src/libraries/transport/nats-names.js';
@@ -26,8 +33,25 @@ async function waitUntilAsync(condition: () => Promise<boolean>, what: string, t
   }
 }
 
+/**
+ * Deletes the streams (and so their consumers), trying again until each is gone: a test that restarted the server
+ * leaves an admin connection that may still be reconnecting, or a JetStream still loading its streams, and a stream
+ * left behind keeps its durable consumers for the next test (on a work-queue stream, an overlapping filter is refused).
+ */
 async function deleteStreams(jsm: JetStreamManager, names: NatsNames = NO_NAMESPACE): Promise<void> {
-  for (const { name } of Object.values(STREAMS)) await jsm.streams.delete(names.stream(name)).catch(() => false);
+  for (const { name } of Object.values(STREAMS)) {
+    await waitUntilAsync(
+      async () => {
+        try {
+          await jsm.streams.delete(names.stream(name));
+          return true;
+        } catch (error) {
+          return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+        }
+      },
+      `stream ${names.stream(name)} deleted`,
+    );
+  }
 }
 
 describe('transport contract: NATS JetStream (private nats-server)', function () {
@@ -427,7 +451,8 @@ describe('NATS transport', function () {
     const seen = new Set<string>();
     await transport.consume({
       stream: 'dispatch',
-      filter: 'sms.dispatch.>',
+      // its own subject: a work-queue stream refuses a filter overlapping another durable's
+      filter: 'sms.dispatch.restart',
       durable: 'restart',
       concurrency: 4,
       ackWaitMs: 2_000,
@@ -440,7 +465,7 @@ describe('NATS transport', function () {
       // publish awaits the stream's ack; retry only if the client gives up while the server is away
       for (let attempt = 0; ; attempt++) {
         try {
-          await transport.publish('sms.dispatch.simulator', { id }, { id });
+          await transport.publish('sms.dispatch.restart', { id }, { id });
           return;
         } catch (error) {
           if (attempt >= 10) throw error;
