@@ -8,7 +8,7 @@ import type { Config, DeepPartial } from '../../../src/libraries/config/config.j
 import { createLogger } from '../../../src/libraries/logger/logger.js';
 import { secretKeyId } from '../../../src/libraries/secrets/secret-box.js';
 import { connectNatsTransport } from '../../../src/libraries/transport/nats-transport.js';
-import { WEBHOOKS_DURABLE } from '../../../src/libraries/transport/nats-names.js';
+import { RECEIPTS_DURABLE, WEBHOOKS_DURABLE } from '../../../src/libraries/transport/nats-names.js';
 import { STREAMS, type Transport } from '../../../src/libraries/transport/transport-port.js';
 import { SECRET_UNREADABLE } from '../../../src/webhooks/webhook-delivery.js';
 import { client, dataOf, NUMBERS, type SendData } from '../../helpers/api-helpers.js';
@@ -142,8 +142,17 @@ describe('webhook secrets at rest (PostgreSQL, NATS, CLI, HTTP)', function () {
     spying = null;
     await stopNode();
     const jsm = await jetstreamManager(spy);
+    const durables = [
+      [STREAMS.receipts.name, RECEIPTS_DURABLE],
+      [STREAMS.webhooks.name, WEBHOOKS_DURABLE],
+    ] as const;
     await eventually(
-      async () => (await jsm.consumers.info(STREAMS.webhooks.name, WEBHOOKS_DURABLE)).num_waiting === 0,
+      async () => {
+        const waiting = await Promise.all(
+          durables.map(async ([stream, durable]) => (await jsm.consumers.info(stream, durable)).num_waiting),
+        );
+        return waiting.every((count) => count === 0);
+      },
       RESTART_WAIT_MS,
       "the stopped node's pull requests let go",
     );
