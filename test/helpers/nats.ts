@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { cleanUpAtExit } from './exit-cleanup.js';
 import { freePort } from './ports.js';
 import { appendOutput } from './process-log.js';
 
@@ -54,6 +55,7 @@ export async function startTestNats(options: TestNatsOptions = {}): Promise<Test
   const monitorPort = options.monitoring === true ? await freePort() : null;
   let server: ChildProcess | null = null;
   let output = '';
+  const forgetAtExit = cleanUpAtExit(() => server?.kill('SIGKILL'), storeDir);
 
   async function startServer(): Promise<void> {
     output = '';
@@ -117,6 +119,7 @@ export async function startTestNats(options: TestNatsOptions = {}): Promise<Test
     async stop() {
       await stopServer();
       rmSync(storeDir, { recursive: true, force: true });
+      forgetAtExit();
     },
   };
 }

@@ -1,9 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, chmodSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, chmodSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { cleanUpAtExit } from './exit-cleanup.js';
 import { freePort } from './ports.js';
 import { appendOutput } from './process-log.js';
 
@@ -13,6 +14,8 @@ const run = promisify(execFile);
 export interface TestPostgres {
   readonly port: number;
   readonly adminUrl: string;
+  /** The server's data directory (inside the temporary directory the helper removes). */
+  readonly dataDir: string;
   /** A fresh, empty database on this server. */
   createDatabase(prefix?: string): Promise<string>;
   /**
@@ -85,6 +88,9 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
   chmodSync(dir, 0o777);
   const dataDir = path.join(dir, 'data');
   const socketDir = dir;
+  const forgetAtExit = cleanUpAtExit(() => {
+    if (server !== null && server.exitCode === null) killPostmaster(dataDir);
+  }, dir);
   if (asRoot) await run('chown', ['postgres', dir]);
   await runAsPostgres(exe('initdb'), ['--no-sync', '-A', 'trust', '-U', 'postgres', '-D', dataDir]);
   const port = await freePort();
@@ -140,6 +146,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
   return {
     port,
     adminUrl,
+    dataDir,
     async createDatabase(prefix = 'test') {
       const name = `${prefix}_${process.pid}_${++counter}_${Date.now().toString(36)}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
       const client = new pg.Client({ connectionString: adminUrl });
@@ -160,8 +167,17 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     async stop() {
       await stopServer();
       rmSync(dir, { recursive: true, force: true });
+      forgetAtExit();
     },
   };
+}
+
+/** Immediate shutdown of the server on `dataDir`, without waiting for it (the process is exiting). */
+function killPostmaster(dataDir: string): void {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
+  if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGQUIT');
 }
 
 async function waitUntilReady(url: string): Promise<void> {

@@ -71,6 +71,10 @@ describe('README', () => {
       ...describeKannelSettings().map((setting) => setting.env),
       ...OTHER_VARIABLES,
       ...BENCH_VARIABLES,
+      // read by the npm scripts themselves (`${TEST_JOBS:-2}`)
+      ...Object.values(PACKAGE.scripts).flatMap((script) =>
+        [...script.matchAll(/\$\{?([A-Z][A-Z0-9]*_[A-Z0-9_]+)/g)].map((match) => String(match[1])),
+      ),
     ]);
     const inline = [...README.matchAll(/`[^`\n]*`/g)]
       .flatMap((match) => match[0].match(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/g) ?? [])

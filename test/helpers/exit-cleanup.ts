@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process';
+
+/**
+ * What a test process leaves behind when it exits with servers still running: a parallel run's worker process is told
+ * to exit once the run is over (the global teardown runs in the main process only), and a run stopped half-way skips
+ * the suites' own after hooks. 'exit' listeners cannot wait, and the pool kills a worker that takes more than a second
+ * to go: so every server is killed first, then its directory (a shared PostgreSQL's holds hundreds of databases by
+ * then) is removed by a detached `rm` that outlives the process, once the servers have had a moment to go.
+ */
+interface Leftover {
+  /** Kills the server without waiting for it. */
+  readonly kill: () => void;
+  readonly dir: string;
+}
+
+const leftovers = new Set<Leftover>();
+
+process.once('exit', () => {
+  for (const { kill } of leftovers) {
+    try {
+      kill();
+    } catch {
+      // gone already: the next one still gets its signal
+    }
+  }
+  const dirs = [...leftovers].map(({ dir }) => dir);
+  leftovers.clear();
+  if (dirs.length === 0) return;
+  spawn('sh', ['-c', 'sleep 2; exec rm -rf -- "$@"', 'sh', ...dirs], { detached: true, stdio: 'ignore' }).unref();
+});
+
+/**
+ * Kills the server and removes `dir` if the process exits before the returned function is called (the server was
+ * stopped and its directory removed in time).
+ */
+export function cleanUpAtExit(kill: () => void, dir: string): () => void {
+  const leftover: Leftover = { kill, dir };
+  leftovers.add(leftover);
+  return () => {
+    leftovers.delete(leftover);
+  };
+}
