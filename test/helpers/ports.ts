@@ -8,7 +8,8 @@ import { createServer } from 'node:net';
  * port of every outgoing connection from. Between the moment a test learns such a port and the moment its child
  * process listens on it (seconds, for a node starting under tsx), any connection the test run opens may take it:
  * the child then fails with EADDRINUSE. So ports are picked below that range, where the kernel never assigns one by
- * itself, each checked free by binding it, from a start that differs per test process.
+ * itself, each checked free by binding it, from a start that differs per test process; the workers of a parallel run
+ * each walk a part of that range of their own, so one cannot take a port another has just checked for its child.
  */
 const FALLBACK_EPHEMERAL_LOW = 32_768;
 const POOL_LOW = 10_000;
@@ -32,7 +33,23 @@ export function portPool(ephemeralLow: number): { low: number; size: number } | 
   return size >= POOL_MIN_SIZE ? { low: POOL_LOW, size } : null;
 }
 
-const pool = portPool(ephemeralRangeLow());
+/** Parts of the pool a parallel run's workers take one each, so two workers never pick the same port. */
+const WORKER_SHARES = 8;
+const WORKER_SHARE_MIN_SIZE = 1_000;
+
+/**
+ * The part of the pool a test process walks: all of it, or in a parallel run (mocha numbers its workers in
+ * MOCHA_WORKER_ID, and a worker's children inherit it) one of WORKER_SHARES parts, chosen by the worker's number.
+ */
+export function workerShare(whole: { low: number; size: number }, workerId: string | undefined): { low: number; size: number } {
+  const id = workerId === undefined || workerId === '' ? Number.NaN : Number(workerId);
+  const size = Math.floor(whole.size / WORKER_SHARES);
+  if (!Number.isInteger(id) || id < 0 || size < WORKER_SHARE_MIN_SIZE) return whole;
+  return { low: whole.low + (id % WORKER_SHARES) * size, size };
+}
+
+const wholePool = portPool(ephemeralRangeLow());
+const pool = wholePool ? workerShare(wholePool, process.env.MOCHA_WORKER_ID) : null;
 let cursor = pool ? (process.pid * 7_919 + Math.floor(Math.random() * pool.size)) % pool.size : 0;
 
 /** Resolves whether `port` on 127.0.0.1 could be bound just now. */

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { canListen, ephemeralRangeLow, freePort, portPool } from '../../helpers/ports.js';
+import { canListen, ephemeralRangeLow, freePort, portPool, workerShare } from '../../helpers/ports.js';
 
 function listenOn(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -47,6 +47,29 @@ describe('test ports: picked where no outgoing connection can take them before a
     it('when the ephemeral range starts too low to leave 2000 ports above 10000, then there is no pool', () => {
       expect(portPool(11_999)).to.equal(null);
       expect(portPool(1_024)).to.equal(null);
+    });
+  });
+
+  describe('a parallel run’s workers', () => {
+    const whole = { low: 10_000, size: 22_768 };
+
+    it('when workers 0, 1 and 7 ask, then each gets its own eighth of the pool, side by side', () => {
+      expect(workerShare(whole, '0')).to.deep.equal({ low: 10_000, size: 2_846 });
+      expect(workerShare(whole, '1')).to.deep.equal({ low: 12_846, size: 2_846 });
+      expect(workerShare(whole, '7')).to.deep.equal({ low: 29_922, size: 2_846 });
+    });
+
+    it('when a replaced worker is numbered 9, then it takes the share worker 1 left', () => {
+      expect(workerShare(whole, '9')).to.deep.equal(workerShare(whole, '1'));
+    });
+
+    it('when the process is no worker, or the number is not one, then the whole pool is walked', () => {
+      for (const id of [undefined, '', 'x', '-1', '1.5']) expect(workerShare(whole, id), String(id)).to.deep.equal(whole);
+    });
+
+    it('when an eighth of the pool would be under 1000 ports, then the whole pool is walked', () => {
+      const small = { low: 10_000, size: 7_000 };
+      expect(workerShare(small, '1')).to.deep.equal(small);
     });
   });
 
