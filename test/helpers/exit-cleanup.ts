@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 
 /**
  * What a test process leaves behind when it exits with servers still running: a parallel run's worker process is told
- * to exit once the run is over (the global teardown runs in the main process only), and a run stopped half-way skips
- * the suites' own after hooks. 'exit' listeners cannot wait, and the pool kills a worker that takes more than a second
- * to go: so every server is killed first, then its directory (a shared PostgreSQL's holds hundreds of databases by
- * then) is removed by a detached `rm` that outlives the process, once the servers have had a moment to go.
+ * to exit once the run is over with its shared servers up (the global teardown runs in the main process only), and
+ * any run exits past a server a test forgot to stop. 'exit' listeners cannot wait, and the pool kills a worker that
+ * takes more than a second to go: so every server is killed first, then its directory (a shared PostgreSQL's holds
+ * hundreds of databases by then) is removed by a detached `rm` that outlives the process, once the servers have had a
+ * moment to go. A process killed by a signal runs no 'exit' listener; a terminal's Ctrl-C reaches the servers too.
  */
 interface Leftover {
   /** Kills the server without waiting for it. */
