@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { expect } from 'chai';
 import { eventually } from '../../helpers/eventually.js';
+import { canListen } from '../../helpers/ports.js';
 
 interface Started {
   readonly natsPort: number;
@@ -38,25 +38,13 @@ const alive = (pid: number): boolean => {
   }
 };
 
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => {
-      resolve(false);
-    });
-  });
-
 describe('Test servers left running when their process exits', function () {
   this.timeout(60_000);
 
   it('when a test process exits without stopping its PostgreSQL and NATS servers, then both stop and their directories go', async () => {
     const started = await runChild();
     expect(started.postmasterPid).to.be.greaterThan(0);
-    await eventually(async () => !alive(started.postmasterPid) && !(await accepts(started.natsPort)), 20_000, 'servers stopped');
+    await eventually(async () => !alive(started.postmasterPid) && (await canListen(started.natsPort)), 20_000, 'servers stopped');
     await eventually(
       () => Promise.resolve(!existsSync(started.natsStore) && !existsSync(started.postgresDataDir)),
       20_000,
