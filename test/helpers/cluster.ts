@@ -18,6 +18,7 @@ import { startTestNats, type TestNats } from './nats.js';
 import { freePort } from './ports.js';
 import { appendOutput } from './process-log.js';
 import { testPostgres, type TestPostgres } from './postgres.js';
+import { cleanUpAtExit } from './exit-cleanup.js';
 
 /**
  * A real cluster for the cluster tests (docs/architecture.md, "Cluster"): a fresh database on the private PostgreSQL server, a
@@ -306,6 +307,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const paused = new Set<ClusterNode>();
   const ready = new Set<ClusterNode>();
   const workDir = mkdtempSync(path.join(tmpdir(), 'gw-cluster-'));
+  // its processes are SIGKILLed at exit (above); the directory goes too unless stop() removed it first
+  const forgetWorkDir = cleanUpAtExit(() => undefined, workDir);
   const reportFile = path.join(workDir, 'simulator-report.json');
   const deliveryLog = path.join(workDir, 'simulator-deliveries.log');
   let simulator: Spawned | null = null;
@@ -339,6 +342,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     await persistence?.close().catch(() => undefined);
     if (ownsNats) await nats.stop().catch(() => undefined);
     rmSync(workDir, { recursive: true, force: true });
+    forgetWorkDir();
   }
 
   try {

@@ -6,7 +6,12 @@ import { spawn } from 'node:child_process';
  * any run exits past a server a test forgot to stop. 'exit' listeners cannot wait, and the pool kills a worker that
  * takes more than a second to go: so every server is killed first, then its directory (a shared PostgreSQL's holds
  * hundreds of databases by then) is removed by a detached `rm` that outlives the process, once the servers have had a
- * moment to go. A process killed by a signal runs no 'exit' listener; a terminal's Ctrl-C reaches the servers too.
+ * moment to go.
+ *
+ * A process that a signal kills runs no 'exit' listener. So a process that has started a server exits on SIGINT, SIGTERM
+ * or SIGHUP (a terminal's Ctrl-C reaches every worker of a parallel run; the pool ends its workers with SIGTERM) through
+ * `process.exit`, which runs it: unless something else in the process listens for that signal (a benchmark's own
+ * cleanup), which then decides when to exit. SIGKILL still leaves everything behind.
  */
 interface Leftover {
   /** Kills the server without waiting for it. */
@@ -15,6 +20,21 @@ interface Leftover {
 }
 
 const leftovers = new Set<Leftover>();
+
+const EXIT_SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const;
+let onSignals = false;
+
+/** From the first server on: the signals that would kill the process make it exit instead, running the cleanup. */
+function exitOnSignals(): void {
+  if (onSignals) return;
+  onSignals = true;
+  for (const [signal, number] of Object.entries(EXIT_SIGNALS)) {
+    process.on(signal, () => {
+      // alone, this listener replaced the signal's default (death) and keeps to it; beside another, that one decides
+      if (process.listenerCount(signal) === 1) process.exit(128 + number);
+    });
+  }
+}
 
 process.once('exit', () => {
   for (const { kill } of leftovers) {
@@ -37,6 +57,7 @@ process.once('exit', () => {
 export function cleanUpAtExit(kill: () => void, dir: string): () => void {
   const leftover: Leftover = { kill, dir };
   leftovers.add(leftover);
+  exitOnSignals();
   return () => {
     leftovers.delete(leftover);
   };

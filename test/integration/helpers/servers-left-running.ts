@@ -1,6 +1,7 @@
 /**
- * A test process that exits with its servers still running, as a parallel run's worker does when the run is over:
- * prints what it started (one JSON line), then exits without stopping anything.
+ * A test process that ends with its servers still running: prints what it started (one JSON line), then either exits
+ * at once without stopping anything (as a parallel run's worker does when the run is over), or, given `wait`, waits
+ * for whatever signal ends it (a terminal's Ctrl-C, the pool's SIGTERM).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,4 +13,5 @@ const postgres = await startTestPostgres();
 const postmasterPid = Number.parseInt(readFileSync(path.join(postgres.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10);
 const started = { natsPort: nats.port, natsStore: nats.storeDir, postgresDataDir: postgres.dataDir, postmasterPid };
 process.stdout.write(`${JSON.stringify(started)}\n`);
-process.exit(0);
+if (process.argv[2] === 'wait') setInterval(() => undefined, 60_000);
+else process.exit(0);
