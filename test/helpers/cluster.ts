@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createGateway, type Gateway } from '../../src/gateway.js';
@@ -18,7 +17,7 @@ import { startTestNats, type TestNats } from './nats.js';
 import { freePort } from './ports.js';
 import { appendOutput } from './process-log.js';
 import { testPostgres, type TestPostgres } from './postgres.js';
-import { cleanUpAtExit } from './exit-cleanup.js';
+import { removeTemporaryDir, temporaryDir } from './temporary-dirs.js';
 
 /**
  * A real cluster for the cluster tests (docs/architecture.md, "Cluster"): a fresh database on the private PostgreSQL server, a
@@ -306,9 +305,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   const spawnedOf = new Map<ClusterNode, Spawned>();
   const paused = new Set<ClusterNode>();
   const ready = new Set<ClusterNode>();
-  const workDir = mkdtempSync(path.join(tmpdir(), 'gw-cluster-'));
   // its processes are SIGKILLed at exit (above); the directory goes too unless stop() removed it first
-  const forgetWorkDir = cleanUpAtExit(() => undefined, workDir);
+  const workDir = temporaryDir('gw-cluster-');
   const reportFile = path.join(workDir, 'simulator-report.json');
   const deliveryLog = path.join(workDir, 'simulator-deliveries.log');
   let simulator: Spawned | null = null;
@@ -341,8 +339,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
     await operatorTransport?.close().catch(() => undefined);
     await persistence?.close().catch(() => undefined);
     if (ownsNats) await nats.stop().catch(() => undefined);
-    rmSync(workDir, { recursive: true, force: true });
-    forgetWorkDir();
+    removeTemporaryDir(workDir);
   }
 
   try {

@@ -8,14 +8,14 @@ import { spawn } from 'node:child_process';
  * hundreds of databases by then) is removed by a detached `rm` that outlives the process, once the servers have had a
  * moment to go.
  *
- * A process that a signal kills runs no 'exit' listener. So a process that has started a server exits on SIGINT or
+ * A process that a signal kills runs no 'exit' listener. So a process with anything to clean up exits on SIGINT or
  * SIGTERM (a terminal's Ctrl-C reaches every worker of a parallel run; the pool ends its workers with SIGTERM) through
  * `process.exit`, which runs it: unless something else in the process listens for that signal (a benchmark's own
  * cleanup), which then decides when to exit. Not SIGHUP: a listener would override the `nohup` a run may have been
  * started under. SIGKILL still leaves everything behind.
  */
 interface Leftover {
-  /** Kills the server without waiting for it. */
+  /** Kills the server without waiting for it (nothing to kill for a directory alone). */
   readonly kill: () => void;
   readonly dir: string;
 }
@@ -25,7 +25,7 @@ const leftovers = new Set<Leftover>();
 const EXIT_SIGNALS = { SIGINT: 2, SIGTERM: 15 } as const;
 let onSignals = false;
 
-/** From the first server on: the signals that would kill the process make it exit instead, running the cleanup. */
+/** From the first leftover on: the signals that would kill the process make it exit instead, running the cleanup. */
 function exitOnSignals(): void {
   if (onSignals) return;
   onSignals = true;

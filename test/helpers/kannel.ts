@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.js';
+import { removeTemporaryDir, temporaryDir } from './temporary-dirs.js';
 
 /**
  * A private Kannel for tests: bearerbox and smsbox on free ports, from a kannel.conf generated in a temp dir, with
@@ -181,7 +181,7 @@ function stopProcess(child: ChildProcess, graceMs: number): Promise<void> {
 }
 
 export async function startTestKannel(options: TestKannelOptions): Promise<TestKannel> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'kannel-'));
+  const dir = temporaryDir('kannel-');
   const [adminPort, smsboxPort, sendsmsPort] = [await freePort(), await freePort(), await freePort()];
   const username = options.username ?? 'gateway';
   const password = options.password ?? 'sendsms-secret';
@@ -230,7 +230,7 @@ export async function startTestKannel(options: TestKannelOptions): Promise<TestK
     if (stopped) return;
     stopped = true;
     for (const child of [...children].reverse()) await stopProcess(child, 5_000);
-    rmSync(dir, { recursive: true, force: true });
+    removeTemporaryDir(dir);
   };
 
   const status = async (): Promise<string> => (await httpGet(adminPort, `/status.txt?password=status-secret`)).body;

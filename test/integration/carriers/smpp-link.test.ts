@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -13,6 +12,7 @@ import { createSmppLink, isUncertainRetry, type SmppLink, type SmppLinkEvent } f
 import { analyseMessage } from '../../../src/messaging/segments.js';
 import { startTestSmsc, type ReceiptStat, type TestSmsc, type TestSmscOptions } from '../../helpers/test-smsc.js';
 import { dispatchJobFor } from '../../helpers/dispatch-job.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /** The SMPP link against the test message centre, over real TCP (no NATS). */
 
@@ -349,7 +349,7 @@ describe('SMPP link with the test SMSC', function () {
   });
 
   it('binds over TLS, trusting the CA it is given', async function () {
-    const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
+    const dir = temporaryDir('smpp-tls-');
     try {
       try {
         execFileSync(
@@ -391,12 +391,12 @@ describe('SMPP link with the test SMSC', function () {
       expect(server.messagesTo('243810001200')).to.deep.equal(['over TLS']);
       await until(() => reports.length === 1, 'the receipt over TLS');
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeTemporaryDir(dir);
     }
   });
 
   it('does not bind over TLS to a centre whose certificate it does not trust', async function () {
-    const dir = mkdtempSync(path.join(tmpdir(), 'smpp-tls-'));
+    const dir = temporaryDir('smpp-tls-');
     try {
       try {
         execFileSync(
@@ -433,7 +433,7 @@ describe('SMPP link with the test SMSC', function () {
       expect(link.isLive()).to.be.false;
       expect(events.some((e) => e.type === 'bind-failed')).to.be.true;
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeTemporaryDir(dir);
     }
   });
 

@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { REPO_ROOT, TSX_LOADER } from '../../helpers/cluster.js';
 import { runCommand, type CommandResult } from '../../helpers/command-process.js';
 import { startMain, type MainProcess } from '../../helpers/main-process.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 const NOT_FOUND = (dir: string) =>
   `error: no gateway database in ${dir}: set DATA_DIR to the gateway's data directory, or run \`merchants create\` to start a new one\n`;
@@ -19,10 +19,10 @@ describe('operator CLI on an embedded database', function () {
 
   beforeEach(() => {
     // the directory the CLI reports is absolute: compare with the real path (no symbolic link in between)
-    cwd = realpathSync(mkdtempSync(path.join(tmpdir(), 'gw-cli-embedded-')));
+    cwd = realpathSync(temporaryDir('gw-cli-embedded-'));
   });
   afterEach(() => {
-    rmSync(cwd, { recursive: true, force: true });
+    removeTemporaryDir(cwd);
   });
 
   const cli = (args: readonly string[], env: Record<string, string> = {}): Promise<CommandResult> =>

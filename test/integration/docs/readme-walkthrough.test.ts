@@ -1,6 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { API_ROOT } from '../../../src/entry-points/http/routes.js';
@@ -9,6 +8,7 @@ import { startMain, type MainProcess } from '../../helpers/main-process.js';
 import { freePort } from '../../helpers/ports.js';
 import { eventually } from '../../helpers/eventually.js';
 import { jsonObjects, markedBlocks, readReadme } from './readme-blocks.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /*
  * README.md's "Five minutes with the sandbox", executed: src/main.ts as `npm start` runs it (embedded sandbox, a
@@ -110,7 +110,7 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
   let messageId = '';
 
   before(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'readme-walkthrough-'));
+    dir = temporaryDir('readme-walkthrough-');
     main = startMain({
       GATEWAY_MODE: 'embedded',
       GATEWAY_ENVIRONMENT: 'sandbox',
@@ -135,7 +135,7 @@ describe('README walkthrough ("Five minutes with the sandbox") against src/main.
   after(async () => {
     shell?.kill();
     await main?.kill();
-    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+    if (dir !== '') removeTemporaryDir(dir);
   });
 
   const run = (name: (typeof STEPS)[number]): Promise<string> => {

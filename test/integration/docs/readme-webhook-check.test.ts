@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { createWebhookSender, type WebhookCredentials, type WebhookSender } from '../../../src/webhooks/webhook-sender.js';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { fencedBlocks, readReadme } from './readme-blocks.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /*
  * The README's plain-Node webhook check (```js webhook-check, saved as webhook-check.mjs), imported as a merchant
@@ -44,7 +44,7 @@ describe('README webhook check (webhook-check.mjs) against the gateway webhook s
   before(async () => {
     const blocks = fencedBlocks(readReadme()).filter((block) => block.info === 'js webhook-check');
     expect(blocks, 'exactly one ```js webhook-check block in README.md').to.have.lengthOf(1);
-    dir = mkdtempSync(path.join(tmpdir(), 'readme-webhook-check-'));
+    dir = temporaryDir('readme-webhook-check-');
     const file = path.join(dir, 'webhook-check.mjs');
     writeFileSync(file, blocks[0]?.body ?? '');
     const loaded: unknown = await import(pathToFileURL(file).href);
@@ -65,7 +65,7 @@ describe('README webhook check (webhook-check.mjs) against the gateway webhook s
   after(async () => {
     await sender?.close();
     await receiver?.close();
-    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+    if (dir !== '') removeTemporaryDir(dir);
   });
 
   async function deliver(nowMs: number, credentials: WebhookCredentials = CREDENTIALS): Promise<ReceivedRequest> {

@@ -10,6 +10,7 @@ interface Started {
   readonly natsStore: string;
   readonly postgresDataDir: string;
   readonly postmasterPid: number;
+  readonly temporaryDir: string;
 }
 
 const CHILD = new URL('./servers-left-running.ts', import.meta.url).pathname;
@@ -60,6 +61,7 @@ async function removeLeftovers(started: Started): Promise<void> {
   // the data directory sits in the server's own temporary directory
   rmSync(started.natsStore, { recursive: true, force: true });
   rmSync(path.dirname(started.postgresDataDir), { recursive: true, force: true });
+  rmSync(started.temporaryDir, { recursive: true, force: true });
 }
 
 describe('Test servers left running when their process exits', function () {
@@ -73,13 +75,16 @@ describe('Test servers left running when their process exits', function () {
     expect(started.postmasterPid).to.be.greaterThan(0);
     await eventually(async () => !alive(started.postmasterPid) && (await canListen(started.natsPort)), 20_000, 'servers stopped');
     await eventually(
-      () => Promise.resolve(!existsSync(started.natsStore) && !existsSync(path.dirname(started.postgresDataDir))),
+      () =>
+        Promise.resolve(
+          !existsSync(started.natsStore) && !existsSync(path.dirname(started.postgresDataDir)) && !existsSync(started.temporaryDir),
+        ),
       20_000,
       'directories removed',
     );
   }
 
-  it('when a test process exits without stopping its PostgreSQL and NATS servers, then both stop and their directories go', async () => {
+  it('when a test process exits without stopping its PostgreSQL and NATS servers or removing a temporary directory, then both servers stop and every directory goes', async () => {
     const child = startChild();
     const started = await startedBy(child);
     seen.push(started);
@@ -91,7 +96,7 @@ describe('Test servers left running when their process exits', function () {
     ['SIGINT', '130'],
     ['SIGTERM', '143'],
   ] as const) {
-    it(`when a test process with its servers running gets ${signal}, then it exits through its cleanup (${code}): both servers stop and their directories go`, async () => {
+    it(`when a test process with its servers running gets ${signal}, then it exits through its cleanup (${code}): both servers stop and every directory goes`, async () => {
       const child = startChild('wait');
       const started = await startedBy(child);
       seen.push(started);

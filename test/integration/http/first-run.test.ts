@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { expect } from 'chai';
 import { describeSettings } from '../../../src/libraries/config/config.js';
 import { API_ROOT, call } from '../../helpers/http-fixture.js';
 import { freePort } from '../../helpers/ports.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /*
  * The first-run experience, as a new user gets it: `npm start` (node --import tsx src/main.ts) in an empty directory, no
@@ -109,7 +109,7 @@ describe('first run of `npm start` in an empty directory', function () {
   const children: Started[] = [];
 
   before(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'gw-first-run-'));
+    dir = temporaryDir('gw-first-run-');
     dataDir = path.join(dir, 'data');
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -123,7 +123,7 @@ describe('first run of `npm start` in an empty directory', function () {
         await started.exited;
       }
     }
-    rmSync(dir, { recursive: true, force: true });
+    removeTemporaryDir(dir);
   });
 
   it('when it starts on a fresh data directory, then it prints one sandbox key line and serves GET /health 200', async () => {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { expect } from 'chai';
@@ -13,6 +10,7 @@ import { httpCall, serverNodeEnvironment, startMain, type HttpOutcome, type Main
 import { startTestNats, type TestNats } from '../../helpers/nats.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/eventually.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 const GRACE_MS = 20_000;
 const SENDS = 16;
@@ -269,13 +267,13 @@ describe('graceful shutdown of src/main.ts', function () {
     let main: MainProcess | null = null;
 
     beforeEach(() => {
-      dataDir = mkdtempSync(path.join(tmpdir(), 'gw-shutdown-'));
+      dataDir = temporaryDir('gw-shutdown-');
     });
 
     afterEach(async () => {
       await main?.kill();
       main = null;
-      rmSync(dataDir, { recursive: true, force: true });
+      removeTemporaryDir(dataDir);
     });
 
     const embedded = (extra: Record<string, string> = {}): MainProcess =>

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -17,6 +16,7 @@ import { testPostgres } from '../../helpers/postgres.js';
 import { parseExposition, type Exposition } from '../../helpers/prometheus-text.js';
 import { always, respond, startWebhookReceiver, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { eventually } from '../../helpers/eventually.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /**
  * The monitoring files shipped in deploy/: the Prometheus alert rules (with their promtool unit tests), the example
@@ -242,13 +242,13 @@ describe('monitoring files: Prometheus alert rules and configuration, Grafana da
           expr: withoutVariables(target.expr ?? ''),
         })),
       );
-      const dir = mkdtempSync(path.join(tmpdir(), 'gw-dashboard-'));
+      const dir = temporaryDir('gw-dashboard-');
       try {
         const file = path.join(dir, 'dashboard-queries.yml');
         writeFileSync(file, JSON.stringify({ groups: [{ name: 'dashboard', rules }] }));
         expect(await promtool('check', 'rules', file)).to.include(`SUCCESS: ${String(rules.length)} rules found`);
       } finally {
-        rmSync(dir, { recursive: true, force: true });
+        removeTemporaryDir(dir);
       }
     });
 

@@ -1,6 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -12,6 +11,7 @@ import { testNats } from '../../helpers/nats.js';
 import { freePort } from '../../helpers/ports.js';
 import { testPostgres } from '../../helpers/postgres.js';
 import { eventually } from '../../helpers/eventually.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /**
  * Docker cannot run here, so this test runs what the Dockerfile and docker-compose.yml run, read from those files:
@@ -91,7 +91,7 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
   before(async function () {
     this.timeout(300_000);
     if (!runtime) throw new Error('the Dockerfile has no "runtime" stage');
-    workDir = mkdtempSync(path.join(tmpdir(), 'gw-image-'));
+    workDir = temporaryDir('gw-image-');
     appDir = path.join(workDir, 'app');
     mkdirSync(appDir);
 
@@ -131,7 +131,7 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
 
   after(async () => {
     await Promise.all(started.map((p) => p.kill()));
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
+    if (workDir) removeTemporaryDir(workDir);
   });
 
   it('when the compose NATS service runs its command with its mounted configuration, then a client that stops answering pings is dropped within 15 s', async () => {
@@ -141,7 +141,7 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
     const mount = (nats.volumes ?? []).map((volume) => volume.split(':')).find(([, target]) => target === configPath);
     expect(mount, `a volume mounted where the command reads its configuration (${String(configPath)})`).to.not.equal(undefined);
     // the command as compose runs it, the mounted paths replaced by the repository's file and a temporary store
-    const store = mkdtempSync(path.join(tmpdir(), 'compose-nats-'));
+    const store = temporaryDir('compose-nats-');
     const [port, monitorPort] = [await freePort(), await freePort()];
     const args = command.map((arg) => (arg === configPath ? path.join(ROOT, mount![0]!) : arg === '/data' ? store : arg));
     const server = spawn('nats-server', [...args, '-p', String(port), '-a', '127.0.0.1', '-m', String(monitorPort)], { stdio: 'ignore' });
@@ -161,7 +161,7 @@ describe('production commands of the Dockerfile and docker-compose.yml, run with
       expect(((varz.ping_max + 1) * varz.ping_interval) / 1e9, 'seconds until a silent client is dropped').to.be.at.most(15);
     } finally {
       server.kill('SIGKILL');
-      rmSync(store, { recursive: true, force: true });
+      removeTemporaryDir(store);
     }
   });
 

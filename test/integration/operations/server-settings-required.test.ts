@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { startMain, TEST_SECRETS_KEY } from '../../helpers/main-process.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 /** Server mode without NATS_URL is refused with the configuration, before the node opens its database. */
 describe('NATS_URL required by a server-mode node', function () {
@@ -19,7 +18,7 @@ describe('NATS_URL required by a server-mode node', function () {
       socket.destroy();
     });
     await new Promise<void>((resolve) => database.listen(0, '127.0.0.1', resolve));
-    dataDir = mkdtempSync(path.join(tmpdir(), 'gw-nats-required-'));
+    dataDir = temporaryDir('gw-nats-required-');
   });
 
   after(async () => {
@@ -28,7 +27,7 @@ describe('NATS_URL required by a server-mode node', function () {
         resolve();
       }),
     );
-    rmSync(dataDir, { recursive: true, force: true });
+    removeTemporaryDir(dataDir);
   });
 
   it('when a server-mode node starts without NATS_URL, then it exits 1 with one line naming NATS_URL, having opened no database', async () => {

@@ -1,19 +1,19 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { openPglite } from '../../../src/libraries/persistence/sql/sql-executor.js';
 import { DataDirectoryInUseError } from '../../../src/libraries/errors/internal-errors.js';
+import { removeTemporaryDir, temporaryDir } from '../../helpers/temporary-dirs.js';
 
 describe('PGlite data directory lock', function () {
   this.timeout(60_000);
   let dir: string;
   before(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'gw-lock-'));
+    dir = temporaryDir('gw-lock-');
   });
   after(() => {
-    rmSync(dir, { recursive: true, force: true });
+    removeTemporaryDir(dir);
   });
 
   it('when another live process holds the directory, then opening it fails with a clear error and no change', async () => {

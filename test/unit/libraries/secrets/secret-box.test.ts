@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { createSecretBox, isSealedSecret, secretKeyId } from '../../../../src/libraries/secrets/secret-box.js';
 import { EMBEDDED_KEY_FILE, embeddedSecretKey, secretBoxOf } from '../../../../src/libraries/secrets/secret-keys.js';
 import { loadConfig } from '../../../../src/libraries/config/config.js';
 import { SecretUnreadableError } from '../../../../src/libraries/errors/internal-errors.js';
+import { removeTemporaryDir, temporaryDir } from '../../../helpers/temporary-dirs.js';
 
 const OLD = Buffer.alloc(32, 1);
 const NEW = Buffer.alloc(32, 2);
@@ -63,10 +63,10 @@ describe('secret box', () => {
 describe('secret keys from the configuration', () => {
   let dir = '';
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'gw-secrets-'));
+    dir = temporaryDir('gw-secrets-');
   });
   afterEach(() => {
-    rmSync(dir, { recursive: true, force: true });
+    removeTemporaryDir(dir);
   });
 
   it('when embedded mode has no SECRETS_KEY, then it makes its own key file (mode 0600) on first start and keeps using it', () => {
