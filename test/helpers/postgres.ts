@@ -172,12 +172,18 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
   };
 }
 
+/** The pid of the postmaster running on `dataDir`, from its pid file; null when there is none. */
+export function postmasterPid(dataDir: string): number | null {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
 /** Immediate shutdown of the server on `dataDir`, without waiting for it (the process is exiting). */
 function killPostmaster(dataDir: string): void {
-  const pidFile = path.join(dataDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
-  if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGQUIT');
+  const pid = postmasterPid(dataDir);
+  if (pid !== null) process.kill(pid, 'SIGQUIT');
 }
 
 async function waitUntilReady(url: string): Promise<void> {

@@ -3,20 +3,17 @@
  * started (one JSON line), then either exits at once without stopping anything (as a parallel run's worker does when
  * the run is over), or, given `wait`, waits for whatever signal ends it (a terminal's Ctrl-C, the pool's SIGTERM).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { startTestNats } from '../../helpers/nats.js';
-import { startTestPostgres } from '../../helpers/postgres.js';
+import { postmasterPid, startTestPostgres } from '../../helpers/postgres.js';
 import { temporaryDir } from '../../helpers/temporary-dirs.js';
 
 const nats = await startTestNats();
 const postgres = await startTestPostgres();
-const postmasterPid = Number.parseInt(readFileSync(path.join(postgres.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10);
 const started = {
   natsPort: nats.port,
   natsStore: nats.storeDir,
   postgresDataDir: postgres.dataDir,
-  postmasterPid,
+  postmasterPid: postmasterPid(postgres.dataDir) ?? 0,
   temporaryDir: temporaryDir('gw-left-'),
 };
 process.stdout.write(`${JSON.stringify(started)}\n`);
