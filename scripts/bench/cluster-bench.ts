@@ -16,6 +16,9 @@
  *      in and out (the server's /varz) and what JetStream keeps (/jsz), and the CPU of PostgreSQL, nats-server and the connector; over the window
  *      alone, and until the window's sends have drained through the pipeline less the idle background measured
  *      just before. The cluster runs without the harness's audit triggers, so the database does the product's work.
+ *      And how the window's CPU was shared out: how busy the machine was over all its CPUs (/proc/stat), and how long
+ *      each node's main thread ran and how long it was ready to run but waited for a CPU (its schedstat): on a machine
+ *      with fewer CPUs than busy processes, the wait is part of every request's latency.
  *   2. Failover, at the largest count (≥ 2): a paced load (--failover-rate sends/s, each with its Idempotency-Key);
  *      after a third of --failover-s the node owning the most merchants is SIGKILLed and taken out of the
  *      rotation at once (as a load balancer would, eventually); reports the time until every shard is held again by
@@ -48,6 +51,7 @@
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their CPU goes.
  */
 import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { shardOf } from '../../src/cluster/shards.js';
@@ -94,7 +98,7 @@ import {
   type Query,
   type SendCosts,
 } from './cluster-costs.js';
-import { sampleCpu } from './process-cpu.js';
+import { machineCpu, mainThreadSchedule, sampleCpu } from './process-cpu.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -328,6 +332,7 @@ async function takeSample(running: TestCluster, targets: readonly ClusterNode[],
       targets.map((n) => n.process.pid ?? -1),
     ),
   );
+  const scheduling = schedulingCounters(targets);
   const monitorUrl = running.nats.monitorUrl;
   const [nats, wal, database, hops] = await Promise.all([
     monitorUrl === null ? Promise.resolve({}) : readNatsCounters(monitorUrl),
@@ -335,7 +340,43 @@ async function takeSample(running: TestCluster, targets: readonly ClusterNode[],
     withDatabase ? readDatabaseCounters(queryOf(running)) : Promise.resolve({}),
     readHopCounters(targets.map((n) => n.metricsUrl)),
   ]);
-  return { sample: { atMs, counters: { ...cpu, ...nats, ...wal.counters, ...database, ...hops } }, lsn: wal.lsn };
+  return { sample: { atMs, counters: { ...cpu, ...scheduling, ...nats, ...wal.counters, ...database, ...hops } }, lsn: wal.lsn };
+}
+
+/**
+ * The machine's busy and idle time over all its CPUs, and the time the nodes' main threads (their event loops) spent
+ * on a CPU and ready to run but waiting for one, summed over the nodes, in ms since boot (NaN where not readable).
+ */
+function schedulingCounters(targets: readonly ClusterNode[]): Record<string, number> {
+  const machine = machineCpu();
+  const threads = targets.map((n) => (n.process.pid === undefined ? null : mainThreadSchedule(n.process.pid)));
+  const sum = (pick: (t: { runMs: number; waitMs: number }) => number): number =>
+    threads.reduce((total, t) => (t === null ? Number.NaN : total + pick(t)), 0);
+  return {
+    'machine.busy': machine?.busyMs ?? Number.NaN,
+    'machine.idle': machine?.idleMs ?? Number.NaN,
+    'main.run': sum((t) => t.runMs),
+    'main.wait': sum((t) => t.waitMs),
+  };
+}
+
+/** How the window's CPU time was shared out: see schedulingCounters. */
+interface Scheduling {
+  /** The machine's busy share over all its CPUs (0–1). */
+  readonly machineBusy: number;
+  /** Each node's main thread, on average: ms per second on a CPU, and ms per second ready but waiting for one. */
+  readonly mainRunMsPerS: number;
+  readonly mainWaitMsPerS: number;
+}
+
+function schedulingIn(window: CounterInterval, nodes: number): Scheduling {
+  const moved = (name: string): number => window.delta[name] ?? Number.NaN;
+  const perNodePerSecond = (name: string): number => (window.ms > 0 ? (moved(name) * 1000) / window.ms / nodes : Number.NaN);
+  return {
+    machineBusy: moved('machine.busy') / (moved('machine.busy') + moved('machine.idle')),
+    mainRunMsPerS: perNodePerSecond('main.run'),
+    mainWaitMsPerS: perNodePerSecond('main.wait'),
+  };
 }
 
 /** What one node count's run cost, per accepted send, in two scopes, and the background rate measured before it. */
@@ -616,6 +657,7 @@ interface Phase {
   /** The node processes' CPU when idle, in ms of CPU per ms (1 = one core), all nodes together. */
   readonly idleCpuShare: number;
   readonly costs: PhaseCosts;
+  readonly scheduling: Scheduling;
 }
 
 function nodeCpu(
@@ -796,6 +838,7 @@ async function main(): Promise<void> {
       settleS: settled.seconds,
       ...nodeCpu(stats, inWindow, idle),
       costs: phaseCosts(stats, idle, inWindow, throughDrain, drain),
+      scheduling: schedulingIn(between(windowStart.sample, windowEnd.sample), count),
     });
   }
 
@@ -855,6 +898,21 @@ async function main(): Promise<void> {
           .join(', ')} |`,
     );
   }
+  console.log('');
+  const percent = (share: number): string => (Number.isFinite(share) ? `${fmt(share * 100)} %` : 'n/a');
+  console.log(
+    `How the measured window's CPU was shared out (/proc/stat; each node's main thread, its event loop, from /proc/<pid>/task/<pid>/schedstat): ` +
+      phases
+        .map((p) => {
+          const { machineBusy, mainRunMsPerS: run, mainWaitMsPerS: wait } = p.scheduling;
+          return (
+            `${p.nodes} node(s): the machine ${percent(machineBusy)} busy over its ${cpus().length} CPUs; each node's main thread on a CPU ` +
+            `${ms(run)}/s and ready to run but waiting for a CPU ${ms(wait)}/s (${percent(wait / (run + wait))} of the time it could run)`
+          );
+        })
+        .join('; ') +
+      '. A closed loop whose machine is not fully busy is held back by waits (the scheduler, I/O), not by CPU alone.',
+  );
   console.log('');
   console.log(
     'What a send costs, per accepted send (201). "window": the measured seconds only (CPU, NATS totals and the WAL position read at its end; ' +
@@ -979,6 +1037,11 @@ async function main(): Promise<void> {
         nodeCpuMsPerRequest: round(p.nodeCpuMsPerRequest),
         nodeCpuMsPerRequestNet: round(p.nodeCpuMsPerRequestNet),
         idleNodeCpuPercent: round(p.idleCpuShare * 100),
+        scheduling: {
+          machineBusyPercent: round(p.scheduling.machineBusy * 100),
+          mainThreadRunMsPerS: round(p.scheduling.mainRunMsPerS),
+          mainThreadWaitMsPerS: round(p.scheduling.mainWaitMsPerS),
+        },
         costs: {
           acceptedSends: acceptedIn(p.stats),
           window: costsJson(p.costs.window),

@@ -111,7 +111,6 @@ export function namedGroupTicks<G extends string>(
   return ticks;
 }
 
-/** CPU seconds now of this process's descendants by the groups of `classify` (see namedGroupTicks); null without /proc. */
 /**
  * CPU seconds of a process's main thread alone (the thread whose id is the process's): what bounds one event loop,
  * whatever its other threads do; null when it is not there.
@@ -121,6 +120,59 @@ export function mainThreadCpu(pid: number): number | null {
   return stat === null ? null : stat.own / clockTicks();
 }
 
+/** The machine's CPU time since boot over all its CPUs (/proc/stat), in ms: busy (everything but idle and I/O wait) and idle. */
+export interface MachineCpu {
+  readonly busyMs: number;
+  readonly idleMs: number;
+}
+
+/** /proc/stat's first line (`cpu  user nice system idle iowait irq softirq steal …`, in ticks) as ms; null if it is not that line. */
+export function parseMachineCpu(line: string, ticksPerSecond: number): MachineCpu | null {
+  const [label, ...fields] = line.trim().split(/\s+/);
+  const ticks = fields.slice(0, 8).map(Number);
+  if (label !== 'cpu' || ticks.length < 5 || ticks.some((n) => !Number.isFinite(n))) return null;
+  // guest time is inside user already, so only the first eight fields count
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  const busy = ticks.reduce((sum, n) => sum + n, 0) - idle;
+  const msPerTick = 1000 / ticksPerSecond;
+  return { busyMs: busy * msPerTick, idleMs: idle * msPerTick };
+}
+
+/** The machine's CPU time now (/proc/stat); null where it is not available. */
+export function machineCpu(): MachineCpu | null {
+  try {
+    return parseMachineCpu(readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '', clockTicks());
+  } catch {
+    return null;
+  }
+}
+
+/** A thread's time since it started, in ms: on a CPU, and runnable but waiting on a run queue for one. */
+export interface ThreadSchedule {
+  readonly runMs: number;
+  readonly waitMs: number;
+}
+
+/** A schedstat file's text (`<ns on a CPU> <ns waiting on a run queue> <time slices>`) as ms; null if it is not that. */
+export function parseSchedstat(text: string): ThreadSchedule | null {
+  const [run, wait] = text.trim().split(/\s+/).map(Number);
+  if (run === undefined || wait === undefined || !Number.isFinite(run) || !Number.isFinite(wait)) return null;
+  return { runMs: run / 1e6, waitMs: wait / 1e6 };
+}
+
+/**
+ * The scheduler's account of a process's main thread (/proc/<pid>/task/<pid>/schedstat): how long it ran, and how
+ * long it was ready to run while no CPU took it. Null when the thread or the file is not there.
+ */
+export function mainThreadSchedule(pid: number): ThreadSchedule | null {
+  try {
+    return parseSchedstat(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds now of this process's descendants by the groups of `classify` (see namedGroupTicks); null without /proc. */
 export function sampleProcessCpu<G extends string>(
   groups: readonly G[],
   classify: (pid: number, comm: string) => G | null,

@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { groupTicks, namedGroupTicks, sampleCpu, type ProcStat } from '../../../scripts/bench/process-cpu.js';
+import {
+  groupTicks,
+  mainThreadSchedule,
+  namedGroupTicks,
+  parseMachineCpu,
+  parseSchedstat,
+  sampleCpu,
+  type ProcStat,
+} from '../../../scripts/bench/process-cpu.js';
 
 const stat = (pid: number, ppid: number, comm: string, own: number, children = 0): ProcStat => ({ pid, ppid, comm, own, children });
 
@@ -60,5 +68,26 @@ describe('bench CPU by process', () => {
 
   it('has no named groups when this process is not in the reading', () => {
     expect(namedGroupTicks(TREE, 12_345, ['db'], () => 'db')).to.equal(null);
+  });
+  it("reads the machine's busy and idle time from /proc/stat's first line, I/O wait as idle, guest time not twice", () => {
+    // user nice system idle iowait irq softirq steal guest guest_nice, at 100 ticks a second
+    expect(parseMachineCpu('cpu  700 10 200 1000 40 5 15 30 400 0', 100)).to.deep.equal({
+      busyMs: (700 + 10 + 200 + 5 + 15 + 30) * 10,
+      idleMs: (1000 + 40) * 10,
+    });
+    expect(parseMachineCpu('cpu0 700 10 200 1000 40 5 15 30', 100)).to.equal(null);
+    expect(parseMachineCpu('cpu  x 10 200', 100)).to.equal(null);
+  });
+
+  it("reads a thread's time on a CPU and waiting for one from its schedstat, in ms", () => {
+    expect(parseSchedstat('2500000 7000000 42\n')).to.deep.equal({ runMs: 2.5, waitMs: 7 });
+    expect(parseSchedstat('')).to.equal(null);
+  });
+
+  it("reads this process's main thread from the scheduler", function () {
+    const schedule = mainThreadSchedule(process.pid);
+    if (schedule === null) this.skip();
+    expect(schedule.runMs).to.be.greaterThan(0);
+    expect(mainThreadSchedule(2 ** 22 + 1)).to.equal(null);
   });
 });
