@@ -911,7 +911,7 @@ async function main(): Promise<void> {
           );
         })
         .join('; ') +
-      '. A closed loop whose machine is not fully busy is held back by waits (the scheduler, I/O), not by CPU alone.',
+      ". A main thread's wait for a CPU is part of the latency of the requests it serves.",
   );
   console.log('');
   console.log(

@@ -69,6 +69,7 @@ describe('bench CPU by process', () => {
   it('has no named groups when this process is not in the reading', () => {
     expect(namedGroupTicks(TREE, 12_345, ['db'], () => 'db')).to.equal(null);
   });
+
   it("reads the machine's busy and idle time from /proc/stat's first line, I/O wait as idle, guest time not twice", () => {
     // user nice system idle iowait irq softirq steal guest guest_nice, at 100 ticks a second
     expect(parseMachineCpu('cpu  700 10 200 1000 40 5 15 30 400 0', 100)).to.deep.equal({
